@@ -1,0 +1,141 @@
+"""Loading and saving models: presets (random weights), and this project's safetensors files.
+
+Our checkpoint format is one .safetensors file: the state dict (timm names) plus metadata
+`vit_explainer.config` (ViTConfig JSON) and `vit_explainer.info` (ModelInfo JSON). Nothing is
+ever unpickled from our files; where a pickle must be read it goes through
+torch.load(weights_only=True), which refuses code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from .config import PRESETS, ViTConfig
+from .model import ViT
+
+BUNDLED_DIR = Path(__file__).parent / "bundled"  # the models this repo trains and ships
+DEFAULT_MODEL = "shapes-classifier"
+FALLBACK_MODEL = "vit-b16"
+
+
+class CheckpointError(ValueError):
+    """A model file could not be used; the message names what is wrong."""
+
+
+@dataclass
+class ModelInfo:
+    name: str
+    source: str  # "preset" | "bundled" | a file path
+    trained: bool  # False for presets: random weights from a fixed seed
+    description: str = ""
+    metrics: dict = field(default_factory=dict)  # held-out metrics measured after training
+    card: str = ""  # the model card (Markdown), when one ships next to the weights
+
+
+def bundled_models() -> list[str]:
+    """Names of the trained models shipped in BUNDLED_DIR."""
+    return sorted(p.stem for p in BUNDLED_DIR.glob("*.safetensors"))
+
+
+def default_model_name() -> str:
+    return DEFAULT_MODEL if DEFAULT_MODEL in bundled_models() else FALLBACK_MODEL
+
+
+def build_preset(name: str, seed: int = 0) -> ViT:
+    """A preset geometry with random weights from a fixed seed (global RNG left untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = ViT(PRESETS[name])
+    model.info = ModelInfo(name=name, source="preset", trained=False,
+                           description="untrained: random weights, real shapes")
+    return model.eval()
+
+
+def save_checkpoint(model: ViT, path: str | Path, info: ModelInfo | None = None) -> Path:
+    """Write the model's weights, config and info to one .safetensors file."""
+    info = info or getattr(model, "info", None) or ModelInfo(Path(path).stem, "file", True)
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    meta = {"vit_explainer.config": model.config.to_json(),
+            "vit_explainer.info": json.dumps({k: v for k, v in asdict(info).items()
+                                              if k not in ("card", "source")})}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path), metadata=meta)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> ViT:
+    """Load one of our .safetensors checkpoints; raise CheckpointError naming any problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"No file at '{path}'.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            state = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"'{path.name}' is not a readable safetensors file ({e}).") from e
+    if "vit_explainer.config" not in meta:
+        raise CheckpointError(f"'{path.name}' has no ViT Explainer config in its metadata.")
+    try:
+        config = ViTConfig.from_json(meta["vit_explainer.config"])
+        info = json.loads(meta.get("vit_explainer.info", "{}"))
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"'{path.name}' has an invalid config: {e}") from e
+    model = ViT(config)
+    load_state_dict_strict(model, state, path.name)
+    card = path.with_suffix(".md")
+    model.info = ModelInfo(**{"name": path.stem, "trained": True, **info},
+                           source=str(path), card=card.read_text() if card.is_file() else "")
+    return model.eval()
+
+
+def load_state_dict_strict(model: torch.nn.Module, state: dict, what: str = "checkpoint"):
+    """Copy `state` into `model`, naming every missing or unexpected key and any shape mismatch."""
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    wrong = [f"{k}: file {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
+             for k in own if k in state and state[k].shape != own[k].shape]
+    problems = []
+    if missing:
+        problems.append(f"missing keys {_few(missing)}")
+    if unexpected:
+        problems.append(f"unexpected keys {_few(unexpected)}")
+    if wrong:
+        problems.append(f"shape mismatch {wrong[0]}" + (f" (+{len(wrong) - 1} more)"
+                                                        if len(wrong) > 1 else ""))
+    if problems:
+        raise CheckpointError(f"{what} does not fit this model: " + "; ".join(problems) + ".")
+    model.load_state_dict(state, strict=True)
+
+
+def _few(keys: list[str], n: int = 5) -> str:
+    return ", ".join(keys[:n]) + (f" … (+{len(keys) - n} more)" if len(keys) > n else "")
+
+
+def load_model(name_or_path: str | Path | None = None) -> ViT:
+    """A ready-to-trace model in eval mode, with `.config` and `.info`.
+
+    Args:
+        name_or_path: a preset ("vit-b16", ...), a bundled model ("shapes-classifier", ...),
+            a path to one of our .safetensors checkpoints, or None for the default model.
+    """
+    name = str(name_or_path) if name_or_path is not None else default_model_name()
+    if name in PRESETS:
+        return build_preset(name)
+    if name in bundled_models():
+        model = load_checkpoint(BUNDLED_DIR / f"{name}.safetensors")
+        model.info.source = "bundled"
+        return model
+    path = Path(name)
+    if path.suffix == ".safetensors" or path.exists():
+        return load_checkpoint(path)
+    known = ", ".join(list(PRESETS) + bundled_models())
+    raise CheckpointError(f"No model or file named '{name}'. Known models: {known}.")

@@ -1,0 +1,52 @@
+"""Hook points: named places in the forward pass where an intermediate tensor can be read.
+
+A HookPoint is an identity module. Its name is its module path with the `hook_` prefix of the last
+part dropped (`blocks.3.attn.hook_pattern` -> `blocks.3.attn.pattern`). It holds no parameters, so
+state dicts keep timm's keys.
+
+Capturing does not register torch hooks on the (shared) model: `capture()` opens a store in a
+context variable, and every HookPoint writes into the store of the context that runs it. Two
+threads tracing one cached model at the same time therefore each get exactly their own tensors.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+_STORE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("vit_trace", default=None)
+
+
+class HookPoint(nn.Module):
+    name: str = ""  # set by name_hook_points() once the model is built
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        store = _STORE.get()
+        if store is not None:
+            store[self.name] = x
+        return x
+
+
+def name_hook_points(model: nn.Module) -> list[str]:
+    """Give every HookPoint in `model` its trace name; return the names in forward order."""
+    names = []
+    for path, module in model.named_modules():
+        if isinstance(module, HookPoint):
+            head, _, last = path.rpartition(".")
+            module.name = (head + "." if head else "") + last.removeprefix("hook_")
+            names.append(module.name)
+    return names
+
+
+@contextmanager
+def capture():
+    """Collect every hook point's tensor computed inside the `with` block into a dict."""
+    store: dict[str, torch.Tensor] = {}
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)

@@ -1,0 +1,205 @@
+"""Image loading, ViT preprocessing and patch (un)flattening.
+
+Everything a student uploads passes through :func:`load_image`, which either returns
+a plain RGB picture or raises :class:`ImageError` with one friendly sentence.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from typing import BinaryIO
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+# 40 MP covers any phone photo; bigger files are almost certainly mistakes or bombs.
+MAX_PIXELS = 40_000_000
+# Only raster formats a browser can also show; anything else (SVG, PDF, ...) is refused.
+# Phone photos saved as MPO need no entry: PIL's JPEG opener detects and returns them.
+FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
+
+_NOT_IMAGE = "This file is not an image we can read (PNG, JPEG, WebP, GIF, BMP or TIFF)."
+_DAMAGED = "This image file seems damaged or incomplete, so we cannot open it."
+_TOO_BIG = f"This image is too large; please use one under {MAX_PIXELS // 1_000_000} megapixels."
+
+
+class ImageError(ValueError):
+    """An uploaded image cannot be used; the message is one sentence for the user."""
+
+
+def load_image(src: bytes | str | os.PathLike | BinaryIO) -> Image.Image:
+    """Open an image and return it as a fully decoded RGB picture.
+
+    Args:
+        src: raw bytes, a file path, or a binary file-like object (e.g. an upload).
+
+    Raises:
+        ImageError: if the input is empty, not a supported image, damaged or too large.
+    """
+    if src is None or (isinstance(src, (bytes, bytearray, memoryview, str)) and not len(src)):
+        raise ImageError("No image was given, or the file is empty.")
+    fp = io.BytesIO(bytes(src)) if isinstance(src, (bytes, bytearray, memoryview)) else src
+    try:
+        with Image.open(fp, formats=FORMATS) as img:
+            # Image.open only parses the header, so this refuses bombs before any decoding.
+            if img.width * img.height > MAX_PIXELS:
+                raise ImageError(_TOO_BIG)
+            img.seek(0)  # first frame of an animation
+            img.load()  # decode now so truncated files fail here, not later
+            return _to_rgb(ImageOps.exif_transpose(img))
+    except ImageError:
+        raise
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        raise ImageError("We could not find or open that image file.") from e
+    except UnidentifiedImageError as e:
+        raise ImageError(_NOT_IMAGE) from e
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning, MemoryError) as e:
+        raise ImageError(_TOO_BIG) from e
+    except Exception as e:  # decoders raise OSError, SyntaxError, zlib/struct errors, ...
+        raise ImageError(_DAMAGED) from e
+
+
+def _to_rgb(img: Image.Image) -> Image.Image:
+    """Convert any PIL mode to 8-bit RGB, putting transparent areas on white."""
+    if img.mode.startswith("I"):  # I;16, I;16B, I;16L, I (16/32-bit integer grey)
+        img = _grey_to_l(np.asarray(img, dtype=np.float64), _bit_depth(img))
+    elif img.mode == "F":
+        img = _grey_to_l(np.asarray(img, dtype=np.float64), None)
+    if img.mode in ("RGBA", "RGBa", "LA", "PA") or "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        out = Image.new("RGB", rgba.size, (255, 255, 255))
+        out.paste(rgba, mask=rgba.getchannel("A"))
+        return out
+    return img.convert("RGB")
+
+
+def _bit_depth(img: Image.Image) -> int | None:
+    """Real bit depth of an integer image, or None if unknown (then we stretch)."""
+    bits = getattr(img, "tag_v2", {}).get(258)  # TIFF BitsPerSample (e.g. 12-bit scans)
+    if bits:
+        return int(bits[0] if isinstance(bits, tuple) else bits)
+    if img.mode.startswith("I;16"):
+        return 16
+    arr = np.asarray(img)
+    return 16 if arr.size and arr.min() >= 0 and arr.max() <= 65535 else None
+
+
+def _grey_to_l(a: np.ndarray, bits: int | None) -> Image.Image:
+    """Scale high-depth grey values to 0..255 without clipping away the range.
+
+    Integers are divided by their full scale (65535 -> 255, 32768 -> 128). Floats
+    (mode F) already inside [0, 1] are read as intensities; any other float range
+    (or integers of unknown depth) is min/max stretched so the picture stays visible.
+    """
+    a = np.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
+    lo, hi = (float(a.min()), float(a.max())) if a.size else (0.0, 1.0)
+    if bits:
+        a = a / (2**bits - 1)
+    elif not (lo >= 0.0 and hi <= 1.0) and hi > lo:
+        a = (a - lo) / (hi - lo)
+    return Image.fromarray(np.rint(np.clip(a, 0.0, 1.0) * 255).astype(np.uint8))
+
+
+def display_crop(img: Image.Image, config) -> Image.Image:
+    """The exact RGB square the model sees: shorter side resized, then centre-cropped.
+
+    Args:
+        img: any PIL image (converted to RGB).
+        config: object with ``img_size`` (int, side of the square input).
+    """
+    s = int(config.img_size)
+    img = img if img.mode == "RGB" else _to_rgb(img)
+    w, h = img.size
+    # Size after "shorter side = s" (torchvision rounding: long side truncated).
+    new_w, new_h = (s, int(s * h / w)) if w <= h else (int(s * w / h), s)
+    left, top = round((new_w - s) / 2), round((new_h - s) / 2)
+    sx, sy = w / new_w, h / new_h
+    # Resizing only the source box that maps to the centre crop gives the same pixels as
+    # resize-then-crop (PIL still reads neighbours outside the box for the filter), but
+    # never builds the huge intermediate (6 -> 224 would turn 4000 px into ~149,000).
+    box = (left * sx, top * sy, (left + s) * sx, (top + s) * sy)
+    return img.resize((s, s), Image.Resampling.BICUBIC, box=box, reducing_gap=None)
+
+
+def to_tensor(img: Image.Image) -> torch.Tensor:
+    """RGB PIL image -> float32 tensor [3, H, W] with values in [0, 1]."""
+    arr = np.asarray(img.convert("RGB"), dtype=np.float32) / 255.0
+    return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
+
+
+def _stats(x: torch.Tensor, config) -> tuple[torch.Tensor, torch.Tensor]:
+    mean = torch.tensor(config.mean, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    std = torch.tensor(config.std, dtype=x.dtype, device=x.device).view(3, 1, 1)
+    return mean, std
+
+
+def normalize(x: torch.Tensor, config) -> torch.Tensor:
+    """(x - mean) / std per channel; x is [3, H, W] or [B, 3, H, W] in [0, 1]."""
+    mean, std = _stats(x, config)
+    return (x - mean) / std
+
+
+def denormalize(x: torch.Tensor, config) -> torch.Tensor:
+    """Inverse of :func:`normalize`, clamped to [0, 1] for drawing."""
+    mean, std = _stats(x, config)
+    return (x * std + mean).clamp(0.0, 1.0)
+
+
+def preprocess(img: Image.Image, config) -> torch.Tensor:
+    """Model input [1, 3, S, S] float32: :func:`display_crop`, to [0, 1], normalised.
+
+    Args:
+        img: a PIL image, usually from :func:`load_image`.
+        config: object with ``img_size`` (int), ``mean`` and ``std`` (3 floats each).
+    """
+    return normalize(to_tensor(display_crop(img, config)), config).unsqueeze(0)
+
+
+def patchify(x: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """Cut images into flattened patches in the same order as a stride-P Conv2d.
+
+    Args:
+        x: [C, H, W] or [B, C, H, W]; H and W must be multiples of ``patch_size``.
+        patch_size: side P of the square patches.
+
+    Returns:
+        [N, C*P*P] (or [B, N, C*P*P]); patches in row-major order, each flattened as
+        (channel, row, column) like ``conv.weight.reshape(D, -1)``.
+    """
+    if x.dim() not in (3, 4):
+        raise ValueError(f"patchify expects a [C, H, W] or [B, C, H, W] tensor, got {x.dim()}-D.")
+    xb = x if x.dim() == 4 else x.unsqueeze(0)
+    b, c, h, w = xb.shape
+    p = int(patch_size)
+    if p <= 0 or h % p or w % p:
+        raise ValueError(f"Image size {h}x{w} is not divisible by the patch size {p}.")
+    out = xb.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)
+    out = out.reshape(b, (h // p) * (w // p), c * p * p)
+    return out if x.dim() == 4 else out[0]
+
+
+def unpatchify(
+    patches: torch.Tensor, patch_size: int, grid: tuple[int, int] | None = None
+) -> torch.Tensor:
+    """Exact inverse of :func:`patchify`.
+
+    Args:
+        patches: [N, C*P*P] or [B, N, C*P*P].
+        patch_size: side P of the square patches.
+        grid: (rows, columns) of patches; default a square grid.
+
+    Returns:
+        [C, H, W] (or [B, C, H, W]).
+    """
+    pb = patches if patches.dim() == 3 else patches.unsqueeze(0)
+    b, n, d = pb.shape
+    p = int(patch_size)
+    gh, gw = grid if grid is not None else (math.isqrt(n), math.isqrt(n))
+    if gh * gw != n or d % (p * p):
+        raise ValueError(f"{n} patches of length {d} do not fit a {gh}x{gw} grid of size {p}.")
+    c = d // (p * p)
+    out = pb.reshape(b, gh, gw, c, p, p).permute(0, 3, 1, 4, 2, 5).reshape(b, c, gh * p, gw * p)
+    return out if patches.dim() == 3 else out[0]

@@ -33,7 +33,7 @@ TRACE_NAMES: dict[str, tuple[str, str]] = {
     "blocks.l.resid_post": ("S, D", "X' + mlp_out: the block's output"),
     "ln_final": ("S, D", "the final LayerNorm over every token"),
     "seg_logits": ("N, K_seg, r, r", "segmentation head: class scores for r×r cells per patch"),
-    "logits": ("K | T, V", "class logits from CLS, or next-token logits at each text position"),
+    "logits": ("K or T, V", "class logits from CLS, or next-token logits at each text position"),
 }
 
 
@@ -125,3 +125,12 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
     resolved = torch.zeros(S, S) if resolved is None else resolved.detach().cpu()
     return Trace(tensors, model.config, resolved, kind,
                  None if text_ids is None else text_ids[0].clone())
+
+
+def names_table() -> str:
+    """TRACE_NAMES as the Markdown table the README shows (a test keeps the two in sync)."""
+    rows = ["| name | shape | what it is |", "|---|---|---|"]
+    rows += [f"| `{name}` | [{shape}] | {meaning} |" for name, (shape, meaning) in
+             TRACE_NAMES.items()]
+    return "\n".join(rows)
+

@@ -1,0 +1,73 @@
+"""Drive the app with AppTest: default view, an uploaded photo, a broken file, model switching."""
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def photo_bytes(w=640, h=480, fmt="JPEG") -> bytes:
+    yy, xx = np.mgrid[0:h, 0:w]
+    rgb = np.stack([xx * 255 // w, yy * 255 // h, np.full_like(xx, 90)], -1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format=fmt)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def app():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["model"] = "vit-b16"
+    return at.run()
+
+
+def table(at) -> dict:
+    df = at.dataframe[0].value
+    return dict(zip(df["tensor"], df["shape"], strict=True))
+
+
+def test_default_view_shows_the_live_shapes(app):
+    assert not app.exception
+    assert app.title[0].value == "From pixels to logits, in one pass"
+    shapes = table(app)
+    assert shapes["patches"] == "196 × 768"
+    assert shapes["embed"] == "197 × 768"
+    assert shapes["blocks.0.attn.pattern"] == "12 × 197 × 197"
+    assert shapes["blocks.11.mlp.pre"] == "197 × 3072"
+    assert "random weights" in app.warning[0].value
+    assert any("sample:" in c.value for c in app.sidebar.caption)
+
+
+def test_uploaded_photo_is_used(app):
+    app.sidebar.file_uploader(key="upload").upload("photo.jpg", photo_bytes(), "image/jpeg")
+    app.run()
+    assert not app.exception
+    assert any("upload: photo.jpg" in c.value for c in app.sidebar.caption)
+    assert table(app)["patches"] == "196 × 768"
+
+
+def test_broken_file_gives_one_line_and_the_session_goes_on(app):
+    broken = photo_bytes(fmt="PNG")[:300]
+    app.sidebar.file_uploader(key="upload").upload("broken.png", broken, "image/png")
+    app.run()
+    assert not app.exception
+    assert len(app.error) == 1 and "\n" not in app.error[0].value
+    assert "damaged" in app.error[0].value
+    app.sidebar.file_uploader(key="upload").clear()
+    app.sidebar.file_uploader(key="upload").upload("good.jpg", photo_bytes(), "image/jpeg")
+    app.run()
+    assert not app.exception and not app.error
+    assert any("upload: good.jpg" in c.value for c in app.sidebar.caption)
+
+
+def test_switching_model_changes_the_shapes(app):
+    app.sidebar.selectbox(key="model").set_value("vit-ti16").run()
+    assert not app.exception
+    shapes = table(app)
+    assert shapes["embed"] == "197 × 192"
+    assert shapes["blocks.0.attn.q"] == "3 × 197 × 64"

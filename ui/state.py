@@ -1,0 +1,127 @@
+"""The one module that owns caching and session state.
+
+Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
+cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image —
+in a bounded cache_resource: a Trace is read-only, so sessions can share it without copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+
+import streamlit as st
+import torch
+from PIL import Image
+
+import vit_core
+from vit_core import ImageError, data, display_crop, load_image, preprocess, run_trace
+
+MAX_MODELS = 4
+MAX_TRACES = 24  # ViT-B/16 traces are ~170 MB each; small models' are a few MB
+MAX_IMAGES = 64
+
+
+@dataclass(frozen=True)
+class Input:
+    """What the user chose to look at."""
+
+    key: str  # sha256 of the bytes: the cache key
+    label: str  # shown to the user ("sample: a red ball on the grass", "upload: cat.jpg")
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Prepared:
+    crop: Image.Image  # the img_size x img_size RGB crop the model sees
+    pixels: torch.Tensor  # [1, 3, H, W] normalised
+
+
+def model_choices() -> list[str]:
+    return vit_core.bundled_models() + list(vit_core.PRESETS)
+
+
+def model_label(name: str) -> str:
+    if name in vit_core.PRESETS:
+        return f"{name} (untrained: random weights)"
+    return name
+
+
+@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+def get_model(name: str):
+    return vit_core.load_model(name)
+
+
+@st.cache_resource(show_spinner=False)
+def sample_seeds() -> list[int]:
+    """Gallery scenes from held-out seeds (never trained on), starting with the notes' example."""
+    red_ball = data.find_seed("a red ball on the grass", start=data.HELDOUT_BASE)
+    rest = [s for s in data.heldout_seeds(7, seed=42) if s != red_ball]
+    return [red_ball] + rest if red_ball is not None else rest
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def sample_bytes(seed: int) -> bytes:
+    buf = io.BytesIO()
+    data.make_scene(seed).image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def sample_caption(seed: int) -> str:
+    return data.scene_spec(seed).caption
+
+
+def make_input(label: str, raw: bytes) -> Input:
+    return Input(hashlib.sha256(raw).hexdigest(), label, raw)
+
+
+@st.cache_resource(max_entries=MAX_IMAGES, show_spinner=False)
+def _prepare(key: str, model_name: str, _raw: bytes) -> Prepared:
+    config = get_model(model_name).config
+    img = load_image(_raw)
+    return Prepared(display_crop(img, config), preprocess(img, config))
+
+
+def prepare(inp: Input, model_name: str) -> Prepared:
+    """Decode and preprocess once per (image, model); raises ImageError for unreadable files."""
+    return _prepare(inp.key, model_name, inp.data)
+
+
+@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
+    return run_trace(get_model(model_name), _pixels, text_ids=text, mask=mask)
+
+
+def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
+    """The cached trace for this image, model, mask and text (computed once, then shared)."""
+    pixels = prepare(inp, model_name).pixels
+    text = None if text_ids is None else tuple(int(i) for i in text_ids)
+    return _trace(inp.key, model_name, mask, text, pixels)
+
+
+def current() -> tuple[Input, str]:
+    """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
+    return st.session_state["_input"], st.session_state["model"]
+
+
+def load_current():
+    """(input, model name, model, prepared image, trace) for the page; a spinner on first use.
+
+    A file that cannot be read shows one line and falls back to the default sample scene.
+    """
+    inp, name = current()
+    with st.spinner(f"Loading {name}…"):
+        model = get_model(name)
+    try:
+        prep = prepare(inp, name)
+    except ImageError as e:
+        st.error(f"{e} Showing a sample scene instead.")
+        seed = sample_seeds()[0]
+        inp = make_input(f"sample: {sample_caption(seed)}", sample_bytes(seed))
+        st.session_state["_input"] = inp
+        prep = prepare(inp, name)
+    with st.spinner(f"Running {name} on this image: one forward pass, keeping every "
+                    f"intermediate tensor…"):
+        tr = trace(inp, name)
+    return inp, name, model, prep, tr

@@ -41,8 +41,8 @@ def block(sd: dict, prefix: str, X, num_heads: int, M, eps: float):
         A = softmax(Sc)
         patterns.append(A)
         heads.append(A @ V[:, cols])  # [S, d_k]
-    O = torch.cat(heads, dim=1)  # noqa: E741 (the notes' symbol) @ g["attn.proj.weight"].T + g["attn.proj.bias"]
-    X1 = X + O  # noqa: E741  X' = X + O
+    O = torch.cat(heads, dim=1) @ g["attn.proj.weight"].T + g["attn.proj.bias"]
+    X1 = X + O  # X' = X + O
     Xh = layer_norm(X1, g["norm2.weight"], g["norm2.bias"], eps)
     U = Xh @ g["mlp.fc1.weight"].T + g["mlp.fc1.bias"]
     Mo = gelu(U) @ g["mlp.fc2.weight"].T + g["mlp.fc2.bias"]

@@ -2,13 +2,22 @@
 
 import streamlit as st
 
-from ui import sidebar
+from ui import controls, sidebar, state
 
 st.set_page_config(page_title="ViT Explainer", page_icon="🔍", layout="wide")
 
-pages = [
-    st.Page("pages/overview.py", title="The whole pass", icon="🗺️", default=True),
-]
-pg = st.navigation(pages)
+# slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
+STAGES = {
+    "overview": ("pages/overview.py", "The whole pass", "🗺️"),
+    "patches": ("pages/input_patches.py", "1 · Input and patches", "🧩"),
+    "embeddings": ("pages/embeddings.py", "2 · Embeddings", "🧮"),
+    "qkv": ("pages/ln_qkv.py", "3 · LayerNorm and Q/K/V", "🔑"),
+    "attention": ("pages/attention.py", "4 · Attention heads", "👀"),
+}
+start = st.query_params.get("page", "overview")
+pg = st.navigation([st.Page(path, title=title, icon=icon, url_path=slug, default=slug == start)
+                    for slug, (path, title, icon) in STAGES.items()])
+controls.keep_shared()  # layer / head / patch survive moving between pages
 sidebar.draw()  # after st.navigation and before pg.run(): uploads reach the session reliably
+controls.clamp(state.get_model(st.session_state["model"]).config)
 pg.run()

@@ -51,3 +51,129 @@ def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5) -> go.Figure:
     fig.update_layout(margin=dict(l=0, r=0, t=10, b=0), height=40 + 36 * len(order),
                       xaxis=dict(range=[0, 1], tickformat=".0%"))
     return fig
+
+
+# ---------------------------------------------------------------- helpers shared by the pages
+def token_labels(config, words: list[str] | None = None) -> list[str]:
+    """A readable name for every token position: CLS, patches with (row, col), text words."""
+    labels = ["CLS"] if config.class_token else []
+    g = config.grid
+    labels += [f"patch {i} ({i // g},{i % g})" for i in range(config.num_patches)]
+    labels += [f"text {t}: {w}" for t, w in enumerate(words or [])]
+    return labels
+
+
+def _heat_layout(fig: go.Figure, height: int, square: bool = True) -> go.Figure:
+    fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=height)
+    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_xaxes(showticklabels=False)
+    if square:
+        fig.update_yaxes(scaleanchor="x")
+    return fig
+
+
+def matrix_heatmap(z: np.ndarray, title: str, row_labels: list[str] | None = None,
+                   col_labels: list[str] | None = None, highlight_row: int | None = None,
+                   highlight_col: int | None = None, colorscale: str = "RdBu_r",
+                   zmid: float | None = 0.0, height: int = 420, square: bool = True,
+                   value_name: str = "value") -> go.Figure:
+    """A matrix as a heatmap; hover names the row and column; optional highlighted row/col."""
+    z = np.asarray(z, dtype=np.float32)
+    finite = z[np.isfinite(z)]
+    hover = f"%{{y}} → %{{x}}<br>{value_name} %{{z:.4g}}<extra></extra>"
+    fig = go.Figure(go.Heatmap(
+        z=np.where(np.isfinite(z), z, np.nan), colorscale=colorscale, zmid=zmid,
+        zmin=None if zmid is not None or not finite.size else float(finite.min()),
+        x=col_labels, y=row_labels, hovertemplate=hover if row_labels else None,
+        hoverongaps=False, colorbar=dict(thickness=10)))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)))
+    R, C = z.shape
+    if highlight_row is not None:
+        fig.add_shape(type="rect", xref="x domain", x0=0, x1=1, y0=highlight_row - 0.5,
+                      y1=highlight_row + 0.5, line=dict(color="#ff2d55", width=2),
+                      yref="y" if row_labels is None else "y")
+    if highlight_col is not None:
+        fig.add_shape(type="rect", yref="y domain", y0=0, y1=1, x0=highlight_col - 0.5,
+                      x1=highlight_col + 0.5, line=dict(color="#ff9500", width=2))
+    return _heat_layout(fig, height, square)
+
+
+def vector_strip(v: np.ndarray, title: str, rows: int = 1, row_names=None,
+                 height: int = 140, colorscale: str = "RdBu_r") -> go.Figure:
+    """A long vector drawn as a strip (optionally folded into `rows` rows, e.g. channels)."""
+    z = np.asarray(v, dtype=np.float32).reshape(rows, -1)
+    fig = go.Figure(go.Heatmap(z=z, colorscale=colorscale, zmid=0, y=row_names,
+                               colorbar=dict(thickness=10),
+                               hovertemplate="index %{x}<br>value %{z:.4f}<extra></extra>"))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
+                      margin=dict(l=0, r=0, t=30, b=0))
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def histogram_pair(before: np.ndarray, after: np.ndarray, names=("before", "after"),
+                   title: str = "") -> go.Figure:
+    fig = go.Figure()
+    for v, name in zip((before, after), names, strict=True):
+        fig.add_trace(go.Histogram(x=np.asarray(v, np.float32), name=name, opacity=0.6,
+                                   nbinsx=60))
+    fig.update_layout(barmode="overlay", height=300, margin=dict(l=0, r=0, t=30, b=0),
+                      title=dict(text=title, font=dict(size=14)),
+                      legend=dict(orientation="h", y=1.1))
+    return fig
+
+
+# ---------------------------------------------------------------- images composed with numpy
+def _colormap(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
+    from matplotlib import colormaps
+
+    return (colormaps[cmap](values)[..., :3] * 255).astype(np.uint8)
+
+
+def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.6,
+            cmap: str = "inferno", normalise: bool = True) -> Image.Image:
+    """A g x g map (e.g. attention per patch) upsampled over the image, blended with it."""
+    v = np.asarray(grid_values, dtype=np.float64)
+    if normalise:
+        v = (v - v.min()) / max(v.max() - v.min(), 1e-12)
+    size = crop.size[0]
+    heat = Image.fromarray(_colormap(np.clip(v, 0, 1), cmap)).resize((size, size),
+                                                                    Image.Resampling.NEAREST)
+    return Image.blend(crop.convert("RGB"), heat, alpha)
+
+
+def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] | None = None,
+         cell: int | None = None) -> Image.Image:
+    """Images in a grid on white, optionally each with a small label above it."""
+    from PIL import ImageDraw
+
+    cell = cell or images[0].size[0]
+    label_h = 14 if labels else 0
+    rows = (len(images) + cols - 1) // cols
+    sheet = Image.new("RGB", (cols * (cell + pad) + pad, rows * (cell + pad + label_h) + pad),
+                      "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, im in enumerate(images):
+        r, c = divmod(i, cols)
+        x, y = pad + c * (cell + pad), pad + r * (cell + pad + label_h)
+        if labels:
+            draw.text((x, y), labels[i], fill=(40, 40, 40))
+        sheet.paste(im.resize((cell, cell), Image.Resampling.NEAREST), (x, y + label_h))
+    return sheet
+
+
+def array_image(a: np.ndarray, cell: int) -> Image.Image:
+    """A [C, P, P] array in [0, 1] (or [P, P]) as an upscaled RGB/grey image."""
+    a = np.asarray(a, dtype=np.float64)
+    a = a.transpose(1, 2, 0) if a.ndim == 3 else a
+    img = Image.fromarray((np.clip(a, 0, 1) * 255).astype(np.uint8).squeeze())
+    return img.convert("RGB").resize((cell, cell), Image.Resampling.NEAREST)
+
+
+def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 320,
+               mode: str = "lines+markers") -> go.Figure:
+    fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode)
+                     for name, y in ys.items()])
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
+                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis)
+    return fig

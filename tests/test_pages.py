@@ -1,0 +1,110 @@
+"""Every explainer page under AppTest: renders on a sample and on an uploaded photo, shows its
+visuals, reacts to the shared layer/head/patch widgets, and prints numbers equal to the core's."""
+
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import APP, photo_bytes
+from vit_core import load_image, load_model, preprocess, run_trace
+
+PAGES = {  # ?page= slug -> words the titles of its figures must contain
+    "patches": ["Patch", "X_patch"],
+    "embeddings": ["x_p E + b", "embed = "],
+    "qkv": ["the ", "Q of head", "K of head", "V of head"],
+    "attention": ["Layer", "Mean attention distance", "Attention entropy"],
+}
+MODEL = "vit-ti16"  # real ViT geometry (197 tokens, 12 layers), small enough to be quick
+
+
+def start(page: str, upload: bytes | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.session_state["model"] = MODEL
+    at.query_params["page"] = page  # opens the app on this stage, as a shared link would
+    at.run()
+    if upload is not None:
+        at.sidebar.file_uploader(key="upload").upload("photo.jpg", upload, "image/jpeg")
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at) -> dict[str, str]:
+    """Chart title -> the chart's full JSON (data and layout), for before/after comparisons."""
+    out = {}
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        title = spec["layout"].get("title", {}).get("text", f"untitled {len(out)}")
+        out[title] = el.proto.spec
+    return out
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+@pytest.mark.parametrize("upload", [False, True], ids=["sample", "upload"])
+def test_page_renders_its_visuals(page, upload):
+    at = start(page, photo_bytes() if upload else None)
+    assert at.title and not at.error
+    titles = " | ".join(charts(at))
+    for expected in PAGES[page]:
+        assert expected in titles, (expected, titles)
+    assert any("What to notice" in i.value for i in at.info)
+    assert at.get("latex"), "every page shows its equation"
+    if upload:
+        assert any("upload: photo.jpg" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("page,widget,value", [
+    ("patches", "patch", 5),
+    ("embeddings", "patch", 7),
+    ("qkv", "layer", 2),
+    ("qkv", "head", 1),
+    ("attention", "layer", 0),
+    ("attention", "head", 2),
+    ("attention", "patch", 3),
+])
+def test_shared_widgets_change_what_is_drawn(page, widget, value):
+    at = start(page)
+    before = charts(at)
+    element = (at.number_input(key=widget) if widget == "patch" else at.slider(key=widget))
+    element.set_value(value).run()
+    assert not at.exception
+    after = charts(at)
+    changed = [t for t in after if before.get(t) != after[t]]
+    assert changed, f"moving {widget} changed no figure on {page}"
+
+
+def test_layer_head_patch_survive_a_page_change():
+    at = start("attention")
+    at.slider(key="layer").set_value(3).run()
+    at.slider(key="head").set_value(2).run()
+    at.number_input(key="patch").set_value(40).run()
+    at.query_params["page"] = "qkv"  # go to another stage
+    at.run()
+    assert at.title[0].value.startswith("3 ·")
+    assert (at.slider(key="layer").value, at.slider(key="head").value,
+            at.number_input(key="patch").value) == (3, 2, 40)
+
+
+def test_printed_score_equals_the_core_trace():
+    at = start("qkv", upload=photo_bytes())
+    at.slider(key="layer").set_value(4).run()
+    at.slider(key="head").set_value(1).run()
+    at.number_input(key="patch").set_value(17).run()
+    at.number_input(key="key_patch").set_value(150).run()
+    text = " ".join(m.value for m in at.markdown)
+    shown = float(re.search(r"q·k/√d_k = \*\*(-?[0-9.]+)\*\*", text).group(1))
+    model = load_model(MODEL)
+    tr = run_trace(model, preprocess(load_image(photo_bytes()), model.config))
+    expected = float(tr["blocks.4.attn.scores"][1, 17 + 1, 150 + 1])  # +1: CLS is token 0
+    assert shown == pytest.approx(expected, abs=5e-4)
+    q, k = tr["blocks.4.attn.q"][1, 18], tr["blocks.4.attn.k"][1, 151]
+    assert shown == pytest.approx(float(q @ k) / 8.0, abs=5e-4)  # d_k = 64
+
+
+def test_model_switch_clamps_the_shared_selection():
+    at = start("attention")
+    at.slider(key="head").set_value(2).run()
+    at.sidebar.selectbox(key="model").set_value("vit-b16").run()
+    assert not at.exception and at.slider(key="head").value == 2

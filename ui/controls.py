@@ -1,0 +1,55 @@
+"""Layer, head and patch selection, shared by every page (same widget keys everywhere).
+
+Streamlit drops a widget's value when a page without that widget runs; `keep_shared` re-stores
+the values at the top of every run (in app.py) so they survive page changes, and `clamp` keeps
+them valid when the user switches to a model with fewer layers, heads or patches.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+SHARED = ("layer", "head", "patch", "key_patch")
+
+
+def keep_shared() -> None:
+    for key in SHARED:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def clamp(config) -> None:
+    """Make sure every shared value exists and fits this model (call before widgets exist)."""
+    limits = {"layer": config.depth, "head": config.num_heads,
+              "patch": config.num_patches, "key_patch": config.num_patches}
+    centre = (config.grid // 2) * config.grid + config.grid // 2  # a patch near the middle
+    defaults = {"layer": config.depth - 1, "head": 0, "patch": centre, "key_patch": 0}
+    for key, n in limits.items():
+        value = st.session_state.get(key, defaults[key])
+        st.session_state[key] = min(max(int(value), 0), n - 1)
+
+
+def layer(config, where=None) -> int:
+    (where or st).slider("Layer", 0, config.depth - 1, key="layer",
+                         help="Blocks are numbered from 0 (nearest the pixels).")
+    return st.session_state["layer"]
+
+
+def head(config, where=None) -> int:
+    (where or st).slider("Head", 0, config.num_heads - 1, key="head")
+    return st.session_state["head"]
+
+
+def patch(config, where=None, label="Selected patch") -> int:
+    (where or st).number_input(label, 0, config.num_patches - 1, step=1, key="patch",
+                               help="Or click a patch in the image.")
+    return st.session_state["patch"]
+
+
+def select_patch_from_chart(chart_key: str) -> None:
+    """on_select callback: a click on a patch-grid chart selects that patch."""
+    event = st.session_state.get(chart_key)
+    points = (event or {}).get("selection", {}).get("points", [])
+    if points and points[0].get("customdata") is not None:
+        data = points[0]["customdata"]
+        st.session_state["patch"] = int(data[0] if isinstance(data, list) else data)

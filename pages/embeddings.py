@@ -10,7 +10,7 @@ inp, name, model, prep, tr = state.load_current()
 c = model.config
 P, g, N, D, CPP = c.patch_size, c.grid, c.num_patches, c.embed_dim, c.in_chans * c.patch_size**2
 pre = c.num_prefix_tokens
-st.title("2 · Patch embeddings, CLS token, positions")
+st.title("2 · Patch embeddings" + (", CLS token" if c.class_token else "") + ", positions")
 st.write(
     f"Each flattened patch is multiplied by one learned matrix W_E ({CPP}×{D}) and shifted by a "
     f"bias, giving a {D}-number embedding. The same W_E is used for every patch, exactly like a "

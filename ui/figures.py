@@ -130,7 +130,7 @@ def _colormap(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
     return (colormaps[cmap](values)[..., :3] * 255).astype(np.uint8)
 
 
-def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.6,
+def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
             cmap: str = "inferno", normalise: bool = True) -> Image.Image:
     """A g x g map (e.g. attention per patch) upsampled over the image, blended with it."""
     v = np.asarray(grid_values, dtype=np.float64)
@@ -177,3 +177,34 @@ def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 32
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis)
     return fig
+
+
+def class_colours(n: int) -> list[tuple[float, ...]]:
+    """n distinct colours (matplotlib's tab10/tab20) for class maps."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
+    """An S x S mask: visible cells light, -inf cells dark, the four blocks outlined and named."""
+    allowed = np.asarray(allowed, dtype=bool)
+    S = allowed.shape[0]
+    fig = go.Figure(go.Heatmap(
+        z=allowed.astype(np.float32), colorscale=[[0, "#1f1f3a"], [1, "#e8f1ff"]], zmin=0,
+        zmax=1, showscale=False,
+        hovertemplate="query %{y} → key %{x}: %{z}<extra>1 visible, 0 blocked (−∞)</extra>"))
+    if 0 < n_image < S:
+        edge = n_image - 0.5
+        for kw in (dict(x0=edge, x1=edge, y0=-0.5, y1=S - 0.5),
+                   dict(y0=edge, y1=edge, x0=-0.5, x1=S - 0.5)):
+            fig.add_shape(type="line", line=dict(color="#ff9500", width=2), **kw)
+        for x, y, text in [(n_image / 2, n_image / 2, "image→image"),
+                           ((n_image + S) / 2, n_image / 2, "image→text"),
+                           (n_image / 2, (n_image + S) / 2, "text→image"),
+                           ((n_image + S) / 2, (n_image + S) / 2, "text→text")]:
+            fig.add_annotation(x=x - 0.5, y=y - 0.5, text=text, showarrow=False,
+                               font=dict(color="#ff9500", size=12), bgcolor="rgba(0,0,0,0.5)")
+    fig.update_layout(title=dict(text=title, font=dict(size=14)))
+    return _heat_layout(fig, 380)

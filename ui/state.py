@@ -125,3 +125,31 @@ def load_current():
                     f"intermediate tensor…"):
         tr = trace(inp, name)
     return inp, name, model, prep, tr
+
+
+@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None, _pixels):
+    from vit_core import experiments as ex
+
+    model = get_model(model_name)
+    ids = None if text is None else torch.tensor(text)
+    if kind == "heads":
+        return ex.ablate_heads(model, _pixels, list(arg), ids)
+    if kind == "occlude":
+        return ex.occlude(model, _pixels, list(arg), ids)
+    if kind == "positions":
+        return ex.without_positions(model, _pixels, ids)
+    if kind == "shuffle":
+        return ex.shuffle_patches(model, _pixels, seed=arg[0], text_ids=ids)[0]
+    if kind == "shuffle_no_positions":
+        return ex.shuffle_patches(model, _pixels, seed=arg[0], text_ids=ids, positions=False)[0]
+    if kind == "mask":
+        return ex.with_mask(model, _pixels, arg[0], ids)
+    raise ValueError(f"unknown experiment {kind}")
+
+
+def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids=None):
+    """A cached intervention trace (see vit_core.experiments) for this image and model."""
+    text = None if text_ids is None else tuple(int(i) for i in text_ids)
+    return _experiment(inp.key, model_name, kind, tuple(arg), text,
+                       prepare(inp, model_name).pixels)

@@ -119,3 +119,36 @@ def token_stats(x: torch.Tensor) -> dict[str, float]:
 
 def max_entropy(S: int) -> float:
     return math.log(S)
+
+
+@torch.inference_mode()
+def logit_lens(model, trace) -> torch.Tensor:
+    """The classifier's logits read off after every block (the "logit lens").
+
+    Each layer's CLS vector goes through the final LayerNorm and the class head, as if the
+    network stopped there. Row 0 is the embedding, row l+1 the output of block l; the last row
+    equals the model's real logits.
+
+    Returns:
+        [L + 1, K] logits.
+    """
+    c = model.config
+    if not c.num_classes or not c.class_token:
+        raise ValueError("The logit lens here reads the CLS token of a classifier.")
+    rows = [trace["embed"][0]] + [trace[f"blocks.{i}.resid_post"][0] for i in range(c.depth)]
+    return model.head(model.norm(torch.stack(rows)))
+
+
+def pca_rgb(tokens: torch.Tensor, grid: int) -> torch.Tensor:
+    """First three principal components of the patch tokens as colours: [N, D] -> [g, g, 3].
+
+    Patches the model represents alike get alike colours (each component scaled to [0, 1]).
+    """
+    x = tokens.double() - tokens.double().mean(0, keepdim=True)
+    _, _, vh = torch.linalg.svd(x, full_matrices=False)
+    k = min(3, vh.shape[0])
+    proj = x @ vh[:k].T  # [N, k]
+    if k < 3:
+        proj = torch.cat([proj, torch.zeros(proj.shape[0], 3 - k, dtype=proj.dtype)], 1)
+    lo, hi = proj.amin(0), proj.amax(0)
+    return ((proj - lo) / (hi - lo).clamp_min(1e-12)).reshape(grid, grid, 3).float()

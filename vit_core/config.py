@@ -122,9 +122,21 @@ def _validate(c: ViTConfig) -> None:
 
 # Named geometries. Presets build with random weights (see load_model): they show real shapes,
 # not a trained model.
+def _text_preset() -> ViTConfig:
+    """The notes' single-stream image -> text model at ViT-B/16 geometry: 196 image tokens, no
+    CLS, then [SOS] + words of the scene vocabulary, trained (if it were) with the prefix mask."""
+    from .data import MAX_CAPTION_WORDS, VOCAB
+    from .text import Tokenizer
+
+    vocab = Tokenizer(VOCAB).vocab
+    return ViTConfig(num_classes=0, class_token=False, global_pool="avg", vocab_size=len(vocab),
+                     vocab=vocab, max_text_len=MAX_CAPTION_WORDS + 1, default_mask="prefix")
+
+
 PRESETS: dict[str, ViTConfig] = {
     # The notes' reference: 224x224x3 -> 196 patches x 768 -> 12 blocks of 12 heads x 64.
     "vit-b16": ViTConfig(),
     "vit-s16": ViTConfig(embed_dim=384, depth=12, num_heads=6),
     "vit-ti16": ViTConfig(embed_dim=192, depth=12, num_heads=3),
+    "vit-b16-text": _text_preset(),
 }

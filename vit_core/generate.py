@@ -86,3 +86,30 @@ def generate(model, pixels, max_new_tokens: int | None = None, temperature: floa
             break
     return Generation(text=tok.decode(out), ids=out, words=[tok.vocab[i] for i in out],
                       probs=probs, chosen=chosen)
+
+
+@dataclass
+class Scored:
+    words: list[str]  # the caption's words as tokenized, then [EOS]
+    probs: list[float]  # P(word | image, earlier words) under teacher forcing
+    unknown: list[bool]  # True where the word became [UNK]
+    notice: str  # one sentence about unknown words / truncation ("" if none)
+
+
+def score_text(model, pixels, text: str, mask=None) -> Scored:
+    """Teacher forcing: feed [SOS] + the caption and read each next word's probability.
+
+    The logits at text position t are the model's guess for token t + 1, so one forward pass
+    scores every word of the caption (and [EOS] after it, when there is room).
+    """
+    from .trace import run_trace
+
+    tok = tokenizer_for(model)
+    enc = tok.encode(text, max_len=model.config.max_text_len)
+    logits = run_trace(model, pixels, text_ids=enc.ids, mask=mask).logits  # [T, V]
+    probs = logits.softmax(-1)
+    targets = enc.ids[1:] + [tok.eos_id]
+    words = enc.words[1:] + ["[EOS]"]
+    n = len(enc.ids)  # position t predicts targets[t]
+    return Scored(words=words[:n], probs=[float(probs[t, targets[t]]) for t in range(n)],
+                  unknown=[targets[t] == tok.unk_id for t in range(n)], notice=enc.notice)

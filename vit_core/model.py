@@ -150,7 +150,7 @@ class ViT(nn.Module):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
 
-    def embed(self, pixels, text_ids=None):
+    def embed(self, pixels, text_ids=None, positions: bool = True):
         """z_0 = [x_cls; x_p E] + E_pos, then (text) concat(E[t] + P_txt): (B, S, D)."""
         B, C, Hpx, Wpx = pixels.shape
         size = self.config.img_size
@@ -161,7 +161,8 @@ class ViT(nn.Module):
         x = self.hook_patch_embed(self.patch_embed(patches))  # (B, N, D)  x_p E + b
         if self.cls_token is not None:
             x = torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)  # (B, N+1, D)
-        x = x + self.pos_embed  # + E_pos
+        if positions:  # switched off only by the experiments page
+            x = x + self.pos_embed  # + E_pos
         if text_ids is not None:
             T = text_ids.shape[1]
             if T > self.config.max_text_len:
@@ -180,12 +181,13 @@ class ViT(nn.Module):
             mask = make_mask(mask, self.config.num_image_tokens, n_text)
         return mask
 
-    def forward(self, pixels, text_ids=None, mask=None, head_mask=None):
+    def forward(self, pixels, text_ids=None, mask=None, head_mask=None, positions=True):
         """Args:
             pixels: (B, C, H, W) normalised images.
             text_ids: (B, T) token ids (text model only), starting with [SOS].
             mask: "full" | "causal" | "prefix", an additive (S, S) tensor, or None = default.
             head_mask: optional (L, H) multipliers on each head's output (1 keep, 0 remove).
+            positions: add the image position embeddings (False: an experiment without them).
         Returns:
             class logits (B, K), or text logits (B, T, V) for the text model.
         """
@@ -193,7 +195,9 @@ class ViT(nn.Module):
             raise ValueError("This model has no text stream; it cannot read text.")
         n_text = 0 if text_ids is None else text_ids.shape[1]
         mask = self.resolve_mask(mask, n_text)
-        x = self.embed(pixels, text_ids)  # (B, S, D)
+        if mask is not None:
+            mask = mask.to(pixels.device, pixels.dtype)
+        x = self.embed(pixels, text_ids, positions)  # (B, S, D)
         for layer, block in enumerate(self.blocks):
             x = block(x, mask, None if head_mask is None else head_mask[layer])
         x = self.hook_ln_final(self.norm(x))  # (B, S, D)  X_f = LN_f(X_L)

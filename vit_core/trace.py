@@ -97,7 +97,8 @@ class Trace(Mapping):
         return sum(t.numel() * t.element_size() for t in self._tensors.values())
 
 
-def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=None) -> Trace:
+def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=None,
+              positions: bool = True) -> Trace:
     """Run one forward pass and return every intermediate tensor under its trace name.
 
     Args:
@@ -106,6 +107,7 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         text_ids: token ids [T] or [1, T] for the text model (starting with [SOS]).
         mask: "full" | "causal" | "prefix", an additive [S, S] tensor, or None = model default.
         head_mask: optional [L, H] multipliers on head outputs (0 switches a head off).
+        positions: False leaves out the image position embeddings (an experiment).
     """
     if pixels.dim() == 3:
         pixels = pixels.unsqueeze(0)
@@ -119,7 +121,8 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
     resolved = model.resolve_mask(mask, n_text)  # None means "full": nothing to add
     # Capture lives in a context variable: concurrent traces of one model never mix.
     with torch.inference_mode(), capture() as store:
-        model(pixels, text_ids, mask="full" if resolved is None else resolved, head_mask=head_mask)
+        model(pixels, text_ids, mask="full" if resolved is None else resolved,
+              head_mask=head_mask, positions=positions)
     tensors = {name: t[0].detach().cpu() for name, t in store.items()}  # in forward order
     S = model.config.num_image_tokens + n_text
     resolved = torch.zeros(S, S) if resolved is None else resolved.detach().cpu()

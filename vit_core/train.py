@@ -212,10 +212,10 @@ def main(argv=None) -> dict:
     gen = torch.Generator().manual_seed(args.seed * 1000 + step)
     model.train()
     t_log, n_log, losses = time.time(), 0, []
+    t_run, seconds_before = time.time(), seconds  # wall time: data, steps and evaluation
     for batch in batches:
         if step >= args.steps:
             break
-        t0 = time.time()
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
         batch["pixels"] = augment(batch["pixels"], gen)
@@ -225,7 +225,7 @@ def main(argv=None) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
-        seconds += time.time() - t0
+        seconds = seconds_before + time.time() - t_run
         losses.append(loss.item())
         n_log += args.batch
         if step % 10 == 0 or step == args.steps:

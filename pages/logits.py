@@ -1,0 +1,95 @@
+"""Stage 7: logits. Classifier: CLS -> LN -> head -> softmax, and the logit lens.
+Captioner: next-token distributions, generation step by step, and a typed caption's scores."""
+
+import numpy as np
+import streamlit as st
+
+from ui import figures, state
+from vit_core.analysis import logit_lens
+from vit_core.generate import generate, score_text
+
+inp, name, model, prep, tr = state.load_current()
+c = model.config
+st.title("7 · Logits: from the last layer to an answer")
+if c.num_classes:
+    K = c.num_classes
+    names = list(c.class_names) or [f"class {k}" for k in range(K)]
+    st.write(
+        f"Only the CLS token's final vector is used: it goes through the final LayerNorm and "
+        f"one linear layer that gives one score (logit) per class, {K} in all. Softmax turns "
+        f"the scores into probabilities. Dividing the logits by a temperature before the "
+        f"softmax makes the distribution sharper (T < 1) or flatter (T > 1) without changing "
+        f"which class wins."
+    )
+    st.latex(rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{\mathrm{{LN}}(z_L^0)\,W_c + b_c}}{{T}}"
+             rf"\right),\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
+    T = st.slider("Temperature T", 0.1, 5.0, 1.0, 0.1, key="class_temperature")
+    logits = tr.logits
+    probs = (logits / T).softmax(-1).numpy()
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K)), key="logits_topk")
+        best = int(np.argmax(probs))
+        st.write(f"Prediction: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
+                 f"(logit {float(logits[best]):.2f}).")
+    with right:
+        st.plotly_chart(figures.matrix_heatmap(
+            logits.numpy()[None], "the raw logits", col_labels=names, row_labels=["logit"],
+            square=False, height=160), key="logits_raw")
+    st.subheader("The logit lens: how the answer forms with depth")
+    lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
+    top = np.argsort(-probs)[:3]
+    st.plotly_chart(figures.line_chart(
+        ["embed"] + [f"block {i}" for i in range(c.depth)],
+        {names[k]: lens[:, k] for k in top}, "P(class) if the network stopped after each block",
+        "", "probability"), key="logits_lens")
+    st.info("What to notice: early blocks give almost uniform guesses; the winning class "
+            "usually takes over only in the last blocks, once CLS has gathered the object.")
+else:
+    tok_vocab = c.vocab
+    st.write(
+        "An image-to-text model reads the image tokens and then the text so far, starting with "
+        "[SOS]. At every text position it produces one logit per word of its vocabulary: its "
+        "guess for the next word. Generation picks a word, appends it, and runs again."
+    )
+    st.latex(rf"Z = \mathrm{{LN}}(X_L)[N{{:}}]\,E^\top \in \mathbb{{R}}^{{T\times {c.vocab_size}}}")
+    cols = st.columns(3)
+    temperature = cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1,
+                                 key="temperature")
+    top_k = cols[1].number_input("Top-k (0 = all)", 0, c.vocab_size, 0, key="top_k")
+    seed = cols[2].number_input("Sampling seed", 0, 10_000, 0, key="gen_seed")
+    signature = (inp.key, name, temperature, top_k, seed)
+    if st.session_state.get("gen_for") != signature:
+        st.session_state["gen_for"], st.session_state["gen_steps"] = signature, 0
+    b = st.columns(3)
+    if b[0].button("Next token", key="gen_next"):
+        st.session_state["gen_steps"] += 1
+    if b[1].button("Run to end", key="gen_all"):
+        st.session_state["gen_steps"] = c.max_text_len
+    if b[2].button("Start again", key="gen_reset"):
+        st.session_state["gen_steps"] = 0
+    steps = st.session_state["gen_steps"]
+    gen = generate(model, prep.pixels, max_new_tokens=steps + 1, temperature=temperature,
+                   top_k=top_k or None, seed=seed)
+    shown = gen.words[:steps]
+    st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
+    if len(gen.words) > steps:
+        p = gen.probs[steps].numpy()
+        st.plotly_chart(figures.top_k_bars(p, list(tok_vocab), k=8), key="gen_dist")
+        st.caption(f"The distribution for word {steps + 1}"
+                   + (" (greedy: the tallest bar is taken)" if temperature == 0 else
+                      f" at temperature {temperature:g}; the next word is sampled from it."))
+    else:
+        st.success(f"Finished: “{gen.text}”")
+    st.subheader("Score your own caption")
+    text = st.text_input("Type a caption", "a red ball on the grass", key="caption",
+                         max_chars=2000)
+    scored = score_text(model, prep.pixels, text)
+    if scored.notice:
+        st.warning(scored.notice)
+    rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":
+             f"{p:.2%}"} for w, p, u in zip(scored.words, scored.probs, scored.unknown,
+                                              strict=True)]
+    st.dataframe(rows, hide_index=True, key="caption_scores")
+    st.info("What to notice: words the image decides (colour, shape, background) get high "
+            "probability only when they match the picture; grammar words are near-certain.")

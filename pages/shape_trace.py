@@ -1,0 +1,72 @@
+"""Stage 8: the whole path as one table, from the live trace, next to the notes' ViT-B/16."""
+
+import streamlit as st
+
+from ui import figures, state
+from vit_core import PRESETS
+from vit_core.flops import attention_share, stage_rows, total_flops, total_params
+
+inp, name, model, prep, tr = state.load_current()
+c = model.config
+ref = PRESETS["vit-b16"]
+st.title("8 · The shape trace")
+st.write(
+    "Every step of the forward pass in one table: what it does, its equation, the shape of "
+    "what it produces (read from the tensors your image just produced), how many parameters "
+    "it has and how many floating-point operations it costs. Block steps are listed once and "
+    "happen in every layer. The notes' reference model, ViT-B/16, is shown alongside."
+)
+TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
+          "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
+          "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
+          "W_O": "blocks.0.attn_out", "LN2": "blocks.0.ln2", "MLP up": "blocks.0.mlp.pre",
+          "GELU": "blocks.0.mlp.post", "MLP down": "blocks.0.mlp_out",
+          "final LN": "ln_final", "class head": "logits", "text head": "logits",
+          "segmentation head": "seg_logits"}
+mine, theirs = stage_rows(c, tr.n_text), {r["step"]: r for r in stage_rows(ref)}
+rows = []
+for r in mine:
+    t = TRACED.get(r["step"])
+    traced = " × ".join(map(str, tr[t].shape)) if t in tr else "—"
+    if r["step"] == "Q, K, V":
+        traced = "3 × " + traced
+    b16 = theirs.get(r["step"], {})
+    rows.append({"step": r["step"], "operation": r["op"], "equation": r["eq"],
+                 "traced shape": traced, "× layers": r["times"],
+                 "parameters": f"{r['params']:,}",
+                 "GFLOPs (all layers)": f"{r['flops'] * r['times'] / 1e9:.4f}",
+                 "ViT-B/16 shape": b16.get("shape", "—"),
+                 "ViT-B/16 GFLOPs": f"{b16['flops'] * b16['times'] / 1e9:.3f}" if b16 else "—"})
+st.dataframe(rows, hide_index=True, key="shape_table", height=680)
+m = st.columns(4)
+m[0].metric(f"{name} parameters", f"{total_params(c) / 1e6:.2f} M")
+m[1].metric(f"{name} GFLOPs", f"{total_flops(c, tr.n_text) / 1e9:.2f}")
+m[2].metric("ViT-B/16 parameters", f"{total_params(ref) / 1e6:.1f} M")
+m[3].metric("ViT-B/16 GFLOPs", f"{total_flops(ref) / 1e9:.1f}")
+st.caption("FLOPs count matrix multiplications (2·m·k·n each), the same convention as "
+           "torch.utils.flop_counter; softmax, LayerNorm, GELU and additions are not counted.")
+
+st.subheader("Parameters by component")
+groups: dict[str, int] = {}
+for pname, prm in model.named_parameters():
+    part = pname.split(".")
+    key = f"blocks: {part[2]}" if part[0] == "blocks" else part[0]
+    key = key.replace("norm1", "LayerNorms").replace("norm2", "LayerNorms")
+    groups[key] = groups.get(key, 0) + prm.numel()
+st.dataframe([{"component": k, "parameters": f"{v:,}", "share": f"{v / total_params(c):.1%}"}
+              for k, v in sorted(groups.items(), key=lambda kv: -kv[1])], hide_index=True,
+             key="param_table")
+
+st.subheader("Attention cost against patch size")
+sizes = [s for s in (8, 14, 16, 28, 32, 56) if c.img_size % s == 0]
+configs = {s: c.replace(patch_size=s, seg_classes=0) for s in sizes}
+st.plotly_chart(figures.line_chart(
+    sizes, {"total GFLOPs": [total_flops(k) / 1e9 for k in configs.values()],
+            "QKᵀ and AV GFLOPs": [total_flops(k) * attention_share(k) / 1e9
+                                  for k in configs.values()]},
+    f"{name} at {c.img_size}×{c.img_size} with other patch sizes", "patch size P",
+    "GFLOPs"), key="cost_vs_patch")
+st.info(f"What to notice: at P = {c.patch_size} the quadratic part (QKᵀ and AV) is "
+        f"{attention_share(c):.0%} of the work; at P = 8 it is "
+        f"{attention_share(configs[8]) if 8 in configs else 0:.0%}. Shapes never change "
+        "inside the stack: every block maps S×D to S×D.")

@@ -1,0 +1,44 @@
+"""The shape trace's FLOP and parameter counts against torch's own counters."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from tests.test_model import TEXT
+from vit_core import PRESETS, ViT, ViTConfig
+from vit_core.flops import stage_rows, total_flops, total_params
+
+
+def torch_flops(config: ViTConfig, n_text: int = 0) -> int:
+    """Count with torch's FlopCounterMode on a real forward pass (meta tensors: no compute)."""
+    with torch.device("meta"):
+        model = ViT(config)
+        x = torch.empty(1, config.in_chans, config.img_size, config.img_size)
+        ids = torch.zeros(1, n_text, dtype=torch.long) if n_text else None
+    with FlopCounterMode(display=False) as counter:
+        model(x, ids)
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("config,n_text", [
+    (PRESETS["vit-b16"], 0),
+    (PRESETS["vit-b16"].replace(seg_classes=11, seg_upsample=4), 0),
+    (TEXT, 5),
+])
+def test_flops_equal_torch_flop_counter(config, n_text):
+    assert total_flops(config, n_text) == torch_flops(config, n_text)
+
+
+def test_vit_b16_numbers():
+    c = PRESETS["vit-b16"]
+    assert total_params(c) == sum(p.numel() for p in ViT(c).parameters()) == 86_567_656
+    rows = {r["step"]: r for r in stage_rows(c)}
+    assert rows["scores"]["shape"] == "12 × 197 × 197"
+    assert rows["MLP up"]["shape"] == "197 × 3072"
+    assert total_flops(c) == 35_127_656_448  # ~35.1 GFLOPs = 17.6 G multiply-adds
+
+
+@pytest.mark.parametrize("config", [TEXT, PRESETS["vit-ti16"].replace(seg_classes=3)])
+def test_param_totals_match_the_model(config):
+    model = ViT(config)
+    assert total_params(config) == sum(p.numel() for p in model.parameters())

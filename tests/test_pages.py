@@ -19,9 +19,9 @@ PAGES = {  # ?page= slug -> words the titles of its figures must contain
 MODEL = "vit-ti16"  # real ViT geometry (197 tokens, 12 layers), small enough to be quick
 
 
-def start(page: str, upload: bytes | None = None) -> AppTest:
+def start(page: str, upload: bytes | None = None, model: str = MODEL) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = MODEL
+    at.session_state["model"] = model
     at.query_params["page"] = page  # opens the app on this stage, as a shared link would
     at.run()
     if upload is not None:

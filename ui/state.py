@@ -123,8 +123,25 @@ def load_current():
         prep = prepare(inp, name)
     with st.spinner(f"Running {name} on this image: one forward pass, keeping every "
                     f"intermediate tensor…"):
-        tr = trace(inp, name)
+        tr = trace(inp, name, mask=chosen_mask())
     return inp, name, model, prep, tr
+
+
+def chosen_mask() -> str | None:
+    """The sidebar's attention mask: None means the one the model was trained with."""
+    mask = st.session_state.get("mask", "trained")
+    return None if mask == "trained" else mask
+
+
+def trace_npz(inp: Input, model_name: str) -> bytes:
+    """The current trace as a compressed .npz (built only when the download is clicked)."""
+    import numpy as np
+
+    tr = trace(inp, model_name, mask=chosen_mask())
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{name: t.numpy() for name, t in tr.items()},
+                        mask=tr.mask.numpy())
+    return buf.getvalue()
 
 
 @st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)

@@ -16,10 +16,15 @@ def draw(stage: str) -> None:
               help="Large type, one stage per screen with Previous / Next, and a short story "
                    "for each stage. Also opens with ?presenter=1.")
     sb.header("Model")
-    choices = state.model_choices()
-    sb.selectbox("Model", choices, key="model", format_func=state.model_label,
+    if st.session_state.get("_loading_checkpoint"):
+        load_checkpoint_form(sb)
+    sb.selectbox("Model", state.model_choices(), key="model", format_func=state.model_label,
+                 on_change=_on_model_change,
                  help="Bundled models were trained by this repo on generated scenes. Presets "
-                      "have the real geometry but random weights.")
+                      "have the real geometry but random weights. 'Load a checkpoint…' reads "
+                      "a timm / Hugging Face / ViT Explainer checkpoint from the server.")
+    st.session_state["_previous_model"] = st.session_state["model"]
+    card(sb)
     sb.selectbox("Attention mask", share.MASKS, key="mask",
                  format_func=lambda m: "as trained" if m == "trained" else m,
                  help="Run the model with another mask than the one it was trained with.")
@@ -47,3 +52,51 @@ def draw(stage: str) -> None:
             inp, st.session_state["model"]), file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key="download_trace",
             help="Every traced tensor of this image and model, as NumPy arrays.")
+
+
+def _on_model_change() -> None:
+    """Choosing 'Load a checkpoint…' opens the form and keeps the previous model meanwhile."""
+    if st.session_state["model"] == state.LOAD_OTHER:
+        st.session_state["_loading_checkpoint"] = True
+        st.session_state["model"] = st.session_state.get("_previous_model",
+                                                         state.model_choices()[0])
+
+
+def load_checkpoint_form(sb) -> None:
+    """A path on the server; on success the picker switches to it, on failure it says why."""
+    path = sb.text_input("Checkpoint path on the server", key="checkpoint_path",
+                         placeholder="/models/vit.safetensors or a Hugging Face folder")
+    ok, cancel = sb.columns(2)
+    if ok.button("Load", key="checkpoint_load", disabled=not path):
+        with st.spinner("Loading the checkpoint…"):
+            error = state.try_load(path)
+        st.session_state["_checkpoint_error"] = error
+        if error is None:
+            st.session_state["model"] = path.strip()
+            st.session_state["_loading_checkpoint"] = False
+            st.rerun()
+    if cancel.button("Cancel", key="checkpoint_cancel"):
+        st.session_state["_loading_checkpoint"] = False
+        st.session_state["_checkpoint_error"] = None
+        st.rerun()
+    if st.session_state.get("_checkpoint_error"):
+        sb.error(st.session_state["_checkpoint_error"])
+
+
+def card(sb) -> None:
+    """A short model card: where the model comes from, its geometry and classes."""
+    model = state.get_model(st.session_state["model"])
+    c, info = model.config, model.info
+    n = sum(p.numel() for p in model.parameters())
+    with sb.expander("Model card"):
+        st.markdown(
+            f"**{info.name}** · {'trained' if info.trained else 'untrained (random weights)'}  \n"
+            f"source: {info.source}  \n"
+            f"{c.img_size}×{c.img_size} input, patch {c.patch_size} ({c.grid}×{c.grid}), D = "
+            f"{c.embed_dim}, {c.depth} layers × {c.num_heads} heads, {n / 1e6:.2f} M parameters"
+            + (f"  \n{c.num_classes} classes: {', '.join(c.class_names[:10])}"
+               + (" …" if len(c.class_names) > 10 else "") if c.num_classes else "")
+            + (f"  \ntext: {c.vocab_size} words, up to {c.max_text_len} tokens, trained "
+               f"with the {c.default_mask} mask" if c.has_text else ""))
+        if info.metrics:
+            st.json(info.metrics, expanded=False)

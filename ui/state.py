@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 import torch
@@ -38,14 +39,46 @@ class Prepared:
     pixels: torch.Tensor  # [1, 3, H, W] normalised
 
 
+LOAD_OTHER = "Load a checkpoint…"
+
+
 def model_choices() -> list[str]:
-    return vit_core.bundled_models() + list(vit_core.PRESETS)
+    """Bundled models, presets, checkpoints loaded in this session or given with --weights."""
+    extra = [p for p in [weights_arg()] + st.session_state.get("_loaded_paths", []) if p]
+    return list(dict.fromkeys(extra + vit_core.bundled_models() + list(vit_core.PRESETS)
+                              + [LOAD_OTHER]))
 
 
 def model_label(name: str) -> str:
     if name in vit_core.PRESETS:
         return f"{name} (untrained: random weights)"
-    return name
+    if name == LOAD_OTHER or name in vit_core.bundled_models():
+        return name
+    return f"file: {Path(name).name}"
+
+
+@st.cache_resource(show_spinner=False)
+def weights_arg() -> str | None:
+    """`streamlit run app.py -- --weights PATH` puts PATH first in the model picker."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--weights")
+    return ap.parse_known_args(sys.argv[1:])[0].weights
+
+
+def try_load(path: str) -> str | None:
+    """Load a checkpoint from a server path; returns an error sentence, or None on success."""
+    path = path.strip()
+    try:
+        get_model(path)
+    except (vit_core.CheckpointError, ValueError, OSError) as e:
+        return f"Could not load that checkpoint: {str(e).splitlines()[0]}"
+    loaded = st.session_state.setdefault("_loaded_paths", [])
+    if path not in loaded:
+        loaded.append(path)
+    return None
 
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)

@@ -1,0 +1,65 @@
+"""Loading a checkpoint from the app: bad paths keep the previous model, good ones switch."""
+
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import APP
+from tests.test_model import randomised
+from vit_core import ModelInfo, ViTConfig, save_checkpoint
+
+TINY = ViTConfig(img_size=64, patch_size=16, embed_dim=48, depth=2, num_heads=3, num_classes=3,
+                 class_names=("cat", "dog", "cow"))
+
+
+def open_picker() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.session_state["model"] = "vit-ti16"
+    at.run()
+    at.sidebar.selectbox(key="model").set_value("Load a checkpoint…").run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="model").value == "vit-ti16"  # still working meanwhile
+    return at
+
+
+def test_a_bad_path_says_why_in_one_line_and_keeps_the_model(tmp_path):
+    at = open_picker()
+    garbage = tmp_path / "broken.safetensors"
+    garbage.write_bytes(b"\x00" * 100)
+    for path in (str(tmp_path / "missing.pth"), str(garbage)):
+        at.sidebar.text_input(key="checkpoint_path").set_value(path).run()
+        at.sidebar.button(key="checkpoint_load").click().run()
+        assert not at.exception
+        errors = [e.value for e in at.sidebar.error]
+        assert len(errors) == 1 and "\n" not in errors[0], errors
+        assert errors[0].startswith("Could not load that checkpoint")
+        assert at.session_state["model"] == "vit-ti16"
+        assert at.title[0].value == "From pixels to logits, in one pass"
+
+
+def test_a_good_checkpoint_becomes_the_model(tmp_path):
+    path = save_checkpoint(randomised(TINY), tmp_path / "mine.safetensors",
+                           ModelInfo("mine", "file", True))
+    at = open_picker()
+    at.sidebar.text_input(key="checkpoint_path").set_value(str(path)).run()
+    at.sidebar.button(key="checkpoint_load").click().run()
+    assert not at.exception and not at.sidebar.error
+    assert at.session_state["model"] == str(path)
+    assert at.sidebar.selectbox(key="model").value == str(path)
+    shapes = {r["tensor"]: r["shape"] for _, r in at.dataframe[0].value.iterrows()}
+    assert shapes["embed"] == "17 × 48"  # (64/16)^2 + CLS tokens of width 48
+    assert any("cat, dog, cow" in m.value for m in at.sidebar.markdown)
+
+
+def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch):
+    from ui import state
+
+    path = save_checkpoint(randomised(TINY), tmp_path / "given.safetensors")
+    monkeypatch.setattr("sys.argv", ["app.py", "--weights", str(path)])
+    state.weights_arg.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=240).run()
+        assert not at.exception
+        assert at.sidebar.selectbox(key="model").value == str(path)
+        assert "file: given.safetensors" in at.sidebar.selectbox(key="model").options
+    finally:
+        monkeypatch.undo()
+        state.weights_arg.clear()

@@ -14,6 +14,9 @@ st.write(
     "intervention below: the model runs again on the same image with that one change, and the "
     "two predictions are shown side by side."
 )
+st.latex(r"\mathrm{MSA}(X) = \big[\,m_1\,\mathrm{head}_1;\ \dots;\ m_H\,\mathrm{head}_H"
+         r"\,\big]\,W_O + b_O,\quad m_h\in\{0,1\};\qquad z_0 = [x_\mathrm{cls};\,X_pE] + "
+         r"\lambda E_\mathrm{pos},\ \lambda\in\{0,1\}")
 KINDS = {
     "Switch off attention heads": "heads",
     "Grey out patches": "occlude",

@@ -16,6 +16,11 @@ st.write(
     "it has and how many floating-point operations it costs. Block steps are listed once and "
     "happen in every layer. The notes' reference model, ViT-B/16, is shown alongside."
 )
+S, D, N = tr["embed"].shape[0], c.embed_dim, c.num_patches
+st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
+         rf"\mathbb{{R}}^{{{N}\times{c.in_chans * c.patch_size**2}}}\to\mathbb{{R}}^{{{S}\times"
+         rf"{D}}}\xrightarrow{{\times {c.depth}\ \mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{D}}}"
+         rf"\to\text{{logits}}")
 TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
           "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
           "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",

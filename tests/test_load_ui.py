@@ -63,3 +63,19 @@ def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch
     finally:
         monkeypatch.undo()
         state.weights_arg.clear()
+
+
+def test_a_timm_checkpoint_with_a_heads_count_loads_in_the_app():
+    from pathlib import Path
+
+    wrapped = Path(__file__).parent / "fixtures" / "timm_vit_tiny_wrapped.pth"
+    at = open_picker()
+    at.sidebar.text_input(key="checkpoint_path").set_value(str(wrapped)).run()
+    at.sidebar.button(key="checkpoint_load").click().run()
+    assert "num_heads" in at.sidebar.error[0].value or "heads" in at.sidebar.error[0].value
+    at.sidebar.number_input(key="checkpoint_heads").set_value(3).run()
+    at.sidebar.button(key="checkpoint_load").click().run()
+    assert not at.exception and not at.sidebar.error
+    assert at.session_state["model"] == f"{wrapped}?heads=3"
+    shapes = {r["tensor"]: r["shape"] for _, r in at.dataframe[0].value.iterrows()}
+    assert shapes["blocks.0.attn.q"] == "3 × 17 × 16"

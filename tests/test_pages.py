@@ -15,6 +15,12 @@ PAGES = {  # ?page= slug -> words the titles of its figures must contain
     "embeddings": ["x_p E + b", "embed = "],
     "qkv": ["the ", "Q of head", "K of head", "V of head"],
     "attention": ["Layer", "Mean attention distance", "Attention entropy"],
+    "masks": ["full:", "causal:", "prefix:", "How many keys"],
+    "mlp": ["GELU with this token", "its 10 most active"],
+    "logits": ["the raw logits", "P(class) if the network stopped"],
+    "shapes": ["with other patch sizes"],
+    "segmentation": [],
+    "experiments": [],
 }
 MODEL = "vit-ti16"  # real ViT geometry (197 tokens, 12 layers), small enough to be quick
 

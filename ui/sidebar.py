@@ -66,13 +66,16 @@ def load_checkpoint_form(sb) -> None:
     """A path on the server; on success the picker switches to it, on failure it says why."""
     path = sb.text_input("Checkpoint path on the server", key="checkpoint_path",
                          placeholder="/models/vit.safetensors or a Hugging Face folder")
+    heads = sb.number_input("Attention heads (0 = from the file, or width / 64)", 0, 64, 0,
+                            key="checkpoint_heads",
+                            help="timm state dicts don't record the number of heads.")
     ok, cancel = sb.columns(2)
     if ok.button("Load", key="checkpoint_load", disabled=not path):
         with st.spinner("Loading the checkpoint…"):
-            error = state.try_load(path)
+            error = state.try_load(path, int(heads))
         st.session_state["_checkpoint_error"] = error
         if error is None:
-            st.session_state["model"] = path.strip()
+            st.session_state["model"] = st.session_state["_loaded_name"]
             st.session_state["_loading_checkpoint"] = False
             st.rerun()
     if cancel.button("Cancel", key="checkpoint_cancel"):

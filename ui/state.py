@@ -54,7 +54,8 @@ def model_label(name: str) -> str:
         return f"{name} (untrained: random weights)"
     if name == LOAD_OTHER or name in vit_core.bundled_models():
         return name
-    return f"file: {Path(name).name}"
+    path, _, heads = name.partition("?heads=")
+    return f"file: {Path(path).name}" + (f" ({heads} heads)" if heads else "")
 
 
 @st.cache_resource(show_spinner=False)
@@ -68,9 +69,13 @@ def weights_arg() -> str | None:
     return ap.parse_known_args(sys.argv[1:])[0].weights
 
 
-def try_load(path: str) -> str | None:
-    """Load a checkpoint from a server path; returns an error sentence, or None on success."""
-    path = path.strip()
+def try_load(path: str, heads: int = 0) -> str | None:
+    """Load a checkpoint from a server path; returns an error sentence, or None on success.
+
+    On success the picker name (the path, with '?heads=H' when heads were given) is added to
+    this session's models and stored in st.session_state['_loaded_name'].
+    """
+    path = path.strip() + (f"?heads={heads}" if heads else "")
     try:
         get_model(path)
     except (vit_core.CheckpointError, ValueError, OSError) as e:
@@ -78,12 +83,15 @@ def try_load(path: str) -> str | None:
     loaded = st.session_state.setdefault("_loaded_paths", [])
     if path not in loaded:
         loaded.append(path)
+    st.session_state["_loaded_name"] = path
     return None
 
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def get_model(name: str):
-    return vit_core.load_model(name)
+    """A model by picker name; a loaded file may carry options as 'PATH?heads=H'."""
+    path, _, heads = name.partition("?heads=")
+    return vit_core.load_model(path, num_heads=int(heads)) if heads else vit_core.load_model(name)
 
 
 @st.cache_resource(show_spinner=False)

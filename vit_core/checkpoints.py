@@ -1,4 +1,5 @@
 """Loading and saving models: presets (random weights), and this project's safetensors files.
+(Checkpoints from timm, Hugging Face or plain PyTorch: see external.py; load_model routes there.)
 
 Our checkpoint format is one .safetensors file: the state dict (timm names) plus metadata
 `vit_explainer.config` (ViTConfig JSON) and `vit_explainer.info` (ModelInfo JSON). Nothing is
@@ -117,17 +118,33 @@ def load_state_dict_strict(model: torch.nn.Module, state: dict, what: str = "che
 
 
 def _few(keys: list[str], n: int = 5) -> str:
+    """The first n keys, and how many more there are."""
     return ", ".join(keys[:n]) + (f" … (+{len(keys) - n} more)" if len(keys) > n else "")
 
 
-def load_model(name_or_path: str | Path | None = None) -> ViT:
+def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
     """A ready-to-trace model in eval mode, with `.config` and `.info`.
 
     Args:
         name_or_path: a preset ("vit-b16", ...), a bundled model ("shapes-classifier", ...),
-            a path to one of our .safetensors checkpoints, or None for the default model.
+            a path to one of our .safetensors checkpoints, a checkpoint from another library
+            (a timm/PyTorch state-dict file or a Hugging Face folder), "timm:<name>" for timm's
+            pretrained weights (needs timm and a network), or None for the default model.
+        options: for other libraries' checkpoints only: num_heads, img_size, mean, std
+            (see vit_core.external.load_external; "timm:" names take img_size).
     """
+    # imported here: external.py builds on this module (CheckpointError, the strict loader)
+    from .external import load_external, load_timm_pretrained, looks_external
+
     name = str(name_or_path) if name_or_path is not None else default_model_name()
+    if name not in PRESETS and name not in bundled_models():
+        if name.startswith("timm:"):
+            return load_timm_pretrained(name.removeprefix("timm:"), **options)
+        if looks_external(Path(name)):  # a folder, a pickle, or a .safetensors that isn't ours
+            return load_external(name, **options)
+    if options:
+        raise CheckpointError(f"{', '.join(sorted(options))}: only for checkpoints from other "
+                              f"libraries, not for '{name}'.")
     if name in PRESETS:
         return build_preset(name)
     if name in bundled_models():

@@ -34,3 +34,4 @@ share.write(stage)
 if st.session_state.get("presenter"):
     presenter.header(STAGES, stage)
 pg.run()
+sidebar.fingerprint()

@@ -44,7 +44,10 @@ if c.num_classes:
         {names[k]: lens[:, k] for k in top}, "P(class) if the network stopped after each block",
         "", "probability"), key="logits_lens")
     st.info("What to notice: early blocks give almost uniform guesses; the winning class "
-            "usually takes over only in the last blocks, once CLS has gathered the object.")
+            "usually takes over only in the last blocks, once CLS has gathered the object."
+            if model.info.trained else
+            f"What to notice: with random weights every class gets about 1/{K} = {1 / K:.1%}; "
+            "a trained model is confident, and its lens shows when the answer appears.")
 else:
     tok_vocab = c.vocab
     st.write(

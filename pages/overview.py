@@ -16,8 +16,6 @@ st.write(
     f"attention and MLP layers. Everything below was computed just now, on your image, in a "
     f"single forward pass that kept all {len(tr)} intermediate tensors."
 )
-if not model.info.trained:
-    st.warning(f"{name} has random weights: its shapes are real, its predictions are not.")
 s = symbol_sizes(c)
 st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.patch_size}}}"
          rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {s['N']},\qquad "

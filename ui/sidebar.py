@@ -103,3 +103,17 @@ def card(sb) -> None:
                f"with the {c.default_mask} mask" if c.has_text else ""))
         if info.metrics:
             st.json(info.metrics, expanded=False)
+
+
+def fingerprint() -> None:
+    """Image id + top prediction, at the foot of the sidebar (what the load test checks)."""
+    inp, name = state.current()  # an unreadable upload was already replaced by a sample
+    tr = state.trace(inp, name, mask=state.chosen_mask())
+    model = state.get_model(name)
+    c = model.config
+    top = ""
+    if c.num_classes:
+        k = int(tr.logits.argmax())
+        label = c.class_names[k] if c.class_names else f"class {k}"
+        top = f" · top: {label} {float(tr.logits.softmax(-1)[k]):.0%}"
+    st.sidebar.caption(f"fingerprint {inp.key[:8]}{top}")

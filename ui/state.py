@@ -165,6 +165,9 @@ def load_current():
     with st.spinner(f"Running {name} on this image: one forward pass, keeping every "
                     f"intermediate tensor…"):
         tr = trace(inp, name, mask=chosen_mask())
+    if not model.info.trained:
+        st.warning(f"{name} has random weights: every shape and number here is real, but "
+                   f"nothing was learned, so patterns and predictions mean nothing.")
     return inp, name, model, prep, tr
 
 

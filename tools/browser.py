@@ -1,0 +1,81 @@
+"""Browser-test helpers: serve the app on a free localhost port, wait for Streamlit to settle.
+
+Used by tests/test_browser.py, tools/screenshots.py and tools/load_test.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-quic",
+                 "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    pid: int
+
+    def rss_mb(self) -> float:
+        """Resident memory of the server process, from /proc."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+
+@contextlib.contextmanager
+def serve(port: int | None = None, timeout: float = 90):
+    """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+         str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("the Streamlit server did not start")
+        yield Server(url, proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+IDLE_JS = ("() => document.querySelector('h1') && document.querySelector("
+           "'[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')")
+
+
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until Streamlit has finished the script run: stApp says notRunning for 0.5 s."""
+    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    for _ in range(2):  # the state can read notRunning for a moment before a run starts
+        page.wait_for_timeout(500)
+        page.wait_for_function(IDLE_JS, timeout=timeout_ms)
+    page.wait_for_timeout(300)  # let plotly finish drawing

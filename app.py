@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, presenter, share, sidebar, state
+from ui import controls, icon, presenter, share, sidebar, state
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {
@@ -20,7 +20,7 @@ STAGES = {
 }
 share.load_once()  # a shared link restores its view before any widget exists
 presenting = bool(st.session_state.get("presenter"))
-st.set_page_config(page_title="ViT Explainer", page_icon=":material/visibility:", layout="wide",
+st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout="wide",
                    initial_sidebar_state="collapsed" if presenting else "auto")
 start = st.query_params.get("page", "overview")
 pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug == start)
@@ -29,6 +29,7 @@ pg = st.navigation(list(pages.values()))
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
 sidebar.draw(stage)  # after st.navigation and before pg.run(): uploads reach the session reliably
+controls.remember_sidebar()
 controls.clamp(state.get_model(st.session_state["model"]).config)
 share.write(stage)
 if st.session_state.get("presenter"):

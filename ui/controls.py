@@ -10,12 +10,26 @@ from __future__ import annotations
 import streamlit as st
 
 SHARED = ("layer", "head", "patch", "key_patch")
+SIDEBAR = ("presenter", "model", "mask", "sample")  # widgets drawn on every page
 
 
 def keep_shared() -> None:
+    """Call before any widget: keep shared values, and restore sidebar values that a
+    st.switch_page issued in the middle of a run would otherwise drop."""
+    ss = st.session_state
     for key in SHARED:
+        if key in ss:
+            ss[key] = ss[key]
+    for key in SIDEBAR:
+        if key not in ss and f"_kept_{key}" in ss:
+            ss[key] = ss[f"_kept_{key}"]
+
+
+def remember_sidebar() -> None:
+    """Call after the sidebar is drawn: remember its values for keep_shared."""
+    for key in SIDEBAR:
         if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+            st.session_state[f"_kept_{key}"] = st.session_state[key]
 
 
 def clamp(config) -> None:

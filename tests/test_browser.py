@@ -1,0 +1,175 @@
+"""End to end in a real browser: Debian's Chromium driven by Playwright against `streamlit run`.
+
+Uploads a photo through the real file chooser, visits every page, walks presenter mode, and
+opens a copied link in a fresh browser context. Every request must stay on localhost.
+Screenshots go to screenshots/e2e/ (gitignored). CI installs chromium (.ci/run); elsewhere the
+test is skipped when /usr/bin/chromium is missing.
+"""
+
+import os
+import shutil
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.test_app import photo_bytes
+from tools.browser import CHROMIUM_ARGS, ROOT, serve, wait_idle
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must install chromium for the browser test (.ci/run)")
+    pytest.skip("chromium is not installed", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api")
+
+SHOTS = ROOT / "screenshots" / "e2e"
+STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
+          "shapes", "segmentation", "experiments"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve() as srv:
+        yield srv.url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def new_page(browser, requests: list[str], width=1280, height=800):
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    page = ctx.new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    return ctx, page
+
+
+def assert_local(requests: list[str]):
+    outside = [u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")
+               and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
+    assert not outside, f"requests left the machine: {outside[:5]}"
+
+
+def assert_no_exception(page, where: str):
+    assert page.locator("[data-testid='stException']").count() == 0, where
+    assert page.locator("h1").count() >= 1, where
+
+
+def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(server)
+    wait_idle(page)
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(photo_bytes())
+    t0 = time.time()
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(photo)
+    page.get_by_text("Showing upload: photo.jpg").wait_for(timeout=120_000)
+    wait_idle(page)
+    print(f"upload -> first view rendered: {time.time() - t0:.2f} s")
+    for slug in STAGES:
+        page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").first.click() \
+            if slug != "overview" else page.locator("[data-testid='stSidebarNav'] a").first.click()
+        wait_idle(page)
+        assert_no_exception(page, slug)
+        assert page.get_by_text("Showing upload: photo.jpg").count() == 1, slug
+        page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+    assert_local(requests)
+    ctx.close()
+
+
+def test_presenter_mode_next_and_previous(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests, 1600, 900)
+    page.goto(f"{server}/?page=patches&presenter=1")
+    wait_idle(page)
+    page.get_by_text("Stage 2 / 11").wait_for()
+    for expected in (3, 4, 5):
+        page.get_by_role("button", name="Next ▶").click()
+        wait_idle(page)
+        page.get_by_text(f"Stage {expected} / 11").wait_for()
+        assert_no_exception(page, f"presenter stage {expected}")
+    page.screenshot(path=str(SHOTS / "presenter.png"))
+    page.get_by_role("button", name="◀ Previous").click()
+    wait_idle(page)
+    page.get_by_text("Stage 4 / 11").wait_for()
+    assert "presenter=1" in page.url
+    assert_local(requests)
+    ctx.close()
+
+
+def test_a_copied_link_opens_the_same_view(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{server}/?page=attention")
+    wait_idle(page)
+    patch = page.get_by_role("spinbutton", name="Selected patch")
+    patch.fill("23")
+    patch.press("Enter")
+    wait_idle(page)
+    layer_thumb = page.locator("[data-testid='stSlider'] input[aria-label='Layer']")
+    head_thumb = page.locator("[data-testid='stSlider'] input[aria-label='Head']")
+    layer_thumb.focus()
+    layer_thumb.press("Home")  # layer 0
+    wait_idle(page)
+    head_thumb.focus()
+    head_thumb.press("ArrowRight")  # head 1
+    wait_idle(page)
+    shown = (layer_thumb.input_value(), head_thumb.input_value())
+    assert shown == ("0", "1")
+    link = page.url
+    assert "patch=23" in link and "head=1" in link and "layer=0" in link
+    ctx2, page2 = new_page(browser, requests)
+    page2.goto(link)
+    wait_idle(page2)
+    slider2 = page2.locator("[data-testid='stSlider'] input[type='range']")
+    assert (slider2.nth(0).input_value(), slider2.nth(1).input_value()) == shown
+    assert page2.get_by_role("spinbutton", name="Selected patch").input_value() == "23"
+    assert_local(requests)
+    ctx.close()
+    ctx2.close()
+
+
+def test_uploads_over_the_limit_are_refused_with_a_message(browser, server, tmp_path):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(server)
+    wait_idle(page)
+    big = tmp_path / "huge.png"
+    big.write_bytes(b"\x89PNG" + os.urandom(21 * 2**20))  # over the 20 MB in config.toml
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(big)
+    page.get_by_text("20.0MB").first.wait_for(timeout=30_000)
+    assert page.get_by_text("Showing upload: huge.png").count() == 0
+    page.locator("[data-testid='stSidebarNav'] a[href$='/patches']").first.click()
+    wait_idle(page)
+    assert_no_exception(page, "after a refused upload")
+    ctx.close()
+
+
+def test_a_refused_file_type_is_stopped_by_the_uploader(browser, server, tmp_path):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(server)
+    wait_idle(page)
+    svg = tmp_path / "drawing.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"/>')
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(svg)
+    page.get_by_text("not allowed", exact=False).first.wait_for(timeout=30_000)
+    wait_idle(page)
+    assert_no_exception(page, "after a refused file type")
+    assert page.get_by_text("Showing upload: drawing.svg").count() == 0
+    ctx.close()
+
+
+def test_concurrent_sessions_each_see_their_own_image():
+    """The classroom load test in a reduced form (tools/load_test.py runs the full one)."""
+    from tools.load_test import main
+
+    assert main(["--sessions", "4", "--processes", "2"]) == 0

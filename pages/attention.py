@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, state
+from ui import controls, figures, show, state
 from vit_core.analysis import (
     attention_entropy,
     max_entropy,
@@ -55,32 +55,34 @@ left, right = st.columns(2)
 with left:
     st.subheader(f"Where patch {p} looks")
     row = pattern[p + pre, pre:pre + g * g].reshape(g, g).numpy()
-    st.image(figures.overlay(prep.crop, row),
-             caption=f"layer {layer}, head {head}: patch {p}'s attention over the patches"
-             + (f" (and {float(pattern[p + pre, 0]):.1%} on CLS)" if pre else ""))
+    show.image(figures.overlay(prep.crop, row),
+               f"layer {layer}, head {head}: patch {p}'s attention over the patches"
+               + (f" (and {float(pattern[p + pre, 0]):.1%} on CLS)" if pre else ""),
+               "attention-where")
 with right:
     st.subheader(f"Who looks at patch {p}")
     col = pattern[pre:pre + g * g, p + pre].reshape(g, g).numpy()
-    st.image(figures.overlay(prep.crop, col),
-             caption=f"how much each patch attends to patch {p}")
+    show.image(figures.overlay(prep.crop, col), f"how much each patch attends to patch {p}",
+               "attention-who")
 
 patterns = stack_patterns(tr)  # [L, H, S, S]
 if c.class_token:
     st.subheader(f"Every head's CLS attention in layer {layer}")
     maps = [figures.overlay(prep.crop, patterns[layer, h, 0, pre:pre + g * g]
                             .reshape(g, g).numpy()) for h in range(H)]
-    st.image(figures.tile(maps, cols=min(H, 6), labels=[f"head {h}" for h in range(H)],
-                          cell=160))
-    st.caption("Bright = where the CLS token reads from. Each map is scaled on its own.")
+    show.image(figures.tile(maps, cols=min(H, 6), labels=[f"head {h}" for h in range(H)],
+                            cell=160),
+               "Bright = where the CLS token reads from. Each map is scaled on its own.",
+               "cls-heads")
 
 st.subheader("Attention rollout: all layers together")
 roll = rollout(patterns)
 src = 0 if c.class_token else None
 roll_map = (roll[src, pre:] if src is not None else roll[pre:, pre:].mean(0)).reshape(g, g)
-st.image(figures.overlay(prep.crop, roll_map.numpy()), width=360,
-         caption="Rollout (Abnar & Zuidema): average heads, add the skip connection, "
-                 "renormalise, and multiply the layers; " +
-                 ("the CLS row." if c.class_token else "averaged over patch rows."))
+show.image(figures.overlay(prep.crop, roll_map.numpy()),
+           "Rollout (Abnar & Zuidema): average heads, add the skip connection, renormalise, "
+           "and multiply the layers; " + ("the CLS row." if c.class_token else
+                                          "averaged over patch rows."), "rollout", width=360)
 
 st.subheader("Head summaries across depth")
 dist = np.stack([mean_attention_distance(patterns[i], g, c.patch_size, pre).numpy()

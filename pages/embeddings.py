@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, state
+from ui import controls, figures, show, state
 from vit_core.analysis import embedding_filters, position_similarity
 
 inp, name, model, prep, tr = state.load_current()
@@ -43,22 +43,24 @@ with left:
     st.subheader("What W_E looks for")
     comps, ratio = embedding_filters(W, k=min(28, D))
     labels = [f"PC{i + 1} {r:.0%}" for i, r in enumerate(ratio.tolist())]
-    st.image(figures.tile([figures.array_image(a, 56) for a in comps.numpy()], cols=7,
-                          labels=labels))
-    st.caption("The top principal components of W_E's filters, each drawn as a "
+    show.image(figures.tile([figures.array_image(a, 56) for a in comps.numpy()], cols=7,
+                            labels=labels),
+               "The top principal components of W_E's filters, each drawn as a "
                f"{P}×{P} colour patch (as in the ViT paper's Figure 7, left); the percentage is "
                "the share of variance it explains."
-               + ("" if model.info.trained else " Random weights give noise here."))
+               + ("" if model.info.trained else " Random weights give noise here."),
+               "embedding-filters")
 with right:
     st.subheader("Position embeddings")
     sim = position_similarity(model.pos_embed.detach(), g, pre).numpy()
     r, col = divmod(p, g)
-    st.image(figures.overlay(prep.crop, sim[r, col], alpha=0.75, cmap="viridis"),
-             caption=f"cosine similarity of patch {p}'s position vector with every other "
-                     f"position")
+    show.image(figures.overlay(prep.crop, sim[r, col], alpha=0.75, cmap="viridis"),
+               f"cosine similarity of patch {p}'s position vector with every other position",
+               "position-similarity")
     maps = [figures.array_image((sim[i, j] + 1) / 2, 48) for i in range(g) for j in range(g)]
-    st.image(figures.tile(maps, cols=g, pad=2, cell=48 if g <= 8 else 24),
-             caption="every position's similarity map, laid out on the grid (Figure 7, centre)")
+    show.image(figures.tile(maps, cols=g, pad=2, cell=48 if g <= 8 else 24),
+               "every position's similarity map, laid out on the grid (Figure 7, centre)",
+               "position-similarity-all")
 
 st.subheader("The sum that enters block 0")
 first_rows = ["CLS"] if c.class_token else []

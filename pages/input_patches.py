@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, state
+from ui import controls, figures, show, state
 from vit_core.images import denormalize
 
 inp, name, model, prep, tr = state.load_current()
@@ -32,9 +32,9 @@ with right:
     st.subheader(f"Patch {p}: row {r}, column {col}")
     crop = np.asarray(prep.crop)
     tile = crop[r * P:(r + 1) * P, col * P:(col + 1) * P].transpose(2, 0, 1) / 255.0  # [C, P, P]
-    st.image(figures.array_image(tile, 224),
-             caption=f"pixels {r * P}–{(r + 1) * P - 1} down, {col * P}–{(col + 1) * P - 1} "
-                     f"across, enlarged")
+    show.image(figures.array_image(tile, 224),
+               f"pixels {r * P}–{(r + 1) * P - 1} down, {col * P}–{(col + 1) * P - 1} across, "
+               "enlarged", "patch-enlarged")
 vec = tr["patches"][p].numpy()  # the live row of X_patch (normalised pixel values)
 st.plotly_chart(figures.vector_strip(
     vec, f"Patch {p} flattened: {CPP} numbers, one row per colour channel (normalised values)",

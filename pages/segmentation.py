@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from ui import figures, state
+from ui import figures, show, state
 from vit_core.analysis import pca_rgb
 from vit_core.segment import class_map
 
@@ -27,10 +27,11 @@ left, right = st.columns(2)
 with left:
     st.subheader("Patch tokens as colours")
     rgb = pca_rgb(tokens, g).numpy()
-    st.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1), c.img_size)],
-                          cols=2, cell=240), caption="the image, and its patch tokens' first "
-             "three principal components as red, green and blue")
-    st.caption("Patches with similar colours have similar final vectors.")
+    show.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
+                                                           c.img_size)], cols=2, cell=240),
+               "the image, and its patch tokens' first three principal components as red, "
+               "green and blue: patches with similar colours have similar final vectors",
+               "patch-token-pca")
 with right:
     st.subheader("Class map")
     if "seg_logits" in tr:
@@ -39,9 +40,9 @@ with right:
         palette = (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
                    figures.class_colours(c.seg_classes - 1)])).astype(np.uint8)
         painted = Image.fromarray(palette[labels])
-        st.image(Image.blend(prep.crop, painted, 0.55),
-                 caption=f"each pixel's class from the per-patch head ({c.seg_upsample}×"
-                         f"{c.seg_upsample} cells per patch, upsampled bilinearly)")
+        show.image(Image.blend(prep.crop, painted, 0.55),
+                   f"each pixel's class from the per-patch head ({c.seg_upsample}×"
+                   f"{c.seg_upsample} cells per patch, upsampled bilinearly)", "class-map")
         found = {names[k]: float((labels == k).mean()) for k in np.unique(labels)}
         st.dataframe([{"class": k, "share of the image": f"{v:.1%}"} for k, v in
                       sorted(found.items(), key=lambda kv: -kv[1])], hide_index=True,

@@ -80,3 +80,11 @@ def test_trace_download_holds_every_tensor():
     tr = run_trace(model, preprocess(load_image(inp.data), model.config))
     assert set(data.files) == set(tr.names()) | {"mask"}
     np.testing.assert_array_equal(data["blocks.5.attn.pattern"], tr["blocks.5.attn.pattern"])
+
+
+def test_composed_images_have_png_downloads():
+    at = open_link({"page": "attention", "model": "vit-ti16"})
+    keys = {el.proto.id for el in at.get("download_button")}
+    assert len(keys) >= 4  # where / who / CLS heads / rollout
+    from ui.show import image  # the helper builds real PNGs
+    assert callable(image)

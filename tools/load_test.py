@@ -90,7 +90,12 @@ async def run_process(url: str, ids: list[int], tmp: str) -> list[dict]:
 
 
 def process_main(url, ids, tmp, queue):
-    queue.put(asyncio.run(run_process(url, ids, tmp)))
+    try:
+        queue.put(asyncio.run(run_process(url, ids, tmp)))
+    except Exception as e:  # always report: the parent waits for one answer per process
+        queue.put([{"session": i, "first_view": float("nan"), "page_times": [],
+                    "problems": [f"session {i}: process failed: {type(e).__name__}: {e}"]}
+                   for i in ids])
 
 
 async def probe(url: str, stop: mp.Event, out: list):
@@ -114,8 +119,10 @@ async def probe(url: str, stop: mp.Event, out: list):
 
 def probe_main(url, stop, queue):
     out: list[float] = []
-    asyncio.run(probe(url, stop, out))
-    queue.put(out)
+    try:
+        asyncio.run(probe(url, stop, out))
+    finally:
+        queue.put(out)
 
 
 def pct(xs, q):
@@ -142,9 +149,9 @@ def main(argv=None) -> int:
         prober = ctx.Process(target=probe_main, args=(server.url, stop, probe_queue))
         for p in procs + [prober]:
             p.start()
-        results = [r for _ in procs for r in queue.get()]
+        results = [r for _ in procs for r in queue.get(timeout=1800)]
         stop.set()
-        probes = probe_queue.get()
+        probes = probe_queue.get(timeout=300)
         for p in procs + [prober]:
             p.join()
         wall = time.time() - t0

@@ -1,0 +1,26 @@
+"""Streamlit helpers for drawing: composed images get a PNG download under them.
+
+(Plotly figures already carry a camera button in their toolbar that saves a PNG.)
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import streamlit as st
+from PIL import Image
+
+
+def image(img: Image.Image, caption: str, name: str, width: int | str = "content") -> None:
+    """st.image plus a small 'PNG' download button; `name` is the file name and widget key."""
+    st.image(img, caption=caption, width=width)
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+    def png() -> bytes:
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        return buf.getvalue()
+
+    st.download_button("PNG", png, file_name=f"{slug}.png", mime="image/png",
+                       key=f"png_{slug}", type="tertiary", icon=":material/download:")

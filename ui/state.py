@@ -20,7 +20,7 @@ import vit_core
 from vit_core import ImageError, data, display_crop, load_image, preprocess, run_trace
 
 MAX_MODELS = 4
-MAX_TRACES = 24  # ViT-B/16 traces are ~170 MB each; small models' are a few MB
+MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
 MAX_IMAGES = 64
 
 

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -117,8 +118,12 @@ def save_state(path: Path, model, opt, step: int, seen: float, history: list):
 
 def write_card(out: Path, args, config: ViTConfig, metrics: dict, seconds: float,
                history: list):
+    argv = sys.argv[1:]
+    if "--note" in argv:  # the note is printed below, not inside the command
+        i = argv.index("--note")
+        argv = argv[:i] + argv[i + 2:]
     lines = [f"# {out.stem}", "",
-             f"Trained by `python -m vit_core.train {' '.join(sys.argv[1:])}` on this repo's "
+             f"Trained by `python -m vit_core.train {shlex.join(argv)}` on this repo's "
              f"generated scenes (`vit_core.data`), every step on fresh seeds.", "",
              "## Model", "",
              f"- task: {args.task}" + (f", attention mask: {args.mask}" if args.task == "caption"
@@ -134,6 +139,7 @@ def write_card(out: Path, args, config: ViTConfig, metrics: dict, seconds: float
              f"{args.wd}, label smoothing {args.label_smoothing}",
              f"- wall time on this machine (2 CPU cores): {seconds / 60:.1f} min",
              f"- warm start: {args.init or 'none (from scratch)'}", "",
+             *([args.note, ""] if args.note else []),
              "## Held-out metrics", "",
              "Measured on scenes from seeds never used in training "
              f"(`python -m vit_core.evaluate {out.stem} --n {metrics.get('n')} --seed "
@@ -177,6 +183,7 @@ def parse(argv=None):
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--note", default="", help="a paragraph for the model card (why this setup)")
     return ap.parse_args(argv)
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks that print tables (no timed tests): `python -m benchmarks --help`."""

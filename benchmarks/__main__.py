@@ -1,0 +1,254 @@
+"""Performance of the explainer on this machine; prints Markdown tables and writes JSON.
+
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory] [--json FILE]
+
+trace    run_trace vs a plain forward (and timm's VisionTransformer when timm is importable)
+first    upload -> first page rendered: AppTest run time, and in Chromium until notRunning
+warm     each page's rerun with its trace cached, after moving layer / head / patch (AppTest)
+payload  bytes a page visit sends to the browser (websocket frames + media), in Chromium
+memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
+          "shapes", "segmentation", "experiments"]
+
+
+def table(rows: list[dict]) -> str:
+    head = list(rows[0])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(r[k]) for k in head) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def bench_trace(models: list[str], runs: int) -> list[dict]:
+    from vit_core.bench import measure
+
+    rows = []
+    for name in models:
+        r = measure(name, runs)
+        row = {"model": name, "tokens": r["tokens"], "plain ms": f"{r['plain_ms']:.1f}",
+               "run_trace ms": f"{r['trace_ms']:.1f}", "trace / plain": f"{r['ratio']:.3f}",
+               "trace MB": f"{r['trace_mb']:.1f}", "timm ms": "timm not installed",
+               "trace / timm": "—"}
+        timm_ms = timm_forward_ms(name, runs)
+        if timm_ms is not None:
+            row["timm ms"] = f"{timm_ms:.1f}"
+            row["trace / timm"] = f"{r['trace_ms'] / timm_ms:.3f}"
+        rows.append(row)
+    return rows
+
+
+def timm_forward_ms(name: str, runs: int) -> float | None:
+    """timm's own forward with the same weights, or None when timm can't be imported."""
+    try:
+        import timm  # noqa: F401
+        from timm.models.vision_transformer import VisionTransformer
+    except Exception:
+        return None
+    from vit_core import load_model
+
+    model = load_model(name)
+    c = model.config
+    if c.has_text or c.seg_classes:
+        return None
+    net = VisionTransformer(img_size=c.img_size, patch_size=c.patch_size, embed_dim=c.embed_dim,
+                            depth=c.depth, num_heads=c.num_heads, mlp_ratio=c.mlp_ratio,
+                            num_classes=c.num_classes, global_pool=c.global_pool).eval()
+    net.load_state_dict(model.state_dict(), strict=True)
+    x = torch.randn(1, 3, c.img_size, c.img_size)
+    times = []
+    with torch.inference_mode():
+        for i in range(runs + 3):
+            t0 = time.perf_counter()
+            net(x)
+            if i >= 3:
+                times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def photo() -> bytes:
+    from tests.test_app import photo_bytes
+
+    return photo_bytes()
+
+
+def apptest(model: str, page: str = "overview"):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    at.session_state["model"] = model
+    at.query_params["page"] = page
+    return at
+
+
+def bench_first(models: list[str]) -> list[dict]:
+    from ui import state
+
+    rows = []
+    for name in models:
+        state.get_model(name)  # a loaded model, as on a running server; traces not cached yet
+        at = apptest(name).run()
+        t0 = time.perf_counter()
+        at.sidebar.file_uploader(key="upload").upload(f"first-{name}.jpg", photo(), "image/jpeg")
+        at.run()
+        apptest_s = time.perf_counter() - t0
+        state._trace.clear()
+        state._prepare.clear()
+        rows.append({"model": name, "AppTest upload → rendered (s)": f"{apptest_s:.2f}",
+                     "Chromium upload → notRunning (s)": f"{browser_first_view(name):.2f}"})
+    return rows
+
+
+def browser_first_view(model: str) -> float:
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import CHROMIUM_ARGS, serve, wait_idle
+
+    with serve() as srv, sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
+        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = b.new_page()
+        page.goto(f"{srv.url}/?model={model}")
+        wait_idle(page)  # model loaded, sample traced
+        path = Path(tmp) / "photo.jpg"
+        path.write_bytes(photo())
+        t0 = time.perf_counter()
+        page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(path)
+        page.get_by_text("Showing upload: photo.jpg").wait_for(timeout=300_000)
+        page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]"
+                               "[data-test-script-state=\"notRunning\"]')", timeout=300_000)
+        seconds = time.perf_counter() - t0
+        b.close()
+    return seconds
+
+
+WIDGETS = {"patches": [("number_input", "patch", [3, 50, 100])],
+           "embeddings": [("number_input", "patch", [3, 50, 100])],
+           "qkv": [("slider", "layer", [0, 2, 4]), ("slider", "head", [1, 2, 0])],
+           "attention": [("slider", "layer", [0, 2, 4]), ("slider", "head", [1, 2, 0]),
+                         ("number_input", "patch", [3, 50, 100])],
+           "mlp": [("slider", "layer", [0, 2, 4]), ("number_input", "patch", [3, 50, 100])]}
+
+
+def bench_warm(model: str) -> list[dict]:
+    rows = []
+    for page in STAGES:
+        at = apptest(model, page).run()  # cold: fills the caches
+        times = []
+        for kind, key, values in WIDGETS.get(page, []):
+            for v in values:
+                widget = getattr(at, kind)(key=key)
+                hi = getattr(widget, "max", None)
+                v = v if hi is None else min(v, int(hi))
+                widget.set_value(v)
+                t0 = time.perf_counter()
+                at.run()
+                times.append(time.perf_counter() - t0)
+        for _ in range(3):  # plain reruns (e.g. another widget elsewhere)
+            t0 = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - t0)
+        rows.append({"page": page, "median ms": f"{statistics.median(times) * 1e3:.0f}",
+                     "worst ms": f"{max(times) * 1e3:.0f}", "reruns": len(times)})
+    return rows
+
+
+def bench_payload(model: str) -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    from tools.browser import CHROMIUM_ARGS, serve, wait_idle
+
+    rows = []
+    with serve() as srv, sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for slug in STAGES:
+            page = b.new_page()
+            received = {"ws": 0, "media": 0}
+
+            def on_ws(ws, received=received):
+                ws.on("framereceived", lambda payload: received.__setitem__(
+                    "ws", received["ws"] + len(payload)))
+
+            def on_response(resp, received=received):
+                if "/media/" in resp.url:
+                    received["media"] += len(resp.body())
+
+            page.on("websocket", on_ws)
+            page.on("response", on_response)
+            page.goto(f"{srv.url}/?page={slug}&model={model}")
+            wait_idle(page)
+            total = received["ws"] + received["media"]
+            rows.append({"page": slug, "websocket KB": f"{received['ws'] / 1024:.0f}",
+                         "images KB": f"{received['media'] / 1024:.0f}",
+                         "total MB": f"{total / 2**20:.2f}"})
+            page.close()
+        b.close()
+    return rows
+
+
+def bench_memory(sessions: int) -> list[dict]:
+    from tools.load_test import main as load_test
+    from vit_core import load_model, run_trace
+
+    model = load_model("vit-b16")
+    tr = run_trace(model, torch.randn(1, 3, 224, 224))
+    out = ROOT / "benchmarks" / "_load.json"
+    load_test(["--sessions", str(sessions), "--processes", "2", "--json", str(out)])
+    r = json.loads(out.read_text())
+    out.unlink()
+    return [{"one ViT-B/16 trace (MB)": f"{tr.nbytes() / 2**20:.1f}",
+             "sessions": sessions, "server RSS before (MB)": r["server_rss_mb_before"],
+             "server RSS after (MB)": r["server_rss_mb_after"],
+             "page p50 / p95 (s)": f"{r['page_p50_s']} / {r['page_p95_s']}",
+             "problems": len(r["problems"])}]
+
+
+def main(argv=None):
+    from vit_core import bundled_models, default_model_name
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", default=["trace", "first", "warm", "payload", "memory"])
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--sessions", type=int, default=10)
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
+    args = ap.parse_args(argv)
+    default = default_model_name()
+    results = {"date": str(date.today()), "machine": f"{platform.machine()}, "
+               f"{torch.get_num_threads()} threads", "torch": torch.__version__}
+    sections = {
+        "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs),
+        "first": lambda: bench_first([default, "vit-b16"] if default != "vit-b16"
+                                     else ["vit-b16"]),
+        "warm": lambda: bench_warm("vit-b16"),
+        "payload": lambda: bench_payload("vit-b16"),
+        "memory": lambda: bench_memory(args.sessions),
+    }
+    print(f"# {results['date']} · {results['machine']} · torch {results['torch']}")
+    for name in args.only:
+        t0 = time.time()
+        rows = sections[name]()
+        results[name] = rows
+        print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{table(rows)}", flush=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

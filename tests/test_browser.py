@@ -90,16 +90,16 @@ def test_presenter_mode_next_and_previous(browser, server):
     ctx, page = new_page(browser, requests, 1600, 900)
     page.goto(f"{server}/?page=patches&presenter=1")
     wait_idle(page)
-    page.get_by_text("Stage 2 / 11").wait_for()
-    for expected in (3, 4, 5):
+    page.get_by_text("Stage 1 / 10").wait_for()
+    for expected in (2, 3, 4):
         page.get_by_role("button", name="Next ▶").click()
         wait_idle(page)
-        page.get_by_text(f"Stage {expected} / 11").wait_for()
+        page.get_by_text(f"Stage {expected} / 10").wait_for()
         assert_no_exception(page, f"presenter stage {expected}")
     page.screenshot(path=str(SHOTS / "presenter.png"))
     page.get_by_role("button", name="◀ Previous").click()
     wait_idle(page)
-    page.get_by_text("Stage 4 / 11").wait_for()
+    page.get_by_text("Stage 3 / 10").wait_for()
     assert "presenter=1" in page.url
     assert_local(requests)
     ctx.close()

@@ -56,7 +56,7 @@ def test_the_mask_choice_reaches_the_trace():
 
 def test_presenter_mode_shows_the_stage_and_its_story():
     at = open_link({"page": "qkv", "model": "vit-ti16", "presenter": "1"})
-    assert any("Stage 4 / 11" in m.value for m in at.markdown)
+    assert any("Stage 3 / 10" in m.value for m in at.markdown)
     assert at.success and "query" in at.success[0].value
     assert at.sidebar.toggle(key="presenter").value
     assert not at.button(key="presenter_prev").disabled
@@ -69,7 +69,7 @@ def test_presenter_mode_shows_the_stage_and_its_story():
 def test_presenter_mode_first_stage_has_no_previous():
     at = open_link({"page": "overview", "model": "vit-ti16", "presenter": "1"})
     assert at.button(key="presenter_prev").disabled
-    assert any("Stage 1 / 11" in m.value for m in at.markdown)
+    assert any("Overview" in m.value and "10 stages" in m.value for m in at.markdown)
 
 
 def test_trace_download_holds_every_tensor():
@@ -88,3 +88,11 @@ def test_composed_images_have_png_downloads():
     assert len(keys) >= 4  # where / who / CLS heads / rollout
     from ui.show import image  # the helper builds real PNGs
     assert callable(image)
+
+
+def test_presenter_mode_can_be_left():
+    at = open_link({"page": "qkv", "model": "vit-ti16", "presenter": "1"})
+    at.button(key="presenter_exit").click().run()
+    assert not at.exception and not at.session_state["presenter"]
+    assert not any("Stage 3 / 10" in m.value for m in at.markdown)
+    assert "presenter" not in at.query_params

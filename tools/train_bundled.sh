@@ -28,6 +28,9 @@ train with differs."
 mkdir -p runs
 run shapes-classifier --task classify --steps 8000 --lr 1e-3 --warmup 300 --seg-fg-weight 5 \
   --eval-every 250 --note "$PATCH_NOTE"
+# NOT YET ENOUGH: 1200 steps gave the prefix captioner 45 % exact captions (92.8 % of words;
+# the position phrase is what fails). Needs a longer schedule or a recipe change before the
+# captioners can ship (see the README's "The bundled models").
 for mask in prefix causal; do
   run "shapes-captioner-$mask" --task caption --mask "$mask" --steps 1200 --lr 1e-3 \
     --warmup 100 --label-smoothing 0.05 --eval-every 200 \

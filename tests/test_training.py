@@ -16,7 +16,7 @@ def test_tiny_training_run_learns_and_its_checkpoint_loads_back(tmp_path):
     result = train(["--task", "classify", "--out", str(out), "--state", str(tmp_path / "s.pt"),
                     "--steps", "40", "--batch", "16", "--dim", "32", "--depth", "1",
                     "--heads", "2", "--patch", "32", "--seg-upsample", "2", "--lr", "3e-3",
-                    "--warmup", "5", "--eval-every", "40", "--eval-n", "16",
+                    "--warmup", "5", "--eval-every", "40", "--eval-n", "16", "--seg-fg-weight", "1",
                     "--final-eval-n", "16", "--workers", "0", "--seed", "1"])
     losses = result["losses"]
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5

@@ -1,16 +1,9 @@
 """Stage 4: attention, head by head: scores, softmax, where each patch looks, and summaries."""
 
-import numpy as np
 import streamlit as st
 
 from ui import controls, figures, show, state
-from vit_core.analysis import (
-    attention_entropy,
-    max_entropy,
-    mean_attention_distance,
-    rollout,
-    stack_patterns,
-)
+from vit_core.analysis import max_entropy
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -65,7 +58,8 @@ with right:
     show.image(figures.overlay(prep.crop, col), f"how much each patch attends to patch {p}",
                "attention-who")
 
-patterns = stack_patterns(tr)  # [L, H, S, S]
+summary = state.attention_summary(inp, name)  # computed once per trace
+patterns = summary["patterns"]  # [L, H, S, S]
 if c.class_token:
     st.subheader(f"Every head's CLS attention in layer {layer}")
     maps = [figures.overlay(prep.crop, patterns[layer, h, 0, pre:pre + g * g]
@@ -76,7 +70,7 @@ if c.class_token:
                "cls-heads")
 
 st.subheader("Attention rollout: all layers together")
-roll = rollout(patterns)
+roll = summary["rollout"]
 src = 0 if c.class_token else None
 roll_map = (roll[src, pre:] if src is not None else roll[pre:, pre:].mean(0)).reshape(g, g)
 show.image(figures.overlay(prep.crop, roll_map.numpy()),
@@ -85,9 +79,7 @@ show.image(figures.overlay(prep.crop, roll_map.numpy()),
                                           "averaged over patch rows."), "rollout", width=360)
 
 st.subheader("Head summaries across depth")
-dist = np.stack([mean_attention_distance(patterns[i], g, c.patch_size, pre).numpy()
-                              for i in range(L)])
-ent = np.stack([attention_entropy(patterns[i]).numpy() for i in range(L)])
+dist, ent = summary["distance"], summary["entropy"]
 left, right = st.columns(2)
 with left:
     st.plotly_chart(figures.line_chart(

@@ -4,7 +4,6 @@ import numpy as np
 import streamlit as st
 
 from ui import controls, figures, show, state
-from vit_core.analysis import embedding_filters, position_similarity
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -41,9 +40,9 @@ st.write(f"Recomputed on this page as `patches[{p}] @ W_E + b`: the largest diff
 left, right = st.columns(2)
 with left:
     st.subheader("What W_E looks for")
-    comps, ratio = embedding_filters(W, k=min(28, D))
-    labels = [f"PC{i + 1} {r:.0%}" for i, r in enumerate(ratio.tolist())]
-    show.image(figures.tile([figures.array_image(a, 56) for a in comps.numpy()], cols=7,
+    views = state.weight_views(name)
+    labels = [f"PC{i + 1} {r:.0%}" for i, r in enumerate(views["ratio"])]
+    show.image(figures.tile([figures.array_image(a, 56) for a in views["filters"]], cols=7,
                             labels=labels),
                "The top principal components of W_E's filters, each drawn as a "
                f"{P}×{P} colour patch (as in the ViT paper's Figure 7, left); the percentage is "
@@ -52,7 +51,7 @@ with left:
                "embedding-filters")
 with right:
     st.subheader("Position embeddings")
-    sim = position_similarity(model.pos_embed.detach(), g, pre).numpy()
+    sim = views["pos_sim"]
     r, col = divmod(p, g)
     show.image(figures.overlay(prep.crop, sim[r, col], alpha=0.75, cmap="viridis"),
                f"cosine similarity of patch {p}'s position vector with every other position",

@@ -214,3 +214,46 @@ def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
     return _experiment(inp.key, model_name, kind, tuple(arg), text,
                        prepare(inp, model_name).pixels)
+
+
+@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+def weight_views(model_name: str) -> dict:
+    """Per-model pictures of the weights (W_E's principal components, position similarity),
+    computed once per model instead of on every rerun of the embeddings page."""
+    from vit_core.analysis import embedding_filters, position_similarity
+
+    model = get_model(model_name)
+    c = model.config
+    comps, ratio = embedding_filters(model.patch_embed.proj.weight.detach(),
+                                     k=min(28, c.embed_dim))
+    sim = position_similarity(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
+    return {"filters": comps.numpy(), "ratio": ratio.tolist(), "pos_sim": sim.numpy()}
+
+
+@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
+    import numpy as np
+
+    from vit_core.analysis import (
+        attention_entropy,
+        mean_attention_distance,
+        rollout,
+        stack_patterns,
+    )
+
+    c = _trace.config
+    patterns = stack_patterns(_trace)  # [L, H, S, S]
+    return {
+        "patterns": patterns,
+        "rollout": rollout(patterns),
+        "distance": np.stack([mean_attention_distance(patterns[i], c.grid, c.patch_size,
+                                                      c.num_prefix_tokens).numpy()
+                              for i in range(c.depth)]),
+        "entropy": np.stack([attention_entropy(patterns[i]).numpy() for i in range(c.depth)]),
+    }
+
+
+def attention_summary(inp: Input, model_name: str) -> dict:
+    """Rollout, attention distance and entropy of the page's trace, computed once per trace."""
+    mask = chosen_mask()
+    return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))

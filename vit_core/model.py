@@ -136,7 +136,7 @@ class ViT(nn.Module):
         self.hook_ln_final = HookPoint()  # [batch, S, D]
         self.hook_logits = HookPoint()  # [batch, K] or [batch, T, V]
         self.hook_seg_logits = HookPoint()  # [batch, N, seg_classes, r, r]
-        self.hook_names = name_hook_points(self)
+        name_hook_points(self)  # gives every HookPoint its trace name
         self.init_weights()
 
     def init_weights(self):

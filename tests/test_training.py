@@ -74,3 +74,31 @@ def test_seg_targets_sample_cell_centres():
     mask = torch.zeros(1, 8, 8, dtype=torch.long)
     mask[0, 4:8, 0:4] = 3
     assert seg_targets(mask, 2)[0].tolist() == [[0, 0], [3, 0]]
+
+
+def test_sincos_positions_follow_the_formula_and_land_on_the_patches_only():
+    import math
+
+    from vit_core.model import ViT
+    from vit_core.train import add_smooth_positions, sincos_2d
+
+    grid, dim = 4, 16
+    code = sincos_2d(grid, dim)
+    q = dim // 4
+    for n in range(grid * grid):
+        r, c = divmod(n, grid)
+        for i in range(q):  # x = column in the first half, y = row in the second (float64)
+            w = 100.0 ** (-i / q)
+            assert math.isclose(code[n, i], math.sin(c * w), abs_tol=1e-6)
+            assert math.isclose(code[n, q + i], math.cos(c * w), abs_tol=1e-6)
+            assert math.isclose(code[n, 2 * q + i], math.sin(r * w), abs_tol=1e-6)
+            assert math.isclose(code[n, 3 * q + i], math.cos(r * w), abs_tol=1e-6)
+    cfg = ViTConfig(img_size=32, patch_size=8, embed_dim=dim, depth=1, num_heads=2,
+                    num_classes=3)
+    model = ViT(cfg)
+    before = model.pos_embed.detach().clone()
+    add_smooth_positions(model, rms=1.5)
+    added = (model.pos_embed - before)[0].detach()
+    assert torch.equal(added[0], torch.zeros(dim))  # CLS keeps its own embedding
+    assert abs(added[1:].pow(2).mean().sqrt().item() - 1.5) < 1e-5
+    assert torch.allclose(added[1:], code * 1.5 / code.pow(2).mean().sqrt(), atol=1e-6)

@@ -23,16 +23,18 @@ per patch (a 56×56 class map), and its loss weights object cells 5× so that pa
 shapes early, which also made the classifier learn faster (34 % vs 21 % held-out at step 500)."
 CAPTION_NOTE="The prefix and causal captioners are identical in size, data (the same seed stream),
 steps and settings, and both start from the classifier's image side; only the attention mask they
-train with differs."
+train with differs. Position words (\"on the left\", \"at the top\") were the hard part: the
+classifier's learned positions have RMS 0.19 against 2.45 for the patch content, so after LayerNorm
+a caption word can hardly read where the object is. Adding 2D sine-cosine codes of RMS 1.5 to the
+patch positions at the start of training (--pos-sincos 1.5, still trainable) fixed that: in 600-step
+pilots the prefix captioner went from 31 % exact captions (no codes; 31 % with RMS 0.2) to 94 %,
+with left/right and top/bottom confusions gone."
 
 mkdir -p runs
 run shapes-classifier --task classify --steps 8000 --lr 1e-3 --warmup 300 --seg-fg-weight 5 \
   --eval-every 250 --note "$PATCH_NOTE"
-# NOT YET ENOUGH: 1200 steps gave the prefix captioner 45 % exact captions (92.8 % of words;
-# the position phrase is what fails). Needs a longer schedule or a recipe change before the
-# captioners can ship (see the README's "The bundled models").
 for mask in prefix causal; do
-  run "shapes-captioner-$mask" --task caption --mask "$mask" --steps 1200 --lr 1e-3 \
-    --warmup 100 --label-smoothing 0.05 --eval-every 200 \
+  run "shapes-captioner-$mask" --task caption --mask "$mask" --steps 1500 --lr 1e-3 \
+    --warmup 100 --label-smoothing 0.05 --pos-sincos 1.5 --eval-every 250 \
     --init "$OUT/shapes-classifier.safetensors" --note "$CAPTION_NOTE"
 done

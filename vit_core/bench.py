@@ -23,7 +23,9 @@ def _time(fn) -> float:
     return time.perf_counter() - t0
 
 
-def measure(name: str, runs: int = 20) -> dict:
+def measure(name: str, runs: int = 20, others: dict | None = None) -> dict:
+    """Median times of plain forward and run_trace (and of each `others` callable, taking the
+    input tensor), run in turn within every round so that all see the same machine state."""
     model = load_model(name)
     c = model.config
     x = torch.randn(1, c.in_chans, c.img_size, c.img_size)
@@ -36,15 +38,20 @@ def measure(name: str, runs: int = 20) -> dict:
     def traced():
         run_trace(model, x, ids)
 
+    fns = {"plain": plain, "trace": traced}
+    for key, fn in (others or {}).items():
+        fns[key] = lambda fn=fn: fn(x)
     for _ in range(3):  # warm up allocator and kernels
-        plain(), traced()
-    t_plain, t_trace = [], []
+        for fn in fns.values():
+            fn()
+    times = {key: [] for key in fns}
     for _ in range(runs):
-        t_plain.append(_time(plain))
-        t_trace.append(_time(traced))
-    p, t = statistics.median(t_plain), statistics.median(t_trace)
-    return {"model": name, "tokens": c.num_image_tokens, "plain_ms": p * 1e3,
-            "trace_ms": t * 1e3, "ratio": t / p,
+        for key, fn in fns.items():
+            times[key].append(_time(fn))
+    ms = {key: statistics.median(t) * 1e3 for key, t in times.items()}
+    plain_ms, trace_ms = ms.pop("plain"), ms.pop("trace")
+    return {"model": name, "tokens": c.num_image_tokens, "plain_ms": plain_ms,
+            "trace_ms": trace_ms, "ratio": trace_ms / plain_ms, "others_ms": ms,
             "trace_mb": run_trace(model, x, ids).nbytes() / 2**20}
 
 

@@ -74,6 +74,28 @@ def warm_start(model: ViT, path: str) -> list[str]:
     return sorted(taken)
 
 
+def sincos_2d(grid: int, dim: int) -> torch.Tensor:
+    """(grid², dim) 2D sine-cosine position codes: half the channels encode x, half y."""
+    quarter = dim // 4
+    freq = 1.0 / 100.0 ** (torch.arange(quarter, dtype=torch.float32) / quarter)
+    ys, xs = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
+    ang_x = xs.flatten()[:, None].float() * freq  # (N, D/4)
+    ang_y = ys.flatten()[:, None].float() * freq
+    return torch.cat([ang_x.sin(), ang_x.cos(), ang_y.sin(), ang_y.cos()], dim=1)
+
+
+def add_smooth_positions(model: ViT, rms: float) -> None:
+    """Add a smooth, coordinate-readable 2D code to the patches' E_pos (still trainable).
+
+    A classifier's learned positions tell patches apart but need not say *where* they are in a
+    way a caption word ("on the left") can read; sine-cosine codes do, from the first step."""
+    c = model.config
+    code = sincos_2d(c.grid, c.embed_dim)
+    code = code * (rms / code.pow(2).mean().sqrt())
+    with torch.no_grad():
+        model.pos_embed[0, c.num_prefix_tokens:] += code
+
+
 def loss_on(model, batch, args, tok) -> tuple[torch.Tensor, dict]:
     x = batch["pixels"]
     if args.task == "classify":
@@ -171,6 +193,8 @@ def parse(argv=None):
     ap.add_argument("--seg-weight", type=float, default=1.0)
     ap.add_argument("--seg-fg-weight", type=float, default=5.0,
                     help="loss weight of object cells vs background in the segmentation loss")
+    ap.add_argument("--pos-sincos", type=float, default=0.0,
+                    help="add 2D sine-cosine codes of this RMS to the patch positions at start")
     ap.add_argument("--patch", type=int, default=32)
     ap.add_argument("--dim", type=int, default=192)
     ap.add_argument("--depth", type=int, default=6)
@@ -200,6 +224,8 @@ def main(argv=None) -> dict:
     model = ViT(config)
     if args.init:
         print(f"warm start: {len(warm_start(model, args.init))} tensors from {args.init}")
+    if args.pos_sincos:
+        add_smooth_positions(model, args.pos_sincos)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "pos_embed" not in n]
     rest = [p for n, p in model.named_parameters() if p.dim() < 2 or "pos_embed" in n]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},

@@ -6,7 +6,6 @@ import streamlit as st
 
 from ui import figures, state
 from vit_core.analysis import logit_lens
-from vit_core.generate import generate, score_text
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -72,8 +71,8 @@ else:
     if b[2].button("Start again", key="gen_reset"):
         st.session_state["gen_steps"] = 0
     steps = st.session_state["gen_steps"]
-    gen = generate(model, prep.pixels, max_new_tokens=steps + 1, temperature=temperature,
-                   top_k=top_k or None, seed=seed)
+    gen = state.generation(inp, name, max_new_tokens=steps + 1, temperature=temperature,
+                           top_k=int(top_k) or None, seed=int(seed))
     shown = gen.words[:steps]
     st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
     if len(gen.words) > steps:
@@ -87,7 +86,7 @@ else:
     st.subheader("Score your own caption")
     text = st.text_input("Type a caption", "a red ball on the grass", key="caption",
                          max_chars=2000)
-    scored = score_text(model, prep.pixels, text)
+    scored = state.scores(inp, name, text)
     if scored.notice:
         st.warning(scored.notice)
     rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":

@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui import figures, state
 from vit_core import allowed_keys, bundled_models
-from vit_core.generate import score_text, tokenizer_for
+from vit_core.generate import tokenizer_for
 
 inp, name, model, prep, tr = state.load_current()
 st.title("5 · Masks: who may look at whom")
@@ -68,10 +68,11 @@ for col, (m, kind) in zip(cols, runs, strict=True):
         t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
         zmid=None, height=380), key=f"mask_live_{m}_{kind}")
     info = models[m].info
+    col.markdown(f"Its caption for this image (greedy): **“{state.greedy_caption(inp, m, kind)}”**")
     if info.metrics.get("exact_match") is not None:
         col.write(f"Held-out (model card): exact caption {info.metrics['exact_match']:.1%}, "
                   f"token accuracy {info.metrics['token_accuracy']:.1%}.")
-    scored = score_text(models[m], state.prepare(inp, m).pixels, caption, mask=kind)
+    scored = state.scores(inp, m, caption, mask=kind)
     col.dataframe([{"word": w, "P(word)": f"{p:.1%}"} for w, p in
                    zip(scored.words, scored.probs, strict=True)], hide_index=True,
                   key=f"mask_scores_{m}_{kind}")

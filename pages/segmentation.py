@@ -5,7 +5,6 @@ import streamlit as st
 from PIL import Image
 
 from ui import figures, show, state
-from vit_core.analysis import pca_rgb
 from vit_core.segment import class_map
 
 inp, name, model, prep, tr = state.load_current()
@@ -22,11 +21,10 @@ st.write(
 st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}] \in \mathbb{{R}}^{{{N}\times{D}}}\;\to\;"
          rf"\mathbb{{R}}^{{{g}\times{g}\times{D}}}\;\to\;\mathbb{{R}}^{{{c.img_size}\times"
          rf"{c.img_size}\times K}}")
-tokens = tr["ln_final"][pre:pre + N]
 left, right = st.columns(2)
 with left:
     st.subheader("Patch tokens as colours")
-    rgb = pca_rgb(tokens, g).numpy()
+    rgb = state.patch_pca(inp, name)
     show.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
                                                            c.img_size)], cols=2, cell=240),
                "the image, and its patch tokens' first three principal components as red, "

@@ -1,19 +1,20 @@
 """The shipped models: they load, fit the size budget, and reach their bars on held-out scenes.
 
 Bars (bundled-models issue): classifier top-1 >= 95 %, segmentation mIoU >= 0.65, and its
-last-layer CLS attention must favour the object. Seeds here (heldout_seeds(200, seed=3)) were
-never used in training; a broken or stale checkpoint fails this file. (The captioners get their
-tests when they ship.)
+last-layer CLS attention must favour the object; the prefix captioner >= 85 % exact captions, and
+the causal one (same size, data and steps) must caption too. Seeds here (200 scenes, evaluation
+seed 3) were never used in training; a broken or stale checkpoint fails this file.
 """
 
 import pytest
 
 from vit_core import BUNDLED_DIR, bundled_models, default_model_name, load_model
-from vit_core.evaluate import evaluate_classifier
+from vit_core.evaluate import evaluate_captioner, evaluate_classifier
 
 
 def test_models_ship_as_safetensors_within_30_mb_with_cards():
-    assert "shapes-classifier" in bundled_models()
+    assert set(bundled_models()) == {"shapes-classifier", "shapes-captioner-prefix",
+                                     "shapes-captioner-causal"}
     files = list(BUNDLED_DIR.glob("*"))
     assert all(f.suffix in (".safetensors", ".md") for f in files), files
     total = sum(f.stat().st_size for f in files if f.suffix == ".safetensors")
@@ -46,3 +47,38 @@ def test_segmentation_miou(classifier_metrics):
 
 def test_cls_attention_lands_on_the_object(classifier_metrics):
     assert classifier_metrics["cls_object_attention_ratio_median"] > 2.0
+
+
+CAPTIONERS = ["shapes-captioner-prefix", "shapes-captioner-causal"]
+
+
+@pytest.fixture(scope="module")
+def captioner_metrics():
+    return {name: evaluate_captioner(load_model(name), n=200, seed=3) for name in CAPTIONERS}
+
+
+def test_the_two_captioners_differ_only_in_their_mask():
+    prefix, causal = (load_model(name) for name in CAPTIONERS)
+    assert prefix.config.default_mask == "prefix" and causal.config.default_mask == "causal"
+    assert prefix.config.replace(default_mask="causal") == causal.config
+    assert prefix.config.has_text and prefix.config.class_token
+
+
+def test_prefix_captioner_exact_match(captioner_metrics):
+    m = captioner_metrics["shapes-captioner-prefix"]
+    assert m["mask"] == "prefix"
+    assert m["exact_match"] >= 0.85, m
+
+
+def test_causal_captioner_captions(captioner_metrics):
+    m = captioner_metrics["shapes-captioner-causal"]
+    assert m["mask"] == "causal"
+    assert m["exact_match"] >= 0.6 and m["token_accuracy"] >= 0.9, m
+
+
+def test_captioner_cards_report_what_the_checkpoints_do(captioner_metrics):
+    for name in CAPTIONERS:
+        card = load_model(name).info.metrics  # held-out seed 0, n 1000, from the card
+        assert card["n"] == 1000 and card["seed"] == 0
+        assert abs(card["exact_match"] - captioner_metrics[name]["exact_match"]) < 0.08, name
+        assert f'"exact_match": {card["exact_match"]}' in (BUNDLED_DIR / f"{name}.md").read_text()

@@ -58,3 +58,18 @@ def test_typed_caption_probabilities_equal_run_trace():
     shown = [float(re.sub("%", "", p)) / 100 for p in df.iloc[:, 1]]
     assert shown == pytest.approx(expected.probs, abs=6e-5)
     assert "zebra (unknown → [UNK])" in list(df.iloc[:, 0])
+
+
+def test_masks_page_compares_the_two_trained_captioners():
+    at = start("masks", model="shapes-classifier")
+    titles = " | ".join(charts(at))
+    text = " ".join(m.value for m in at.markdown)
+    for name, kind in [("shapes-captioner-prefix", "prefix"),
+                       ("shapes-captioner-causal", "causal")]:
+        model = load_model(name)
+        assert f"{name}, {kind} mask" in titles
+        card = model.info.metrics
+        assert f"exact caption {card['exact_match']:.1%}" in text
+        pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
+        assert f"“{generate(model, pixels, mask=kind).text}”" in text
+    assert not at.warning  # both are trained: no "random weights" warning

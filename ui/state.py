@@ -141,6 +141,17 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
     return _trace(inp.key, model_name, mask, text, pixels)
 
 
+def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
+    """Each word of `text` scored by teacher forcing, read from the cached trace of this image
+    fed with that text (vit_core.generate.score_text, without a second forward pass)."""
+    from vit_core.generate import score_logits, tokenizer_for
+
+    model = get_model(model_name)
+    tok = tokenizer_for(model)
+    enc = tok.encode(text, max_len=model.config.max_text_len)
+    return score_logits(tok, enc, trace(inp, model_name, mask=mask, text_ids=enc.ids).logits)
+
+
 def current() -> tuple[Input, str]:
     """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
     return st.session_state["_input"], st.session_state["model"]
@@ -216,6 +227,28 @@ def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids
                        prepare(inp, model_name).pixels)
 
 
+@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _pixels):
+    from vit_core.generate import generate
+
+    max_new, temperature, top_k, seed = settings
+    return generate(get_model(model_name), _pixels, max_new_tokens=max_new,
+                    temperature=temperature, top_k=top_k, seed=seed, mask=mask)
+
+
+def generation(inp: Input, model_name: str, max_new_tokens: int | None = None,
+               temperature: float = 0.0, top_k: int | None = None, seed: int | None = None,
+               mask: str | None = None):
+    """vit_core.generate for this image, cached per image, model, mask and settings."""
+    return _generation(inp.key, model_name, mask, (max_new_tokens, float(temperature), top_k,
+                                                   seed), prepare(inp, model_name).pixels)
+
+
+def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
+    """The caption a text model writes for this image, greedily."""
+    return generation(inp, model_name, mask=mask).text
+
+
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def weight_views(model_name: str) -> dict:
     """Per-model pictures of the weights (W_E's principal components, position similarity),
@@ -257,3 +290,19 @@ def attention_summary(inp: Input, model_name: str) -> dict:
     """Rollout, attention distance and entropy of the page's trace, computed once per trace."""
     mask = chosen_mask()
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
+
+
+@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
+    from vit_core.analysis import pca_rgb
+
+    c = _trace.config
+    pre = c.num_prefix_tokens
+    return pca_rgb(_trace["ln_final"][pre:pre + c.num_patches], c.grid).numpy()
+
+
+def patch_pca(inp: Input, model_name: str):
+    """The final patch tokens' first three principal components as a [g, g, 3] RGB grid,
+    computed once per trace (an SVD of N x D)."""
+    mask = chosen_mask()
+    return _patch_pca(inp.key, model_name, mask, trace(inp, model_name, mask=mask))

@@ -106,7 +106,11 @@ def score_text(model, pixels, text: str, mask=None) -> Scored:
 
     tok = tokenizer_for(model)
     enc = tok.encode(text, max_len=model.config.max_text_len)
-    logits = run_trace(model, pixels, text_ids=enc.ids, mask=mask).logits  # [T, V]
+    return score_logits(tok, enc, run_trace(model, pixels, text_ids=enc.ids, mask=mask).logits)
+
+
+def score_logits(tok, enc, logits: torch.Tensor) -> Scored:
+    """Each word's probability from the [T, V] logits of a pass that was fed `enc.ids`."""
     probs = logits.softmax(-1)
     targets = enc.ids[1:] + [tok.eos_id]
     words = enc.words[1:] + ["[EOS]"]

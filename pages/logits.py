@@ -87,6 +87,9 @@ else:
     text = st.text_input("Type a caption", "a red ball on the grass", key="caption",
                          max_chars=2000)
     scored = state.scores(inp, name, text)
+    if name.startswith("shapes-captioner"):
+        st.caption("Trained with label smoothing 0.05: a word the model is sure of gets about "
+                   "95 %, not 100 %.")
     if scored.notice:
         st.warning(scored.notice)
     rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":

@@ -137,6 +137,25 @@ def test_a_copied_link_opens_the_same_view(browser, server):
     ctx2.close()
 
 
+def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{server}/?page=patches")  # the bundled classifier: a 7 x 7 grid
+    wait_idle(page)
+    page.get_by_text("Patch 0: row 0, column 0").wait_for()
+    plot = page.locator(".js-plotly-plot").first
+    plot.scroll_into_view_if_needed()
+    area = plot.locator(".nsewdrag").first.bounding_box()  # the axes' area: the image
+    g, row, col = 7, 2, 5
+    page.mouse.click(area["x"] + (col + 0.5) / g * area["width"],
+                     area["y"] + (row + 0.5) / g * area["height"])
+    wait_idle(page)
+    page.get_by_text(f"Patch {row * g + col}: row {row}, column {col}").wait_for(timeout=30_000)
+    assert page.get_by_role("spinbutton", name="Selected patch").input_value() == "19"
+    assert_no_exception(page, "after clicking the grid")
+    ctx.close()
+
+
 def test_uploads_over_the_limit_are_refused_with_a_message(browser, server, tmp_path):
     requests: list[str] = []
     ctx, page = new_page(browser, requests)

@@ -4,6 +4,14 @@ Never imports streamlit. Build or load a model, preprocess an image, and `run_tr
 intermediate tensor of one forward pass under a documented name (see TRACE_NAMES / the README).
 """
 
+import os
+
+# A trace keeps every intermediate alive (~170 MB for ViT-B/16), so each trace touches fresh
+# memory: ~21k 4 KB page faults, about 10 % of the forward pass. Transparent huge pages in torch's
+# CPU allocator cut that ~5x (trace/timm 1.23 -> 1.09, README "Performance"). Torch reads this once,
+# so it only takes effect when vit_core (or ui) is imported before torch; =0 opts out.
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
 from .checkpoints import (
     BUNDLED_DIR,
     CheckpointError,

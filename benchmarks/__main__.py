@@ -193,37 +193,34 @@ def bench_payload(model: str) -> list[dict]:
         b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         for slug in STAGES:
             page = b.new_page()
-            received = {"ws": 0, "media": 0}
-
-            def on_ws(ws, received=received):
-                ws.on("framereceived", lambda payload: received.__setitem__(
-                    "ws", received["ws"] + len(payload)))
-
-            def on_response(resp, received=received):
-                if "/media/" in resp.url:
-                    received["media"] += len(resp.body())
-
-            page.on("websocket", on_ws)
-            page.on("response", on_response)
+            frames, media = [], []
+            page.on("websocket", lambda ws, frames=frames: ws.on(
+                "framereceived", lambda payload: frames.append(len(payload))))
+            page.on("response", lambda r, media=media: media.append(r)
+                    if "/media/" in r.url and "/static/" not in r.url else None)
             page.goto(f"{srv.url}/?page={slug}&model={model}")
             wait_idle(page)
-            total = received["ws"] + received["media"]
-            rows.append({"page": slug, "websocket KB": f"{received['ws'] / 1024:.0f}",
-                         "images KB": f"{received['media'] / 1024:.0f}",
-                         "total MB": f"{total / 2**20:.2f}"})
+            ws, img = sum(frames), sum(len(r.body()) for r in media)  # before the page closes
+            rows.append({"page": slug, "websocket KB": f"{ws / 1024:.0f}",
+                         "images KB": f"{img / 1024:.0f}",
+                         "total MB": f"{(ws + img) / 2**20:.2f}"})
             page.close()
         b.close()
     return rows
 
 
 def bench_memory(sessions: int) -> list[dict]:
-    from tools.load_test import main as load_test
+    import subprocess
+
     from vit_core import load_model, run_trace
 
     model = load_model("vit-b16")
     tr = run_trace(model, torch.randn(1, 3, 224, 224))
     out = ROOT / "benchmarks" / "_load.json"
-    load_test(["--sessions", str(sessions), "--processes", "2", "--json", str(out)])
+    # its own process: the load test spawns browser workers, which must not inherit AppTest's
+    # __main__ from the sections before
+    subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--sessions",
+                    str(sessions), "--processes", "2", "--json", str(out)], check=False)
     r = json.loads(out.read_text())
     out.unlink()
     return [{"one ViT-B/16 trace (MB)": f"{tr.nbytes() / 2**20:.1f}",

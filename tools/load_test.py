@@ -137,6 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--model", help="open every session on this model (default: the app's)")
     args = ap.parse_args(argv)
     ctx = mp.get_context("spawn")
     with serve() as server, tempfile.TemporaryDirectory() as tmp:
@@ -144,9 +145,10 @@ def main(argv=None) -> int:
         queue, probe_queue, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
         groups = [list(range(p, args.sessions, args.processes)) for p in range(args.processes)]
         t0 = time.time()
-        procs = [ctx.Process(target=process_main, args=(server.url, g, tmp, queue))
+        url = server.url + (f"/?model={args.model}" if args.model else "")
+        procs = [ctx.Process(target=process_main, args=(url, g, tmp, queue))
                  for g in groups if g]
-        prober = ctx.Process(target=probe_main, args=(server.url, stop, probe_queue))
+        prober = ctx.Process(target=probe_main, args=(url, stop, probe_queue))
         for p in procs + [prober]:
             p.start()
         results = [r for _ in procs for r in queue.get(timeout=1800)]
@@ -160,7 +162,8 @@ def main(argv=None) -> int:
     firsts = [r["first_view"] for r in results]
     problems = [p for r in results for p in r["problems"]]
     summary = {
-        "sessions": args.sessions, "processes": args.processes, "wall_s": round(wall, 1),
+        "sessions": args.sessions, "processes": args.processes, "model": args.model or "default",
+        "wall_s": round(wall, 1),
         "page_p50_s": round(pct(pages, 0.5), 2), "page_p95_s": round(pct(pages, 0.95), 2),
         "first_view_p50_s": round(pct(firsts, 0.5), 2),
         "first_view_p95_s": round(pct(firsts, 0.95), 2),

@@ -6,6 +6,7 @@ Used by tests/test_browser.py, tools/screenshots.py and tools/load_test.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -37,6 +38,11 @@ class Server:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system, all threads) the server process has used, from /proc."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

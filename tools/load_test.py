@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import multiprocessing as mp
+import os
 import sys
 import time
 from pathlib import Path
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     ctx = mp.get_context("spawn")
     with serve() as server, tempfile.TemporaryDirectory() as tmp:
-        rss_before = server.rss_mb()
+        rss_before, cpu_before = server.rss_mb(), server.cpu_s()
         queue, probe_queue, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
         groups = [list(range(p, args.sessions, args.processes)) for p in range(args.processes)]
         t0 = time.time()
@@ -165,7 +166,7 @@ def main(argv=None) -> int:
         for p in procs + [prober]:
             p.join()
         wall = time.time() - t0
-        rss_after = server.rss_mb()
+        rss_after, cpu_used = server.rss_mb(), server.cpu_s() - cpu_before
     pages = [t for r in results for t in r["page_times"]]
     firsts = [r["first_view"] for r in results]
     problems = [p for r in results for p in r["problems"]]
@@ -180,6 +181,8 @@ def main(argv=None) -> int:
         "first_view_p95_s": round(pct(firsts, 0.95), 2),
         "new_session_probe_s": [round(p, 2) for p in probes],
         "server_rss_mb_before": round(rss_before), "server_rss_mb_after": round(rss_after),
+        "server_cpu_s": round(cpu_used, 1),
+        "server_cpu_share": round(cpu_used / (wall * (os.cpu_count() or 1)), 2),
         "pages_checked": len(pages), "problems": problems,
     }
     print("| sessions | processes | page p50 (s) | page p95 (s) | first view p50 / p95 (s) | "
@@ -190,6 +193,8 @@ def main(argv=None) -> int:
           f"{summary['first_view_p95_s']} | {probe_max:.2f} | "
           f"{summary['server_rss_mb_before']} → {summary['server_rss_mb_after']} | "
           f"{len(problems)} |")
+    print(f"server CPU: {summary['server_cpu_s']} s in {summary['wall_s']} s of wall time "
+          f"({summary['server_cpu_share']:.0%} of the machine's cores)")
     for p in problems:
         print("PROBLEM:", p)
     if args.json:

@@ -19,7 +19,7 @@ st.write(
 )
 st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\qquad "
          r"M_{ij}\in\{0, -\infty\}")
-# the captioners: the two trained ones when they ship, else the one chosen, else the preset
+# the captioners: the two bundled ones (side by side), else the one chosen, else the preset
 trained = [m for m in ("shapes-captioner-prefix", "shapes-captioner-causal")
            if m in bundled_models()]
 if trained:

@@ -142,7 +142,7 @@ def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
     ctx, page = new_page(browser, requests)
     page.goto(f"{server}/?page=patches")  # the bundled classifier: a 7 x 7 grid
     wait_idle(page)
-    page.get_by_text("Patch 0: row 0, column 0").wait_for()
+    page.get_by_text("Patch 24: row 3, column 3").wait_for()  # the centre patch by default
     plot = page.locator(".js-plotly-plot").first
     plot.scroll_into_view_if_needed()
     area = plot.locator(".nsewdrag").first.bounding_box()  # the axes' area: the image

@@ -145,10 +145,18 @@ def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
     page.get_by_text("Patch 24: row 3, column 3").wait_for()  # the centre patch by default
     plot = page.locator(".js-plotly-plot").first
     plot.scroll_into_view_if_needed()
-    area = plot.locator(".nsewdrag").first.bounding_box()  # the axes' area: the image
+    plot.locator(".scatterlayer .point").nth(48).wait_for(state="attached")  # 49 cell markers
+    area, prev = None, {}
+    while area != prev:  # the chart resizes to its column once after the first draw
+        prev, area = area, plot.locator(".nsewdrag").first.bounding_box()  # the axes' area
+        page.wait_for_timeout(300)
     g, row, col = 7, 2, 5
-    page.mouse.click(area["x"] + (col + 0.5) / g * area["width"],
-                     area["y"] + (row + 0.5) / g * area["height"])
+    x = area["x"] + (col + 0.5) / g * area["width"]
+    y = area["y"] + (row + 0.5) / g * area["height"]
+    # plotly takes the clicked point from its hover state: hover first, as a hand would
+    page.mouse.move(x, y)
+    plot.locator(".hoverlayer").get_by_text(f"patch {row * g + col}").wait_for()
+    page.mouse.click(x, y)
     wait_idle(page)
     page.get_by_text(f"Patch {row * g + col}: row {row}, column {col}").wait_for(timeout=30_000)
     assert page.get_by_role("spinbutton", name="Selected patch").input_value() == "19"

@@ -118,7 +118,7 @@ def bench_first(models: list[str], uploads: int = 5) -> list[dict]:
         state.get_model(name)  # a loaded model, as on a running server; traces not cached yet
         at = apptest(name).run()
         t0 = time.perf_counter()
-        at.sidebar.file_uploader(key="upload").upload(f"first-{name}.jpg", photo(), "image/jpeg")
+        at.sidebar.file_uploader[0].upload(f"first-{name}.jpg", photo(), "image/jpeg")
         at.run()
         apptest_s = time.perf_counter() - t0
         state._trace.clear()

@@ -44,22 +44,49 @@ def test_default_view_shows_the_live_shapes(app):
 
 
 def test_uploaded_photo_is_used(app):
-    app.sidebar.file_uploader(key="upload").upload("photo.jpg", photo_bytes(), "image/jpeg")
+    app.sidebar.file_uploader[0].upload("photo.jpg", photo_bytes(), "image/jpeg")
     app.run()
     assert not app.exception
     assert any("upload: photo.jpg" in c.value for c in app.sidebar.caption)
     assert table(app)["patches"] == "196 × 768"
 
 
+def showing(at) -> str:
+    return next(c.value for c in at.sidebar.caption if c.value.startswith("Showing"))
+
+
+def test_a_photo_leaves_the_uploader_empty_and_stays_until_dropped(app):
+    app.sidebar.file_uploader[0].upload("a.jpg", photo_bytes(), "image/jpeg")
+    app.run()
+    assert "upload: a.jpg" in showing(app)
+    first = app.sidebar.file_uploader
+    assert len(first) == 1 and first[0].value is None  # ready for the next photo, no removal run
+    app.sidebar.toggle(key="presenter").set_value(False).run()  # any rerun keeps the photo
+    assert "upload: a.jpg" in showing(app)
+    app.sidebar.file_uploader[0].upload("b.jpg", photo_bytes(w=700), "image/jpeg")
+    app.run()
+    assert "upload: b.jpg" in showing(app)
+    app.sidebar.button(key="drop_upload").click().run()
+    assert "sample:" in showing(app)
+    assert not [b for b in app.sidebar.button if b.key == "drop_upload"]
+    # choosing another sample scene also leaves the photo
+    app.sidebar.file_uploader[0].upload("c.jpg", photo_bytes(w=720), "image/jpeg")
+    app.run()
+    assert "upload: c.jpg" in showing(app)
+    samples = app.sidebar.selectbox(key="sample")
+    samples.select_index((samples.index + 1) % len(samples.options)).run()
+    assert showing(app).startswith(f"Showing sample: {samples.options[samples.index]}")
+    assert not app.exception
+
+
 def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     broken = photo_bytes(fmt="PNG")[:300]
-    app.sidebar.file_uploader(key="upload").upload("broken.png", broken, "image/png")
+    app.sidebar.file_uploader[0].upload("broken.png", broken, "image/png")
     app.run()
     assert not app.exception
     assert len(app.error) == 1 and "\n" not in app.error[0].value
     assert "damaged" in app.error[0].value
-    app.sidebar.file_uploader(key="upload").clear()
-    app.sidebar.file_uploader(key="upload").upload("good.jpg", photo_bytes(), "image/jpeg")
+    app.sidebar.file_uploader[0].upload("good.jpg", photo_bytes(), "image/jpeg")
     app.run()
     assert not app.exception and not app.error
     assert any("upload: good.jpg" in c.value for c in app.sidebar.caption)

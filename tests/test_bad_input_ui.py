@@ -45,8 +45,7 @@ def app():
 
 
 def upload(at, name: str, data: bytes):
-    up = at.sidebar.file_uploader(key="upload")
-    up.clear()
+    up = at.sidebar.file_uploader[0]
     up.upload(name, data, "application/octet-stream")
     at.run()
     assert not at.exception, [e.value for e in at.exception]

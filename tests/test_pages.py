@@ -31,7 +31,7 @@ def start(page: str, upload: bytes | None = None, model: str = MODEL) -> AppTest
     at.query_params["page"] = page  # opens the app on this stage, as a shared link would
     at.run()
     if upload is not None:
-        at.sidebar.file_uploader(key="upload").upload("photo.jpg", upload, "image/jpeg")
+        at.sidebar.file_uploader[0].upload("photo.jpg", upload, "image/jpeg")
         at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

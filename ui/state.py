@@ -3,6 +3,7 @@
 Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
 cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image —
 in a bounded cache_resource: a Trace is read-only, so sessions can share it without copies.
+Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from PIL import Image
 
 import vit_core
 from vit_core import ImageError, data, display_crop, load_image, preprocess, run_trace
+
+from .worker import worker
 
 MAX_MODELS = 4
 MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
@@ -131,7 +134,7 @@ def prepare(inp: Input, model_name: str) -> Prepared:
 
 @st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
 def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
-    return run_trace(get_model(model_name), _pixels, text_ids=text, mask=mask)
+    return worker.run(run_trace, get_model(model_name), _pixels, text_ids=text, mask=mask)
 
 
 def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
@@ -201,10 +204,13 @@ def trace_npz(inp: Input, model_name: str) -> bytes:
 
 @st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
 def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None, _pixels):
+    ids = None if text is None else torch.tensor(text)
+    return worker.run(_run_experiment, get_model(model_name), kind, arg, ids, _pixels)
+
+
+def _run_experiment(model, kind: str, arg: tuple, ids, _pixels):
     from vit_core import experiments as ex
 
-    model = get_model(model_name)
-    ids = None if text is None else torch.tensor(text)
     if kind == "heads":
         return ex.ablate_heads(model, _pixels, list(arg), ids)
     if kind == "occlude":
@@ -232,8 +238,8 @@ def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _p
     from vit_core.generate import generate
 
     max_new, temperature, top_k, seed = settings
-    return generate(get_model(model_name), _pixels, max_new_tokens=max_new,
-                    temperature=temperature, top_k=top_k, seed=seed, mask=mask)
+    return worker.run(generate, get_model(model_name), _pixels, max_new_tokens=max_new,
+                      temperature=temperature, top_k=top_k, seed=seed, mask=mask)
 
 
 def generation(inp: Input, model_name: str, max_new_tokens: int | None = None,

@@ -1,0 +1,97 @@
+"""One thread runs the forward passes of every session, and keeps memory warm for the next one.
+
+Why one thread (measured on this project's 2-core VM, README "Performance"):
+- torch already spreads one pass over both cores; two passes at once only fight for them, so
+  passes from several sessions wait in a queue here and each finishes sooner.
+- A cached ViT-B/16 trace keeps ~170 MB. Memory this process has never touched is slow to get on
+  this machine: filling 170 MB of new memory spends 0.3-0.6 s in the kernel, more than the pass
+  itself (0.27 s). Memory freed and reused costs nothing, but glibc gives every thread its own
+  arena and Streamlit runs each script run on a new thread, so the next trace rarely found the
+  memory the last one freed. On one thread it always does.
+- When the queue has been idle for a moment, the worker touches and frees as much memory as the
+  last pass kept, and glibc is asked to keep freed memory: the next new image gets warm memory.
+
+No Streamlit here: `run` is called from ui.state's cached functions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import queue
+import threading
+from concurrent.futures import Future
+
+import torch
+
+IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the page is drawn)
+BLOCK = 16 << 20  # warm in blocks under glibc's mmap threshold, so freeing keeps them
+
+
+def _keep_freed_memory() -> bool:
+    """Ask glibc to keep freed memory for reuse (no trimming, a fixed mmap threshold).
+
+    Returns False where the C library has no mallopt (not glibc, e.g. macOS): nothing to warm.
+    """
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_mmap_threshold, 2 * BLOCK)) and bool(mallopt(m_trim_threshold,
+                                                                       2**31 - 1))
+
+
+def _nbytes(result) -> int:
+    """Bytes a result keeps: Trace.nbytes() (a method) or a tensor's .nbytes; 0 if unknown."""
+    n = getattr(result, "nbytes", 0)
+    try:
+        return int(n() if callable(n) else n)
+    except (TypeError, ValueError):
+        return 0
+
+
+class Worker:
+    """A single thread that runs submitted calls in order."""
+
+    def __init__(self, warm: bool):
+        self.jobs: queue.Queue = queue.Queue()
+        self.warm = warm
+        self.to_warm = 0  # bytes the last pass kept
+        self.warmed = 0  # bytes touched and freed so far (for the benchmark and tests)
+        threading.Thread(target=self._loop, name="vit-forward", daemon=True).start()
+
+    def run(self, fn, *args, **kwargs):
+        """fn(*args, **kwargs) on the worker thread; its result, or its exception re-raised."""
+        done: Future = Future()
+        self.jobs.put((done, fn, args, kwargs))
+        return done.result()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                done, fn, args, kwargs = self.jobs.get(timeout=IDLE_S if self.to_warm else None)
+            except queue.Empty:
+                try:
+                    self._warm()
+                except (MemoryError, RuntimeError):  # warming is only a favour
+                    pass
+                continue
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as e:  # handed to the caller, never kills the worker
+                done.set_exception(e)
+                continue
+            done.set_result(result)
+            if self.warm:
+                self.to_warm = _nbytes(result)
+
+    def _warm(self) -> None:
+        n, self.to_warm = self.to_warm, 0
+        blocks = [torch.ones(BLOCK // 4) for _ in range(-(-n // BLOCK))]
+        self.warmed += len(blocks) * BLOCK
+        del blocks
+
+
+worker = Worker(warm=_keep_freed_memory())
+run = worker.run

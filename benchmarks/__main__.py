@@ -1,6 +1,7 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
     .venv/bin/python -m benchmarks [--only trace first warm payload memory] [--json FILE]
+                                   [--allocator-defaults]
 
 trace    run_trace vs a plain forward (and timm's VisionTransformer when timm is importable)
 first    upload -> first page rendered: AppTest run time, and in Chromium until notRunning
@@ -249,10 +250,18 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
+    ap.add_argument("--allocator-defaults", action="store_true",
+                    help="leave glibc's malloc settings alone (the app keeps freed memory)")
     args = ap.parse_args(argv)
+    allocator = "glibc defaults"
+    if not args.allocator_defaults:
+        from vit_core.memory import keep_freed_memory
+
+        allocator = "keeps freed memory, as the app" if keep_freed_memory() else "not glibc"
     default = default_model_name()
     results = {"date": str(date.today()), "machine": f"{platform.machine()}, "
-               f"{torch.get_num_threads()} threads", "torch": torch.__version__}
+               f"{torch.get_num_threads()} threads", "torch": torch.__version__,
+               "allocator": allocator}
     sections = {
         "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs),
         "first": lambda: bench_first([default, "vit-b16"] if default != "vit-b16"
@@ -261,7 +270,8 @@ def main(argv=None):
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
     }
-    print(f"# {results['date']} · {results['machine']} · torch {results['torch']}")
+    print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
+          f"allocator: {allocator}")
     for name in args.only:
         t0 = time.time()
         rows = sections[name]()

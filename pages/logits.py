@@ -72,7 +72,7 @@ else:
         st.session_state["gen_steps"] = 0
     steps = st.session_state["gen_steps"]
     gen = state.generation(inp, name, max_new_tokens=steps + 1, temperature=temperature,
-                           top_k=int(top_k) or None, seed=int(seed))
+                           top_k=int(top_k) or None, seed=int(seed), mask=state.chosen_mask())
     shown = gen.words[:steps]
     st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
     if len(gen.words) > steps:
@@ -86,7 +86,7 @@ else:
     st.subheader("Score your own caption")
     text = st.text_input("Type a caption", "a red ball on the grass", key="caption",
                          max_chars=2000)
-    scored = state.scores(inp, name, text)
+    scored = state.scores(inp, name, text, mask=state.chosen_mask())
     if name.startswith("shapes-captioner"):
         st.caption("Trained with label smoothing 0.05: a word the model is sure of gets about "
                    "95 %, not 100 %.")

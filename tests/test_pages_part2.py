@@ -1,5 +1,6 @@
 """Part 2 pages under AppTest (rendering is in test_pages.py): widgets and the core's numbers."""
 
+import json
 import re
 
 import pytest
@@ -73,3 +74,31 @@ def test_masks_page_compares_the_two_trained_captioners():
         pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
         assert f"“{generate(model, pixels, mask=kind).text}”" in text
     assert not at.warning  # both are trained: no "random weights" warning
+
+
+def test_overview_of_a_captioner_shows_its_greedy_caption_word_by_word():
+    at = start("overview", model="shapes-captioner-prefix")
+    model = load_model("shapes-captioner-prefix")
+    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
+    gen = generate(model, pixels)
+    assert any(f"“{gen.text}”" in m.value for m in at.markdown)
+    bars = [d for s in charts(at).values() for d in json.loads(s)["data"] if d["type"] == "bar"][0]
+    assert bars["x"] == [f"{i + 1}. {w}" for i, w in enumerate(gen.words)]
+    assert bars["y"] == pytest.approx(gen.chosen, abs=1e-6)
+
+
+def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
+    at = start("logits", model="shapes-captioner-prefix")
+    at.sidebar.selectbox(key="mask").set_value("causal").run()
+    at.button(key="gen_all").click().run()
+    at.text_input(key="caption").set_value("a red ball on the grass").run()
+    assert not at.exception
+    model = load_model("shapes-captioner-prefix")
+    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
+    causal, prefix = (score_text(model, pixels, "a red ball on the grass", mask=m).probs
+                      for m in ("causal", "prefix"))
+    assert causal != pytest.approx(prefix, abs=1e-3)  # the mask matters for this check
+    shown = [float(p.rstrip("%")) / 100 for p in at.dataframe[0].value.iloc[:, 1]]
+    assert shown == pytest.approx(causal, abs=6e-5)
+    text = generate(model, pixels, mask="causal").text
+    assert any(text in s.value for s in at.success)

@@ -69,6 +69,15 @@ def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5) -> go.Figure:
     return fig
 
 
+def word_bars(words: list[str], probs: list[float]) -> go.Figure:
+    """One bar per generated word, in reading order: the probability it had when it was chosen."""
+    x = [f"{i + 1}. {w}" for i, w in enumerate(words)]  # numbered: repeated words stay apart
+    fig = go.Figure(go.Bar(x=x, y=probs, text=[f"{p:.0%}" for p in probs], textposition="auto"))
+    fig.update_layout(margin=dict(l=0, r=0, t=10, b=0), height=260,
+                      yaxis=dict(range=[0, 1], tickformat=".0%", title="P(word)"))
+    return fig
+
+
 # ---------------------------------------------------------------- helpers shared by the pages
 def token_labels(config, words: list[str] | None = None) -> list[str]:
     """A readable name for every token position: CLS, patches with (row, col), text words."""

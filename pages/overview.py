@@ -34,12 +34,15 @@ with right:
         names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
         st.plotly_chart(figures.top_k_bars(probs, names), key="overview_topk")
     else:
+        caption_slot = st.empty()  # filled last: a caption is one forward pass per word
+st.subheader("Every stage, with the shape it had just now")
+st.dataframe(stage_table(tr), hide_index=True, key="overview_table")
+st.info("What to notice: the token count S stays the same through every block; only the "
+        "attention pattern is S×S, which is why smaller patches cost quadratically more.")
+if not c.num_classes:
+    with caption_slot.container(), st.spinner("Writing its caption, one forward pass per word…"):
         gen = state.generation(inp, name, mask=state.chosen_mask())
         st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
         st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key="overview_words")
         st.caption("Each bar: how sure the model was of that word when it wrote it "
                    "([EOS] ends the caption). The Logits page steps through it.")
-st.subheader("Every stage, with the shape it had just now")
-st.dataframe(stage_table(tr), hide_index=True, key="overview_table")
-st.info("What to notice: the token count S stays the same through every block; only the "
-        "attention pattern is S×S, which is why smaller patches cost quadratically more.")

@@ -69,3 +69,15 @@ def test_a_real_trace_reports_the_bytes_it_keeps():
     model = load_model("shapes-classifier")
     tr = run_trace(model, preprocess(data.make_scene(3).image, model.config))
     assert w._nbytes(tr) == tr.nbytes() > 1 << 20
+
+
+def test_stop_finishes_queued_calls_then_ends_the_thread():
+    worker = w.Worker(warm=False)
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(worker.run, time.sleep, 0.2)
+        time.sleep(0.05)
+        worker.stop()
+        assert slow.result() is None  # the call already queued still ran
+    assert not worker.thread.is_alive()
+    with pytest.raises(RuntimeError, match="stopped"):
+        worker.run(lambda: 1)

@@ -4,7 +4,7 @@ A trace keeps every intermediate alive (~170 MB for ViT-B/16). With glibc's defa
 blocks of that size go back to the kernel (a dynamic mmap threshold and heap trimming), so the next
 trace gets fresh memory again, and on this project's VM fresh memory costs ~2.5 ms per MB of kernel
 time. Measured with `python -m benchmarks --only trace`: run_trace / plain forward on ViT-B/16
-1.06-1.16 with the defaults, 0.99-1.02 after `keep_freed_memory()`.
+1.02-1.16 with the defaults, 0.95-1.01 after `keep_freed_memory()` (five runs each, 2026-11-22).
 
 The price: the process keeps its peak heap instead of returning it (about one trace more).
 The app calls this once (ui/worker.py), as does the benchmark; library users may opt in.

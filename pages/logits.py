@@ -71,8 +71,12 @@ else:
     if b[2].button("Start again", key="gen_reset"):
         st.session_state["gen_steps"] = 0
     steps = st.session_state["gen_steps"]
-    gen = state.generation(inp, name, max_new_tokens=steps + 1, temperature=temperature,
-                           top_k=int(top_k) or None, seed=int(seed), mask=state.chosen_mask())
+    with st.spinner("Writing the caption, one forward pass per word…"):
+        # The whole caption once per settings (greedy ignores the seed, so it shares the
+        # overview's); each step is a prefix of it, so Next token costs no forward pass.
+        gen = state.generation(inp, name, temperature=temperature, top_k=int(top_k) or None,
+                               seed=int(seed) if temperature > 0 else None,
+                               mask=state.chosen_mask())
     shown = gen.words[:steps]
     st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
     if len(gen.words) > steps:

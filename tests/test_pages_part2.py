@@ -102,3 +102,17 @@ def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
     assert shown == pytest.approx(causal, abs=6e-5)
     text = generate(model, pixels, mask="causal").text
     assert any(text in s.value for s in at.success)
+
+
+def test_sampled_steps_are_the_seeded_generation_word_by_word():
+    at = start("logits", model="vit-b16-text")
+    at.slider(key="temperature").set_value(1.5).run()
+    at.number_input(key="gen_seed").set_value(7).run()
+    for _ in range(4):
+        at.button(key="gen_next").click().run()
+    shown = [h.value for h in at.subheader if h.value.startswith("[SOS]")][0]
+    model = load_model("vit-b16-text")
+    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
+    sampled = generate(model, pixels, temperature=1.5, seed=7).words
+    assert shown.split()[1:5] == sampled[:4]
+    assert sampled[:4] != generate(model, pixels).words[:4]  # sampling, not greedy

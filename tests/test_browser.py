@@ -146,16 +146,29 @@ def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
     plot = page.locator(".js-plotly-plot").first
     plot.scroll_into_view_if_needed()
     plot.locator(".scatterlayer .point").nth(48).wait_for(state="attached")  # 49 cell markers
-    area, prev = None, {}
-    while area != prev:  # the chart resizes to its column once after the first draw
-        prev, area = area, plot.locator(".nsewdrag").first.bounding_box()  # the axes' area
-        page.wait_for_timeout(300)
     g, row, col = 7, 2, 5
-    x = area["x"] + (col + 0.5) / g * area["width"]
-    y = area["y"] + (row + 0.5) / g * area["height"]
-    # plotly takes the clicked point from its hover state: hover first, as a hand would
-    page.mouse.move(x, y)
-    plot.locator(".hoverlayer").get_by_text(f"patch {row * g + col}").wait_for()
+    cell = plot.locator(".scatterlayer .point").nth(row * g + col)  # the invisible marker
+    # plotly takes the clicked point from its hover state: hover first, as a hand would. The
+    # chart may still resize or move while the page settles (CI failed twice on a busy machine),
+    # so each try measures the cell where it is now, and a failure leaves a screenshot.
+    for _ in range(10):
+        box = cell.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x - 4, y - 4)
+        page.mouse.move(x, y)
+        try:
+            plot.locator(".hoverlayer").get_by_text(f"patch {row * g + col}").wait_for(
+                timeout=3_000)
+            break
+        except playwright.TimeoutError:
+            page.mouse.move(1, 1)
+            page.wait_for_timeout(500)
+    else:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "patch-click-failed.png"), full_page=True)
+        hover = plot.locator(".hoverlayer").text_content()
+        pytest.fail(f"no hover label on patch {row * g + col} after 10 tries: marker box {box}, "
+                    f"hover layer says {hover!r}")
     page.mouse.click(x, y)
     wait_idle(page)
     page.get_by_text(f"Patch {row * g + col}: row {row}, column {col}").wait_for(timeout=30_000)

@@ -43,6 +43,16 @@ def test_default_view_shows_the_live_shapes(app):
     assert any("sample:" in c.value for c in app.sidebar.caption)
 
 
+def test_a_new_session_opens_on_the_trained_classifier_and_its_prediction():
+    at = AppTest.from_file(APP, default_timeout=180).run()  # nothing chosen yet
+    assert not at.exception
+    assert at.sidebar.selectbox(key="model").value == "shapes-classifier"
+    assert table(at)["embed"] == "50 × 128"  # CLS + its 7 × 7 grid, D = 128
+    assert not at.warning  # trained: no "random weights" warning
+    topk = [c for c in at.get("plotly_chart") if '"type":"bar"' in c.proto.spec]
+    assert topk, "the overview shows the classifier's top classes"
+
+
 def test_uploaded_photo_is_used(app):
     app.sidebar.file_uploader[0].upload("photo.jpg", photo_bytes(), "image/jpeg")
     app.run()

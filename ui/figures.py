@@ -92,8 +92,9 @@ def _heat_layout(fig: go.Figure, height: int, square: bool = True) -> go.Figure:
     fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=height)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_xaxes(showticklabels=False)
-    if square:
-        fig.update_yaxes(scaleanchor="x")
+    if square:  # square cells; the plot area shrinks to fit instead of padding the axes
+        fig.update_yaxes(scaleanchor="x", constrain="domain")
+        fig.update_xaxes(constrain="domain")
     return fig
 
 
@@ -225,11 +226,15 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
         for kw in (dict(x0=edge, x1=edge, y0=-0.5, y1=S - 0.5),
                    dict(y0=edge, y1=edge, x0=-0.5, x1=S - 0.5)):
             fig.add_shape(type="line", line=dict(color="#ff9500", width=2), **kw)
-        for x, y, text in [(n_image / 2, n_image / 2, "image→image"),
-                           ((n_image + S) / 2, n_image / 2, "image→text"),
-                           (n_image / 2, (n_image + S) / 2, "text→image"),
-                           ((n_image + S) / 2, (n_image + S) / 2, "text→text")]:
-            fig.add_annotation(x=x - 0.5, y=y - 0.5, text=text, showarrow=False,
+        narrow = (S - n_image) < S / 4  # a short caption: the text column is a thin strip
+        right = dict(x=S - 0.5, xanchor="right") if narrow else {}  # keep text→text inside
+        upright = {"textangle": -90} if narrow else {}
+        for x, y, text, kw in [
+                (n_image / 2, n_image / 2, "image→image", {}),
+                ((n_image + S) / 2, n_image / 2, "image→text", upright),
+                (n_image / 2, (n_image + S) / 2, "text→image", {}),
+                ((n_image + S) / 2, (n_image + S) / 2, "text→text", right)]:
+            fig.add_annotation(**{"x": x - 0.5, "y": y - 0.5, **kw}, text=text, showarrow=False,
                                font=dict(color="#ff9500", size=12), bgcolor="rgba(0,0,0,0.5)")
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
     return _heat_layout(fig, 380)

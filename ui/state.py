@@ -48,8 +48,9 @@ LOAD_OTHER = "Load a checkpoint…"
 def model_choices() -> list[str]:
     """Bundled models, presets, checkpoints loaded in this session or given with --weights."""
     extra = [p for p in [weights_arg()] + st.session_state.get("_loaded_paths", []) if p]
-    return list(dict.fromkeys(extra + vit_core.bundled_models() + list(vit_core.PRESETS)
-                              + [LOAD_OTHER]))
+    # The first choice is what a new session opens on: --weights if given, else the classifier.
+    return list(dict.fromkeys(extra + [vit_core.default_model_name()] + vit_core.bundled_models()
+                              + list(vit_core.PRESETS) + [LOAD_OTHER]))
 
 
 def model_label(name: str) -> str:

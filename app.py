@@ -1,8 +1,12 @@
 """ViT Explainer: routes to one page per stage and draws the shared sidebar. No math here."""
 
-import streamlit as st
+from ui import process
 
-from ui import controls, icon, presenter, share, sidebar, state
+process.tune()  # before torch loads: the server's own allocator and OpenMP settings (once)
+
+import streamlit as st  # noqa: E402
+
+from ui import controls, icon, presenter, share, sidebar, state  # noqa: E402
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {

@@ -22,11 +22,16 @@ import time
 from datetime import date
 from pathlib import Path
 
-os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")  # as the app does (vit_core/__init__.py)
-import torch  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from ui.process import ENVIRONMENT  # noqa: E402  (imports nothing heavy)
+
+# The app's environment, set before torch loads as app.py does (ui/process.py says why); the
+# allocator part of the app's tuning is applied in main() unless --allocator-defaults.
+for _name, _value in ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
+import torch  # noqa: E402
 
 STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
           "shapes", "segmentation", "experiments"]
@@ -40,7 +45,7 @@ def table(rows: list[dict]) -> str:
 
 
 def bench_trace(models: list[str], runs: int) -> list[dict]:
-    from vit_core.bench import measure
+    from benchmarks.trace_cost import measure
 
     rows = []
     for name in models:
@@ -255,7 +260,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     allocator = "glibc defaults"
     if not args.allocator_defaults:
-        from vit_core.memory import keep_freed_memory
+        from ui.process import keep_freed_memory
 
         allocator = "keeps freed memory, as the app" if keep_freed_memory() else "not glibc"
     default = default_model_name()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import controls, figures, show, state
-from vit_core.analysis import max_entropy
+from vit_core.explain.attention import max_entropy
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import controls, figures, state
-from vit_core.generate import generate
+from vit_core import generate
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui import controls, figures, show, state
-from vit_core.images import denormalize
+from vit_core.io.images import denormalize
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

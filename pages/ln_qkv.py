@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from ui import controls, figures, state
-from vit_core.analysis import token_stats
+from vit_core.explain.tokens import token_stats
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -34,7 +34,7 @@ use_cls = c.class_token and st.toggle("Use the CLS token as the query", key="que
 i = 0 if use_cls else p + pre  # token index of the query
 j = int(kp) + pre  # token index of the key
 
-x_in = tr["embed"] if layer == 0 else tr[f"blocks.{layer - 1}.resid_post"]
+x_in = tr[f"blocks.{layer}.resid_pre"]  # the block's input X
 x_ln = tr[f"blocks.{layer}.ln1"]
 before, after = token_stats(x_in[i]), token_stats(x_ln[i])
 st.subheader(f"LayerNorm of {labels[i]} at block {layer}")

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from ui import figures, state
-from vit_core.analysis import logit_lens
+from vit_core.explain.lens import logit_lens
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui import figures, state
 from vit_core import allowed_keys, bundled_models
-from vit_core.generate import tokenizer_for
+from vit_core.explain.generation import tokenizer_for
 
 inp, name, model, prep, tr = state.load_current()
 st.title("5 · Masks: who may look at whom")

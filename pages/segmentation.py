@@ -5,7 +5,7 @@ import streamlit as st
 from PIL import Image
 
 from ui import figures, show, state
-from vit_core.segment import class_map
+from vit_core.explain.segmentation import class_map
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

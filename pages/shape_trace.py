@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui import figures, state
 from vit_core import PRESETS
-from vit_core.flops import attention_share, stage_rows, total_flops, total_params
+from vit_core.explain.flops import attention_share, stage_rows, total_flops, total_params
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config

@@ -4,14 +4,9 @@ import math
 
 import torch
 
-from vit_core.analysis import (
-    attention_entropy,
-    embedding_filters,
-    mean_attention_distance,
-    position_similarity,
-    rollout,
-    token_stats,
-)
+from vit_core.explain.attention import attention_entropy, mean_attention_distance, rollout
+from vit_core.explain.embeddings import embedding_filters, position_similarity
+from vit_core.explain.tokens import token_stats
 
 
 def test_rollout_two_layers_four_tokens_by_hand():

@@ -9,7 +9,7 @@ seed 3) were never used in training; a broken or stale checkpoint fails this fil
 import pytest
 
 from vit_core import BUNDLED_DIR, bundled_models, default_model_name, load_model
-from vit_core.evaluate import evaluate_captioner, evaluate_classifier
+from vit_core.scenes.evaluate import evaluate_captioner, evaluate_classifier
 
 
 def test_models_ship_as_safetensors_within_30_mb_with_cards():

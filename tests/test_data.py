@@ -1,4 +1,4 @@
-"""Tests for the synthetic scene generator (vit_core.data)."""
+"""Tests for the synthetic scene generator (vit_core.scenes.world)."""
 
 import dataclasses
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from vit_core import data
-from vit_core.text import Tokenizer, split_words
+from vit_core.io.text import Tokenizer, split_words
+from vit_core.scenes import world as data
 
 W = data.SIZE
 

@@ -4,7 +4,7 @@ import torch
 
 from tests.test_model import SMALL, randomised
 from vit_core import run_trace
-from vit_core.experiments import (
+from vit_core.explain.interventions import (
     ablate_heads,
     occlude,
     shuffle_patches,

@@ -14,7 +14,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from vit_core import CheckpointError, load_model, run_trace
-from vit_core.external import imagenet_class_names, infer_config, resample_pos_embed
+from vit_core.io.external import imagenet_class_names, infer_config, resample_pos_embed
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOL = dict(rtol=1e-5, atol=1e-5)

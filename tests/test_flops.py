@@ -6,7 +6,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from tests.test_model import TEXT
 from vit_core import PRESETS, ViT, ViTConfig
-from vit_core.flops import stage_rows, total_flops, total_params
+from vit_core.explain.flops import stage_rows, total_flops, total_params
 
 
 def torch_flops(config: ViTConfig, n_text: int = 0) -> int:

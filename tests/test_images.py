@@ -1,4 +1,5 @@
-"""Tests for vit_core.images; every bad or odd file is built here, none are committed."""
+"""Tests for vit_core.io.images and vit_core.patches; every bad or odd file is built here, none
+are committed."""
 
 from __future__ import annotations
 
@@ -16,17 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from vit_core.images import (
+from vit_core.io.images import (
     MAX_PIXELS,
     ImageError,
     denormalize,
     display_crop,
     load_image,
-    patchify,
     preprocess,
     to_tensor,
-    unpatchify,
 )
+from vit_core.patches import patchify, unpatchify
 
 CFG = SimpleNamespace(img_size=224, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
 RED, BLUE, WHITE = (255, 0, 0), (0, 0, 255), (255, 255, 255)

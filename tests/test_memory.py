@@ -1,4 +1,4 @@
-"""vit_core.memory: after keep_freed_memory() a process keeps what it freed for the next trace."""
+"""ui.process: after keep_freed_memory() a process keeps what it freed for the next trace."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # 8 blocks of 16 MB (under the 32 MB mmap threshold), freed again; RSS in MB before / after.
 SCRIPT = """
 import sys, torch
-from vit_core.memory import keep_freed_memory
+from ui.process import keep_freed_memory
 rss = lambda: int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 if sys.argv[1] == "keep":
     assert keep_freed_memory()

@@ -79,7 +79,7 @@ def test_vit_b16_has_the_notes_shapes():
     assert tr["blocks.5.mlp.pre"].shape == (197, 3072)
     assert tr["ln_final"].shape == (197, 768)
     assert tr.logits.shape == (1000,)
-    assert len([n for n in tr if n.startswith("blocks.")]) == 12 * 14
+    assert len([n for n in tr if n.startswith("blocks.")]) == 12 * 15
 
 
 def test_identities_hold_on_a_trace():

@@ -7,7 +7,7 @@ import pytest
 
 from tests.test_pages import charts, start
 from vit_core import load_image, load_model, preprocess
-from vit_core.generate import generate, score_text
+from vit_core.explain.generation import generate, score_text
 
 
 @pytest.mark.parametrize("page,widget,kind,value", [

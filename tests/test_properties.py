@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.test_model import SMALL, randomised
 from vit_core import Tokenizer, allowed_keys, make_mask, run_trace
-from vit_core.data import VOCAB
+from vit_core.scenes.world import VOCAB
 
 TOK = Tokenizer(VOCAB)
 

@@ -10,7 +10,7 @@ import torch
 from safetensors import safe_open
 
 from vit_core import ViT, ViTConfig, run_trace
-from vit_core.checkpoints import load_state_dict_strict
+from vit_core.io.base import load_state_dict_strict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOL = dict(rtol=1e-5, atol=1e-5)

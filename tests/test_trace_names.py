@@ -35,4 +35,4 @@ def test_every_traced_tensor_is_documented_with_its_shape(config, text):
         seen.add(name_pattern(name))
     optional = {"seg_logits"} if config.seg_classes == 0 else set()
     assert seen | optional == set(TRACE_NAMES)
-    assert len([n for n in tr if n.startswith("blocks.1.")]) == 14
+    assert len([n for n in tr if n.startswith("blocks.1.")]) == 15

@@ -4,11 +4,11 @@ import torch
 
 from tests.test_model import randomised
 from vit_core import ViTConfig, load_model, run_trace
-from vit_core.data import VOCAB
-from vit_core.generate import generate, greedy_ids
-from vit_core.segment import class_map, seg_grid, seg_targets
-from vit_core.text import Tokenizer
-from vit_core.train import main as train
+from vit_core.explain.generation import generate, greedy_ids
+from vit_core.explain.segmentation import class_map, seg_grid, seg_targets
+from vit_core.io.text import Tokenizer
+from vit_core.scenes.train import main as train
+from vit_core.scenes.world import VOCAB
 
 
 def test_tiny_training_run_learns_and_its_checkpoint_loads_back(tmp_path):
@@ -80,7 +80,7 @@ def test_sincos_positions_follow_the_formula_and_land_on_the_patches_only():
     import math
 
     from vit_core.model import ViT
-    from vit_core.train import add_smooth_positions, sincos_2d
+    from vit_core.scenes.train import add_smooth_positions, sincos_2d
 
     grid, dim = 4, 16
     code = sincos_2d(grid, dim)

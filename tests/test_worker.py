@@ -64,7 +64,8 @@ def test_a_result_without_a_size_or_a_tensor_result_never_stops_the_worker():
 
 
 def test_a_real_trace_reports_the_bytes_it_keeps():
-    from vit_core import data, load_model, preprocess, run_trace
+    from vit_core import load_model, preprocess, run_trace
+    from vit_core.scenes import world as data
 
     model = load_model("shapes-classifier")
     tr = run_trace(model, preprocess(data.make_scene(3).image, model.config))

@@ -31,7 +31,7 @@ STAGES = ["patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
 
 def session_image(i: int) -> bytes:
     """A different picture per session: a generated scene (held-out seeds)."""
-    from vit_core import data
+    from vit_core.scenes import world as data
 
     buf = io.BytesIO()
     data.make_scene(data.HELDOUT_BASE + 900_000 + i).image.save(buf, format="PNG")

@@ -13,7 +13,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from vit_core.data import POSITION_PHRASES, SIZE, Scene, heldout_seeds, make_scene  # noqa: E402
+from vit_core.scenes.world import POSITION_PHRASES, SIZE, Scene, heldout_seeds, make_scene  # noqa: E402
 
 
 def overlay_mask(scene: Scene) -> Image.Image:

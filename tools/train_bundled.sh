@@ -11,7 +11,7 @@ COMMON=(--batch 64 --dim 128 --depth 6 --heads 4 --patch 32 --save-every 100 --e
 run() {  # run NAME ARGS... unless $OUT/NAME.safetensors exists
   local name=$1; shift
   if [ -f "$OUT/$name.safetensors" ]; then echo "$name: already trained"; return; fi
-  $PY -m vit_core.train --out "$OUT/$name.safetensors" "${COMMON[@]}" "$@" 2>&1 \
+  $PY -m vit_core.scenes.train --out "$OUT/$name.safetensors" "${COMMON[@]}" "$@" 2>&1 \
     | tee -a "runs/$name.log"
 }
 

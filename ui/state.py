@@ -18,9 +18,10 @@ import torch
 from PIL import Image
 
 import vit_core
-from vit_core import ImageError, data, display_crop, load_image, preprocess, run_trace
+from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
+from vit_core.scenes import world
 
-from .worker import worker
+from . import worker
 
 MAX_MODELS = 4
 MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
@@ -101,20 +102,20 @@ def get_model(name: str):
 @st.cache_resource(show_spinner=False)
 def sample_seeds() -> list[int]:
     """Gallery scenes from held-out seeds (never trained on), starting with the notes' example."""
-    red_ball = data.find_seed("a red ball on the grass", start=data.HELDOUT_BASE)
-    rest = [s for s in data.heldout_seeds(7, seed=42) if s != red_ball]
+    red_ball = world.find_seed("a red ball on the grass", start=world.HELDOUT_BASE)
+    rest = [s for s in world.heldout_seeds(7, seed=42) if s != red_ball]
     return [red_ball] + rest if red_ball is not None else rest
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def sample_bytes(seed: int) -> bytes:
     buf = io.BytesIO()
-    data.make_scene(seed).image.save(buf, format="PNG")
+    world.make_scene(seed).image.save(buf, format="PNG")
     return buf.getvalue()
 
 
 def sample_caption(seed: int) -> str:
-    return data.scene_spec(seed).caption
+    return world.scene_spec(seed).caption
 
 
 def make_input(label: str, raw: bytes) -> Input:
@@ -147,8 +148,8 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
 
 def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
     """Each word of `text` scored by teacher forcing, read from the cached trace of this image
-    fed with that text (vit_core.generate.score_text, without a second forward pass)."""
-    from vit_core.generate import score_logits, tokenizer_for
+    fed with that text (vit_core.score_text, without a second forward pass)."""
+    from vit_core.explain.generation import score_logits, tokenizer_for
 
     model = get_model(model_name)
     tok = tokenizer_for(model)
@@ -210,7 +211,7 @@ def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | 
 
 
 def _run_experiment(model, kind: str, arg: tuple, ids, _pixels):
-    from vit_core import experiments as ex
+    from vit_core.explain import interventions as ex
 
     if kind == "heads":
         return ex.ablate_heads(model, _pixels, list(arg), ids)
@@ -228,7 +229,7 @@ def _run_experiment(model, kind: str, arg: tuple, ids, _pixels):
 
 
 def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids=None):
-    """A cached intervention trace (see vit_core.experiments) for this image and model."""
+    """A cached intervention trace (see vit_core.explain.interventions) for this image and model."""
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
     return _experiment(inp.key, model_name, kind, tuple(arg), text,
                        prepare(inp, model_name).pixels)
@@ -236,7 +237,7 @@ def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids
 
 @st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
 def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _pixels):
-    from vit_core.generate import generate
+    from vit_core import generate
 
     max_new, temperature, top_k, seed = settings
     return worker.run(generate, get_model(model_name), _pixels, max_new_tokens=max_new,
@@ -260,7 +261,7 @@ def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
 def weight_views(model_name: str) -> dict:
     """Per-model pictures of the weights (W_E's principal components, position similarity),
     computed once per model instead of on every rerun of the embeddings page."""
-    from vit_core.analysis import embedding_filters, position_similarity
+    from vit_core.explain.embeddings import embedding_filters, position_similarity
 
     model = get_model(model_name)
     c = model.config
@@ -274,7 +275,7 @@ def weight_views(model_name: str) -> dict:
 def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
     import numpy as np
 
-    from vit_core.analysis import (
+    from vit_core.explain.attention import (
         attention_entropy,
         mean_attention_distance,
         rollout,
@@ -301,7 +302,7 @@ def attention_summary(inp: Input, model_name: str) -> dict:
 
 @st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
 def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
-    from vit_core.analysis import pca_rgb
+    from vit_core.explain.tokens import pca_rgb
 
     c = _trace.config
     pre = c.num_prefix_tokens

@@ -8,12 +8,13 @@ Why one thread (measured on this project's 2-core VM, README "Performance"):
   itself (0.27 s). Memory freed and reused costs nothing, but glibc gives every thread its own
   arena and Streamlit runs each script run on a new thread, so the next trace rarely found the
   memory the last one freed. On one thread it always does.
-- glibc is asked to keep freed memory (vit_core/memory.py), and when the queue has been idle for
-  a moment the worker touches and frees as much memory as the last pass kept: the next new image
-  gets warm memory. Chromium first view of a new photo on ViT-B/16, medians of 5 in interleaved
-  runs: 1.47 / 1.21 / 1.30 s without the worker, 0.99 / 0.89 / 0.91 s with it.
+- When app.py has asked glibc to keep freed memory (ui/process.py), and the queue has been idle
+  for a moment, the worker touches and frees as much memory as the last pass kept: the next new
+  image gets warm memory. Chromium first view of a new photo on ViT-B/16, medians of 5
+  interleaved runs: 1.47 / 1.21 / 1.30 s without the worker, 0.99 / 0.89 / 0.91 s with it.
 
-No Streamlit here: `run` is called from ui.state's cached functions.
+No Streamlit here: `run` is called from ui.state's cached functions. The thread starts on the
+first `run`, not when this module is imported.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from concurrent.futures import Future
 
 import torch
 
-from vit_core.memory import MMAP_THRESHOLD, keep_freed_memory
+from .process import MMAP_THRESHOLD, memory_is_kept
 
 IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the page is drawn)
 BLOCK = MMAP_THRESHOLD // 2  # warm in blocks under the mmap threshold, so freeing keeps them
@@ -97,4 +98,19 @@ class Worker:
         del blocks
 
 
-worker = Worker(warm=keep_freed_memory())
+_shared: Worker | None = None
+_start_lock = threading.Lock()
+
+
+def shared() -> Worker:
+    """The one worker every session uses, started on first use."""
+    global _shared
+    with _start_lock:
+        if _shared is None:
+            _shared = Worker(warm=memory_is_kept())
+        return _shared
+
+
+def run(fn, *args, **kwargs):
+    """fn(*args, **kwargs) on the shared worker thread (see Worker.run)."""
+    return shared().run(fn, *args, **kwargs)

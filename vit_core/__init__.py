@@ -1,36 +1,40 @@
 """vit_core: a Vision Transformer (and a single-stream image->text transformer) that shows its work.
 
-Never imports streamlit. Build or load a model, preprocess an image, and `run_trace` returns every
-intermediate tensor of one forward pass under a documented name (see TRACE_NAMES / the README).
+The model a reader learns from sits at the top: `config` (every number that fixes a shape),
+`model` (forward reads like the equations), `hooks` (how every intermediate gets its name),
+`trace` (one pass, every tensor kept), `masks` and `patches`. Around it:
+- `vit_core.io`: reading images, text and checkpoints (ours, timm's, Hugging Face's);
+- `vit_core.explain`: numbers computed from a trace (rollout, distances, lens, PCA, FLOPs,
+  interventions, generation, segmentation);
+- `vit_core.scenes`: the generated scene world the bundled models learned from, with the training
+  and evaluation CLIs. `import vit_core` does not load it.
+
+Importing the package changes nothing in the process: no environment variables, no threads, no
+allocator settings. Never imports streamlit.
 """
 
-import os
-
-# A trace keeps every intermediate alive (~170 MB for ViT-B/16), so each trace touches fresh
-# memory: ~21k 4 KB page faults, about 10 % of the forward pass. Transparent huge pages in torch's
-# CPU allocator cut that ~5x (trace/timm 1.23 -> 1.09, README "Performance"). Torch reads this once,
-# so it only takes effect when vit_core (or ui) is imported before torch; =0 opts out.
-os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
-
-from .checkpoints import (
+from .config import MASK_KINDS, PRESETS, ViTConfig
+from .explain.generation import Generation, Scored, generate, score_text
+from .explain.segmentation import segment
+from .io.base import CheckpointError, ImageError, ModelInfo
+from .io.checkpoints import (
     BUNDLED_DIR,
-    CheckpointError,
-    ModelInfo,
     bundled_models,
     default_model_name,
     load_model,
     save_checkpoint,
 )
-from .config import MASK_KINDS, PRESETS, ViTConfig
-from .images import ImageError, display_crop, load_image, patchify, preprocess, unpatchify
+from .io.images import display_crop, load_image, preprocess
+from .io.text import Encoding, Tokenizer
 from .masks import allowed_keys, make_mask
 from .model import ViT
-from .text import Encoding, Tokenizer
+from .patches import patchify, unpatchify
 from .trace import TRACE_NAMES, Trace, run_trace
 
 __all__ = [
-    "BUNDLED_DIR", "CheckpointError", "Encoding", "ImageError", "MASK_KINDS", "ModelInfo",
-    "PRESETS", "TRACE_NAMES", "Tokenizer", "Trace", "ViT", "ViTConfig", "allowed_keys",
-    "bundled_models", "default_model_name", "display_crop", "load_image", "load_model",
-    "make_mask", "patchify", "preprocess", "run_trace", "save_checkpoint", "unpatchify",
+    "BUNDLED_DIR", "CheckpointError", "Encoding", "Generation", "ImageError", "MASK_KINDS",
+    "ModelInfo", "PRESETS", "Scored", "TRACE_NAMES", "Tokenizer", "Trace", "ViT", "ViTConfig",
+    "allowed_keys", "bundled_models", "default_model_name", "display_crop", "generate",
+    "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
+    "save_checkpoint", "score_text", "segment", "unpatchify",
 ]

@@ -120,23 +120,27 @@ def _validate(c: ViTConfig) -> None:
     need(c.seg_upsample >= 1, "seg_upsample must be at least 1.")
 
 
+# The text preset's vocabulary: the four special tokens, then the scene world's caption words in
+# sorted order (vit_core/scenes/world.py captions with exactly these; tests/test_layout.py keeps
+# the two equal). Written out so that building the preset needs no scene generator at import.
+SCENE_VOCAB = (
+    "[PAD]", "[SOS]", "[EOS]", "[UNK]", "a", "arrow", "at", "ball", "black", "blue", "bottom",
+    "box", "cross", "diamond", "grass", "green", "heart", "left", "moon", "on", "orange", "pink",
+    "purple", "red", "right", "ring", "road", "sand", "sky", "snow", "star", "the", "top",
+    "triangle", "water", "white", "yellow",
+)
+SCENE_TEXT_LEN = 10  # [SOS] + the longest caption, "a red ball on the grass at the bottom"
+
 # Named geometries. Presets build with random weights (see load_model): they show real shapes,
 # not a trained model.
-def _text_preset() -> ViTConfig:
-    """The notes' single-stream image -> text model at ViT-B/16 geometry: 196 image tokens, no
-    CLS, then [SOS] + words of the scene vocabulary, trained (if it were) with the prefix mask."""
-    from .data import MAX_CAPTION_WORDS, VOCAB
-    from .text import Tokenizer
-
-    vocab = Tokenizer(VOCAB).vocab
-    return ViTConfig(num_classes=0, class_token=False, global_pool="avg", vocab_size=len(vocab),
-                     vocab=vocab, max_text_len=MAX_CAPTION_WORDS + 1, default_mask="prefix")
-
-
 PRESETS: dict[str, ViTConfig] = {
     # The notes' reference: 224x224x3 -> 196 patches x 768 -> 12 blocks of 12 heads x 64.
     "vit-b16": ViTConfig(),
     "vit-s16": ViTConfig(embed_dim=384, depth=12, num_heads=6),
     "vit-ti16": ViTConfig(embed_dim=192, depth=12, num_heads=3),
-    "vit-b16-text": _text_preset(),
+    # The notes' single-stream image -> text model at ViT-B/16 geometry: 196 image tokens, no
+    # CLS, then [SOS] + words of the scene vocabulary, with the prefix mask.
+    "vit-b16-text": ViTConfig(num_classes=0, class_token=False, global_pool="avg",
+                              vocab_size=len(SCENE_VOCAB), vocab=SCENE_VOCAB,
+                              max_text_len=SCENE_TEXT_LEN, default_mask="prefix"),
 }

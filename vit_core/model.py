@@ -16,8 +16,8 @@ from torch import nn
 
 from .config import ViTConfig
 from .hooks import HookPoint, name_hook_points
-from .images import patchify
 from .masks import make_mask
+from .patches import patchify
 
 
 class Attention(nn.Module):
@@ -79,6 +79,7 @@ class Block(nn.Module):
         self.attn = Attention(c)
         self.norm2 = nn.LayerNorm(c.embed_dim, eps=c.norm_eps)
         self.mlp = Mlp(c)
+        self.hook_resid_pre = HookPoint()  # [batch, pos, D], the block's input X
         self.hook_ln1 = HookPoint()  # [batch, pos, D]
         self.hook_attn_out = HookPoint()  # [batch, pos, D]
         self.hook_resid_mid = HookPoint()  # [batch, pos, D]
@@ -87,6 +88,7 @@ class Block(nn.Module):
         self.hook_resid_post = HookPoint()  # [batch, pos, D]
 
     def forward(self, x, mask=None, head_mask=None):
+        x = self.hook_resid_pre(x)  # X: embed for block 0, else the previous block's output
         attn_out = self.hook_attn_out(self.attn(self.hook_ln1(self.norm1(x)), mask, head_mask))
         x = self.hook_resid_mid(x + attn_out)  # X' = X + MSA(LN(X))
         mlp_out = self.hook_mlp_out(self.mlp(self.hook_ln2(self.norm2(x))))

@@ -17,6 +17,8 @@ TRACE_NAMES: dict[str, tuple[str, str]] = {
     "patches": ("N, C·P²", "the image cut into P×P patches, each flattened in (c, row, col) order"),
     "patch_embed": ("N, D", "patches · W_Eᵀ + b: each patch projected to D dimensions"),
     "embed": ("S, D", "block 0 input: [CLS; patch_embed] + E_pos (then text tokens + P_txt)"),
+    "blocks.l.resid_pre": ("S, D", "X, the block's input: embed for block 0, else block l−1's "
+                                   "resid_post"),
     "blocks.l.ln1": ("S, D", "LayerNorm before attention"),
     "blocks.l.attn.q": ("H, S, d_k", "queries per head"),
     "blocks.l.attn.k": ("H, S, d_k", "keys per head"),
@@ -94,7 +96,11 @@ class Trace(Mapping):
         return self.config.num_image_tokens
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self._tensors.values())
+        """Bytes of memory the trace holds. Names that share memory count once: `resid_pre` of
+        block l is block l-1's `resid_post`, and q, k, v are views of one qkv tensor."""
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                    for t in self._tensors.values()}
+        return sum(storages.values())
 
 
 def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=None,

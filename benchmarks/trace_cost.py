@@ -1,4 +1,4 @@
-"""Benchmark: what keeping every intermediate costs. `python -m vit_core.bench [--runs 20]`.
+"""Benchmark: what keeping every intermediate costs. `python -m benchmarks.trace_cost [--runs 20]`.
 
 Plain forward (model(x), nothing captured) vs run_trace on the same model and input, alternating
 so that both see the same machine state; prints medians, their ratio and the trace's size.
@@ -13,8 +13,7 @@ import time
 
 import torch
 
-from .checkpoints import load_model
-from .trace import run_trace
+from vit_core import load_model, run_trace
 
 
 def _time(fn) -> float:

@@ -1,4 +1,4 @@
-"""Image loading, ViT preprocessing and patch (un)flattening.
+"""Image loading and ViT preprocessing.
 
 Everything a student uploads passes through :func:`load_image`, which either returns
 a plain RGB picture or raises :class:`ImageError` with one friendly sentence.
@@ -7,13 +7,14 @@ a plain RGB picture or raises :class:`ImageError` with one friendly sentence.
 from __future__ import annotations
 
 import io
-import math
 import os
 from typing import BinaryIO
 
 import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+from .base import ImageError
 
 # 40 MP covers any phone photo; bigger files are almost certainly mistakes or bombs.
 MAX_PIXELS = 40_000_000
@@ -24,10 +25,6 @@ FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
 _NOT_IMAGE = "This file is not an image we can read (PNG, JPEG, WebP, GIF, BMP or TIFF)."
 _DAMAGED = "This image file seems damaged or incomplete, so we cannot open it."
 _TOO_BIG = f"This image is too large; please use one under {MAX_PIXELS // 1_000_000} megapixels."
-
-
-class ImageError(ValueError):
-    """An uploaded image cannot be used; the message is one sentence for the user."""
 
 
 def load_image(src: bytes | str | os.PathLike | BinaryIO) -> Image.Image:
@@ -156,50 +153,3 @@ def preprocess(img: Image.Image, config) -> torch.Tensor:
         config: object with ``img_size`` (int), ``mean`` and ``std`` (3 floats each).
     """
     return normalize(to_tensor(display_crop(img, config)), config).unsqueeze(0)
-
-
-def patchify(x: torch.Tensor, patch_size: int) -> torch.Tensor:
-    """Cut images into flattened patches in the same order as a stride-P Conv2d.
-
-    Args:
-        x: [C, H, W] or [B, C, H, W]; H and W must be multiples of ``patch_size``.
-        patch_size: side P of the square patches.
-
-    Returns:
-        [N, C*P*P] (or [B, N, C*P*P]); patches in row-major order, each flattened as
-        (channel, row, column) like ``conv.weight.reshape(D, -1)``.
-    """
-    if x.dim() not in (3, 4):
-        raise ValueError(f"patchify expects a [C, H, W] or [B, C, H, W] tensor, got {x.dim()}-D.")
-    xb = x if x.dim() == 4 else x.unsqueeze(0)
-    b, c, h, w = xb.shape
-    p = int(patch_size)
-    if p <= 0 or h % p or w % p:
-        raise ValueError(f"Image size {h}x{w} is not divisible by the patch size {p}.")
-    out = xb.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)
-    out = out.reshape(b, (h // p) * (w // p), c * p * p)
-    return out if x.dim() == 4 else out[0]
-
-
-def unpatchify(
-    patches: torch.Tensor, patch_size: int, grid: tuple[int, int] | None = None
-) -> torch.Tensor:
-    """Exact inverse of :func:`patchify`.
-
-    Args:
-        patches: [N, C*P*P] or [B, N, C*P*P].
-        patch_size: side P of the square patches.
-        grid: (rows, columns) of patches; default a square grid.
-
-    Returns:
-        [C, H, W] (or [B, C, H, W]).
-    """
-    pb = patches if patches.dim() == 3 else patches.unsqueeze(0)
-    b, n, d = pb.shape
-    p = int(patch_size)
-    gh, gw = grid if grid is not None else (math.isqrt(n), math.isqrt(n))
-    if gh * gw != n or d % (p * p):
-        raise ValueError(f"{n} patches of length {d} do not fit a {gh}x{gw} grid of size {p}.")
-    c = d // (p * p)
-    out = pb.reshape(b, gh, gw, c, p, p).permute(0, 3, 1, 4, 2, 5).reshape(b, c, gh * p, gw * p)
-    return out if patches.dim() == 3 else out[0]

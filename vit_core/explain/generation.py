@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .text import Tokenizer
+from ..io.text import Tokenizer
 
 
 @dataclass
@@ -102,7 +102,7 @@ def score_text(model, pixels, text: str, mask=None) -> Scored:
     The logits at text position t are the model's guess for token t + 1, so one forward pass
     scores every word of the caption (and [EOS] after it, when there is room).
     """
-    from .trace import run_trace
+    from ..trace import run_trace
 
     tok = tokenizer_for(model)
     enc = tok.encode(text, max_len=model.config.max_text_len)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .trace import run_trace
+from ..trace import run_trace
 
 
 def seg_grid(seg_logits: torch.Tensor, grid: int) -> torch.Tensor:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from .images import patchify, unpatchify
-from .trace import Trace, run_trace
+from ..patches import patchify, unpatchify
+from ..trace import Trace, run_trace
 
 
 def ablate_heads(model, pixels, heads: list[tuple[int, int]], text_ids=None) -> Trace:

@@ -1,7 +1,8 @@
 """Train the bundled models on freshly generated scenes.
 
-    python -m vit_core.train --task classify --out vit_core/bundled/shapes-classifier.safetensors
-    python -m vit_core.train --task caption --mask prefix --init <classifier> --out ...
+    python -m vit_core.scenes.train --task classify \
+        --out vit_core/bundled/shapes-classifier.safetensors
+    python -m vit_core.scenes.train --task caption --mask prefix --init <classifier> --out ...
 
 AdamW, linear warmup + cosine decay, label smoothing, light photometric augmentation, fixed seeds,
 held-out evaluation every --eval-every steps. A resumable state (weights + optimiser + step) is
@@ -24,14 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from .checkpoints import ModelInfo, save_checkpoint
-from .config import ViTConfig
-from .data import CLASS_NAMES, MAX_CAPTION_WORDS, VOCAB, FreshSceneStream
+from ..config import ViTConfig
+from ..explain.segmentation import seg_grid, seg_targets
+from ..hooks import capture
+from ..io.checkpoints import ModelInfo, save_checkpoint
+from ..io.text import Tokenizer
+from ..model import ViT
 from .evaluate import caption_batch, evaluate_captioner, evaluate_classifier
-from .hooks import capture
-from .model import ViT
-from .segment import seg_grid, seg_targets
-from .text import Tokenizer
+from .world import CLASS_NAMES, MAX_CAPTION_WORDS, VOCAB, FreshSceneStream
 
 
 def make_config(args) -> ViTConfig:
@@ -145,8 +146,8 @@ def write_card(out: Path, args, config: ViTConfig, metrics: dict, seconds: float
         i = argv.index("--note")
         argv = argv[:i] + argv[i + 2:]
     lines = [f"# {out.stem}", "",
-             f"Trained by `python -m vit_core.train {shlex.join(argv)}` on this repo's "
-             f"generated scenes (`vit_core.data`), every step on fresh seeds.", "",
+             f"Trained by `python -m vit_core.scenes.train {shlex.join(argv)}` on this repo's "
+             f"generated scenes (`vit_core.scenes.world`), every step on fresh seeds.", "",
              "## Model", "",
              f"- task: {args.task}" + (f", attention mask: {args.mask}" if args.task == "caption"
                                       else ""),
@@ -164,7 +165,7 @@ def write_card(out: Path, args, config: ViTConfig, metrics: dict, seconds: float
              *([args.note, ""] if args.note else []),
              "## Held-out metrics", "",
              "Measured on scenes from seeds never used in training "
-             f"(`python -m vit_core.evaluate {out.stem} --n {metrics.get('n')} --seed "
+             f"(`python -m vit_core.scenes.evaluate {out.stem} --n {metrics.get('n')} --seed "
              f"{metrics.get('seed')}`):", "", "```json", json.dumps(metrics, indent=2), "```", "",
              "## Learning curve (held-out, during training)", "",
              ("| step | " + " | ".join(k for k in history[-1] if k != "step") + " |")

@@ -10,33 +10,21 @@ torch.load(weights_only=True), which refuses code.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from .config import PRESETS, ViTConfig
-from .model import ViT
+from ..config import PRESETS, ViTConfig
+from ..model import ViT
+from .base import CheckpointError, ModelInfo, load_state_dict_strict
+from .external import load_external, load_timm_pretrained, looks_external
 
-BUNDLED_DIR = Path(__file__).parent / "bundled"  # the models this repo trains and ships
+BUNDLED_DIR = Path(__file__).parent.parent / "bundled"  # the models this repo trains and ships
 DEFAULT_MODEL = "shapes-classifier"
 FALLBACK_MODEL = "vit-b16"
-
-
-class CheckpointError(ValueError):
-    """A model file could not be used; the message names what is wrong."""
-
-
-@dataclass
-class ModelInfo:
-    name: str
-    source: str  # "preset" | "bundled" | a file path
-    trained: bool  # False for presets: random weights from a fixed seed
-    description: str = ""
-    metrics: dict = field(default_factory=dict)  # held-out metrics measured after training
-    card: str = ""  # the model card (Markdown), when one ships next to the weights
 
 
 def bundled_models() -> list[str]:
@@ -97,31 +85,6 @@ def load_checkpoint(path: str | Path) -> ViT:
     return model.eval()
 
 
-def load_state_dict_strict(model: torch.nn.Module, state: dict, what: str = "checkpoint"):
-    """Copy `state` into `model`, naming every missing or unexpected key and any shape mismatch."""
-    own = model.state_dict()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    wrong = [f"{k}: file {tuple(state[k].shape)} vs model {tuple(own[k].shape)}"
-             for k in own if k in state and state[k].shape != own[k].shape]
-    problems = []
-    if missing:
-        problems.append(f"missing keys {_few(missing)}")
-    if unexpected:
-        problems.append(f"unexpected keys {_few(unexpected)}")
-    if wrong:
-        problems.append(f"shape mismatch {wrong[0]}" + (f" (+{len(wrong) - 1} more)"
-                                                        if len(wrong) > 1 else ""))
-    if problems:
-        raise CheckpointError(f"{what} does not fit this model: " + "; ".join(problems) + ".")
-    model.load_state_dict(state, strict=True)
-
-
-def _few(keys: list[str], n: int = 5) -> str:
-    """The first n keys, and how many more there are."""
-    return ", ".join(keys[:n]) + (f" … (+{len(keys) - n} more)" if len(keys) > n else "")
-
-
 def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
     """A ready-to-trace model in eval mode, with `.config` and `.info`.
 
@@ -133,9 +96,6 @@ def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
         options: for other libraries' checkpoints only: num_heads, img_size, mean, std
             (see vit_core.external.load_external; "timm:" names take img_size).
     """
-    # imported here: external.py builds on this module (CheckpointError, the strict loader)
-    from .external import load_external, load_timm_pretrained, looks_external
-
     name = str(name_or_path) if name_or_path is not None else default_model_name()
     if name not in PRESETS and name not in bundled_models():
         if name.startswith("timm:"):

@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 
-from .checkpoints import CheckpointError, ModelInfo, _few, load_state_dict_strict
-from .config import ViTConfig
-from .model import ViT
+from ..config import ViTConfig
+from ..model import ViT
+from .base import CheckpointError, ModelInfo, few, load_state_dict_strict
 
 PICKLE_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt")
 WRAPPERS = ("state_dict", "model", "model_state", "module")  # training-checkpoint wrappers
@@ -107,7 +107,7 @@ def _unwrap(obj, what: str) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"'{what}' holds no state dict (found {type(obj).__name__}).")
     state = {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
     if not state:
-        raise CheckpointError(f"'{what}' holds no tensors; its keys: {_few(list(obj))}.")
+        raise CheckpointError(f"'{what}' holds no tensors; its keys: {few(list(obj))}.")
     # strip a prefix only when every key has it (it came from a wrapper, not from the model)
     while (p := next((p for p in PREFIXES if all(k.startswith(p) for k in state)), None)):
         state = {k.removeprefix(p): v for k, v in state.items()}
@@ -161,7 +161,7 @@ def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tenso
             raise CheckpointError(f"Layer {i} lacks one of query/key/value {kind}.")
         out[f"blocks.{i}.attn.qkv.{kind}"] = torch.cat(parts, dim=0)  # rows: q, k, v
     if ignored:
-        warnings.warn(f"Ignored {_few(list(ignored))}: the pooler (and mask token) are not used to "
+        warnings.warn(f"Ignored {few(list(ignored))}: the pooler (and mask token) are not used to "
                       f"classify; the head reads the final CLS token.", stacklevel=2)
     return out
 
@@ -312,7 +312,7 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
                 if path.suffix == ".safetensors" else "")
         raise CheckpointError(f"'{path.name}' does not look like a ViT checkpoint{also}: it lacks "
                               f"{', '.join(k for k in needed if k not in state)}. "
-                              f"Its keys: {_few(list(state))}.")
+                              f"Its keys: {few(list(state))}.")
     try:
         config = infer_config(state, hf_config, num_heads, img_size, mean, std)
     except ValueError as e:
@@ -360,7 +360,7 @@ def from_timm_model(net, name: str, img_size: int | None = None) -> ViT:
     """Convert an instantiated timm VisionTransformer (weights, pretrained_cfg) into our ViT."""
     state = {k: v.detach() for k, v in net.state_dict().items()}
     if "patch_embed.proj.weight" not in state or not hasattr(net, "blocks"):
-        raise CheckpointError(f"timm's '{name}' is not a ViT; its keys: {_few(list(state))}.")
+        raise CheckpointError(f"timm's '{name}' is not a ViT; its keys: {few(list(state))}.")
     pcfg = dict(getattr(net, "pretrained_cfg", None) or {})
     try:
         config = infer_config(state, num_heads=net.blocks[0].attn.num_heads, img_size=img_size,

@@ -1,4 +1,5 @@
-"""Held-out metrics. `python -m vit_core.evaluate MODEL --n 1000 --seed S` prints them as JSON.
+"""Held-out metrics, printed as JSON by
+`python -m vit_core.scenes.evaluate MODEL --n 1000 --seed S`.
 
 Scenes come from `heldout_seeds(n, S)`, which never overlap the seeds training draws from.
 Classifier: top-1, segmentation mIoU, and how much last-layer CLS attention lands on the object.
@@ -14,11 +15,11 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from .checkpoints import load_model
-from .data import SceneDataset, heldout_seeds
-from .generate import greedy_ids, tokenizer_for
-from .hooks import capture
-from .segment import class_map
+from ..explain.generation import greedy_ids, tokenizer_for
+from ..explain.segmentation import class_map
+from ..hooks import capture
+from ..io.checkpoints import load_model
+from .world import SceneDataset, heldout_seeds
 
 
 def caption_batch(tok, captions: list[str], max_len: int) -> tuple[torch.Tensor, torch.Tensor]:

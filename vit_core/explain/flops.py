@@ -7,7 +7,7 @@ and additions are O(S·D) each and are listed with 0.
 
 from __future__ import annotations
 
-from .config import ViTConfig
+from ..config import ViTConfig
 
 
 def _mm(m: int, k: int, n: int) -> int:

@@ -19,6 +19,7 @@ class ViTConfig:
     mlp_ratio: float = 4.0  # d_ff = mlp_ratio * D
     num_classes: int = 1000  # K logits from the CLS token; 0 = no class head
     class_token: bool = True  # prepend a learned [CLS] token to the image tokens
+    dist_token: bool = False  # DeiT's distillation token [DIST] after CLS, with its own head
     global_pool: str = "token"  # "token": classify from CLS; "avg": mean of the patch tokens
     fc_norm: bool = False  # timm's extra LayerNorm after average pooling (global_pool="avg")
     norm_eps: float = 1e-6  # LayerNorm epsilon (timm 1e-6; Hugging Face ViT 1e-12)
@@ -29,6 +30,13 @@ class ViTConfig:
     default_mask: str = "full"  # the attention mask the model was trained with
     seg_classes: int = 0  # > 0 adds a per-patch segmentation head with this many outputs
     seg_upsample: int = 1  # each patch token predicts a seg_upsample^2 block of the class map
+    # How a photo becomes the img_size x img_size input (the model's own preprocessing config):
+    # resize ("shortest": the shorter side to resize_size, keeping the aspect ratio, as timm and
+    # torchvision; "square": both sides to resize_size, as Hugging Face's ViT/DeiT processors),
+    # then centre-crop img_size x img_size, then (x / 255 - mean) / std per channel.
+    resize_mode: str = "shortest"
+    resize_size: int = 0  # 0 = img_size (no margin to crop); timm: floor(img_size / crop_pct)
+    interpolation: str = "bicubic"  # "bicubic" | "bilinear" | "nearest" (PIL's filters)
     mean: tuple[float, float, float] = (0.5, 0.5, 0.5)  # input normalisation per channel
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     class_names: tuple[str, ...] = ()  # K names, or () to show class numbers
@@ -47,8 +55,16 @@ class ViTConfig:
         return self.grid**2
 
     @property
-    def num_prefix_tokens(self) -> int:  # tokens before the patches (CLS or nothing)
-        return int(self.class_token)
+    def num_prefix_tokens(self) -> int:  # tokens before the patches: CLS (and DIST), or none
+        return int(self.class_token) + int(self.dist_token)
+
+    @property
+    def prefix_names(self) -> tuple[str, ...]:  # what to call them on screen
+        return ("CLS",) * self.class_token + ("DIST",) * self.dist_token
+
+    @property
+    def resize_to(self) -> int:  # the size before the centre crop
+        return self.resize_size or self.img_size
 
     @property
     def num_image_tokens(self) -> int:  # N (+1 with CLS)
@@ -118,6 +134,14 @@ def _validate(c: ViTConfig) -> None:
     need(not c.vocab or len(c.vocab) == c.vocab_size,
          f"vocab has {len(c.vocab)} words but vocab_size is {c.vocab_size}.")
     need(c.seg_upsample >= 1, "seg_upsample must be at least 1.")
+    need(not c.dist_token or (c.class_token and c.global_pool == "token"),
+         "A distillation token comes after a CLS token, and both are read by their heads "
+         "(global_pool='token').")
+    need(c.resize_mode in ("shortest", "square"), "resize_mode must be 'shortest' or 'square'.")
+    need(c.resize_size == 0 or c.resize_size >= c.img_size,
+         f"resize_size {c.resize_size} is smaller than the {c.img_size}-pixel crop taken from it.")
+    need(c.interpolation in ("bicubic", "bilinear", "nearest"),
+         "interpolation must be 'bicubic', 'bilinear' or 'nearest'.")
 
 
 # The text preset's vocabulary: the four special tokens, then the scene world's caption words in

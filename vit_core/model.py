@@ -120,6 +120,7 @@ class ViT(nn.Module):
         D = c.embed_dim
         self.patch_embed = PatchEmbed(c)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, D)) if c.class_token else None
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, D)) if c.dist_token else None  # DeiT
         self.pos_embed = nn.Parameter(torch.zeros(1, c.num_image_tokens, D))  # E_pos
         if c.has_text:
             self.text_embed = nn.Embedding(c.vocab_size, D)  # E, V x D
@@ -128,6 +129,7 @@ class ViT(nn.Module):
         self.norm = nn.LayerNorm(D, eps=c.norm_eps) if not c.fc_norm else nn.Identity()
         self.fc_norm = nn.LayerNorm(D, eps=c.norm_eps) if c.fc_norm else None
         self.head = nn.Linear(D, c.num_classes) if c.num_classes else None
+        self.head_dist = nn.Linear(D, c.num_classes) if c.num_classes and c.dist_token else None
         self.text_head = nn.Linear(D, c.vocab_size) if c.has_text and not c.tie_text_head else None
         r = c.seg_upsample
         self.seg_head = nn.Linear(D, c.seg_classes * r * r) if c.seg_classes else None
@@ -148,7 +150,8 @@ class ViT(nn.Module):
                 nn.init.trunc_normal_(m.weight, std=0.02)
                 if getattr(m, "bias", None) is not None:
                     nn.init.zeros_(m.bias)
-        for p in (self.pos_embed, getattr(self, "text_pos_embed", None), self.cls_token):
+        for p in (self.pos_embed, getattr(self, "text_pos_embed", None), self.cls_token,
+                  self.dist_token):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
 
@@ -161,8 +164,9 @@ class ViT(nn.Module):
                              f"got {C}x{Hpx}x{Wpx}; preprocess the image first.")
         patches = self.hook_patches(patchify(pixels, self.config.patch_size))  # (B, N, C*P*P)
         x = self.hook_patch_embed(self.patch_embed(patches))  # (B, N, D)  x_p E + b
-        if self.cls_token is not None:
-            x = torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)  # (B, N+1, D)
+        prefix = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        if prefix:
+            x = torch.cat([*prefix, x], dim=1)  # (B, N+1, D), or N+2 with DeiT's [DIST]
         if positions:  # switched off only by the experiments page
             x = x + self.pos_embed  # + E_pos
         if text_ids is not None:
@@ -215,9 +219,11 @@ class ViT(nn.Module):
             return self.hook_logits(F.linear(xt, w, b))  # (B, T, V)  X_f,txt E^T (tied)
         if self.head is None:
             return x
-        if self.config.global_pool == "token":
-            pooled = x[:, 0]  # (B, D)  the CLS token
-        else:
+        if self.config.global_pool == "avg":
             pooled = x[:, n_pre:n_img].mean(dim=1)  # (B, D)  mean over patch tokens
             pooled = self.fc_norm(pooled) if self.fc_norm is not None else pooled
-        return self.hook_logits(self.head(pooled))  # (B, K)
+            return self.hook_logits(self.head(pooled))  # (B, K)
+        logits = self.head(x[:, 0])  # (B, K)  from the CLS token
+        if self.head_dist is not None:  # DeiT at inference: the mean of the two heads
+            logits = (logits + self.head_dist(x[:, 1])) / 2
+        return self.hook_logits(logits)  # (B, K)

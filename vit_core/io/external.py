@@ -31,7 +31,12 @@ IMAGENET_FILE = Path(__file__).parent / "imagenet_classes.txt"
 # ones (what `torch.save(model.state_dict())` writes under transformers >= 5).
 HF_TOP = {"embeddings.cls_token": "cls_token", "embeddings.position_embeddings": "pos_embed",
           "embeddings.patch_embeddings.projection": "patch_embed.proj",
-          "layernorm": "norm", "classifier": "head"}
+          "layernorm": "norm", "classifier": "head",
+          # DeiT distilled (DeiTForImageClassificationWithTeacher): [DIST] and its own head
+          "embeddings.distillation_token": "dist_token", "cls_classifier": "head",
+          "distillation_classifier": "head_dist"}
+HF_MODEL_TYPES = ("vit", "deit")  # plain pre-LN ViTs; DeiT is a ViT trained differently
+HF_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL's numbers in processor configs
 HF_LAYER = {"layernorm_before": "norm1", "layernorm_after": "norm2",
             "attention.output.dense": "attn.proj", "attention.o_proj": "attn.proj",
             "intermediate.dense": "mlp.fc1", "output.dense": "mlp.fc2",
@@ -118,30 +123,36 @@ def _unwrap(obj, what: str) -> dict[str, torch.Tensor]:
 
 
 def is_hf_state(state: dict) -> bool:
-    """True if the keys are Hugging Face ViT names (`vit.embeddings...` or `embeddings...`)."""
-    return any(k.removeprefix("vit.").startswith("embeddings.patch_embeddings") for k in state)
+    """True if the keys are Hugging Face ViT/DeiT names (`vit.embeddings...`, `deit.embeddings...`
+    or `embeddings...`)."""
+    return any(_hf_key(k).startswith("embeddings.patch_embeddings") for k in state)
+
+
+def _hf_key(key: str) -> str:
+    return key.removeprefix("vit.").removeprefix("deit.")
 
 
 def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tensor]:
-    """Map a Hugging Face ViTForImageClassification / ViTModel state dict onto timm names.
+    """Map a Hugging Face ViTForImageClassification / ViTModel / DeiT (distilled or not) state
+    dict onto timm names.
 
     Args:
-        state: HF tensors, with or without the `vit.` prefix (ViTModel has none).
+        state: HF tensors, with or without the `vit.` / `deit.` prefix (ViTModel has none).
         hf_config: the folder's config.json, checked for an architecture `ViT` can run.
     Returns:
         a timm-named state dict; q, k, v are concatenated (in that order) into `attn.qkv`.
         Unknown keys pass through unchanged, so the strict loader names them.
     """
     cfg = hf_config or {}
-    if cfg.get("model_type", "vit") != "vit":
-        raise CheckpointError(f"This is a Hugging Face '{cfg['model_type']}' model; only plain "
-                              f"ViT ('vit') checkpoints are supported.")
+    if cfg.get("model_type", "vit") not in HF_MODEL_TYPES:
+        raise CheckpointError(f"This is a Hugging Face '{cfg['model_type']}' model, not a Vision "
+                              f"Transformer: only ViT and DeiT models can be shown here.")
     if cfg.get("hidden_act", "gelu") != "gelu":
         raise CheckpointError(f"hidden_act '{cfg['hidden_act']}' is not supported; ViT uses the "
                               f"exact GELU ('gelu').")
     out, qkv, ignored = {}, {}, []
     for key, value in state.items():
-        k = key.removeprefix("vit.")
+        k = _hf_key(key)
         if k.startswith("pooler.") or k == "embeddings.mask_token":
             ignored.append(key)  # ViTModel's pooler / MIM mask token: unused by a classifier
         elif m := HF_LAYER_KEY.match(k):
@@ -188,8 +199,8 @@ def infer_config(state: dict, hf_config: dict | None = None, num_heads: int | No
     if P != P2:
         raise ValueError(f"Non-square {P}x{P2} patches are not supported.")
     depth = len({int(m.group(1)) for k in state if (m := re.match(r"blocks\.(\d+)\.", k))})
-    class_token = "cls_token" in state
-    n = state["pos_embed"].shape[1] - int(class_token)
+    class_token, dist_token = "cls_token" in state, "dist_token" in state
+    n = state["pos_embed"].shape[1] - int(class_token) - int(dist_token)
     grid = math.isqrt(n)
     if grid * grid != n:
         raise ValueError(f"pos_embed has {n} patch positions, not a square grid (register tokens "
@@ -211,6 +222,7 @@ def infer_config(state: dict, hf_config: dict | None = None, num_heads: int | No
     return ViTConfig(
         img_size=img_size or grid * P, patch_size=P, in_chans=C, embed_dim=D, depth=depth,
         num_heads=heads, mlp_ratio=mlp_ratio, num_classes=num_classes, class_token=class_token,
+        dist_token=dist_token,
         global_pool="avg" if fc_norm or not class_token else "token", fc_norm=fc_norm,
         norm_eps=cfg.get("layer_norm_eps", 1e-6), qkv_bias="blocks.0.attn.qkv.bias" in state,
         mean=tuple(mean or (0.5,) * C), std=tuple(std or (0.5,) * C),
@@ -232,7 +244,7 @@ def resample_pos_embed(pos: torch.Tensor, new_grid: tuple[int, int], num_prefix:
     Args:
         pos: [1, prefix + g*g, D] position embeddings on a square g x g grid.
         new_grid: (rows, cols) of the new grid.
-        num_prefix: leading tokens (CLS) that are passed through unchanged.
+        num_prefix: leading tokens (CLS, DIST) that are passed through unchanged.
     Returns:
         [1, prefix + rows*cols, D], in pos's dtype.
     """
@@ -262,50 +274,94 @@ def looks_external(path: str | Path) -> bool:
         return False  # unreadable: load_checkpoint says so
 
 
-def _read_hf_folder(folder: Path) -> tuple[dict, dict]:
-    """config.json (+ preprocessor_config.json) and the weights of a save_pretrained folder."""
+def read_folder(folder: Path) -> tuple[dict, dict, dict]:
+    """A model folder's config.json, its preprocessor_config.json ({} if none) and its weights.
+
+    The folder is a Hugging Face `save_pretrained` folder (transformers' config.json) or a timm
+    Hub repo (config.json with `architecture` and `pretrained_cfg`); both keep the weights in
+    model.safetensors or pytorch_model.bin, possibly sharded.
+    """
     try:
         cfg = json.loads((folder / "config.json").read_text())
     except FileNotFoundError as e:
         raise CheckpointError(f"The folder '{folder.name}' has no config.json; expected a "
-                              f"Hugging Face save_pretrained folder.") from e
+                              f"Hugging Face or timm model folder.") from e
     except ValueError as e:
         raise CheckpointError(f"'{folder.name}/config.json' is not valid JSON ({e}).") from e
-    pre = folder / "preprocessor_config.json"
-    if pre.is_file():  # image_mean/std live here, not in config.json
-        cfg = {**json.loads(pre.read_text()), **cfg}
+    pre_file = folder / "preprocessor_config.json"
+    try:
+        pre = json.loads(pre_file.read_text()) if pre_file.is_file() else {}
+    except ValueError as e:
+        raise CheckpointError(f"'{folder.name}/preprocessor_config.json' is not valid JSON "
+                              f"({e}).") from e
     for name in ("model.safetensors", "pytorch_model.bin"):
         index = folder / f"{name}.index.json"  # sharded: the index names every shard
         if index.is_file():
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-            return cfg, {k: v for s in shards for k, v in read_state_dict(folder / s).items()}
+            return cfg, pre, {k: v for s in shards for k, v in read_state_dict(folder / s).items()}
         if (folder / name).is_file():
-            return cfg, read_state_dict(folder / name)
+            return cfg, pre, read_state_dict(folder / name)
     raise CheckpointError(f"The folder '{folder.name}' has config.json but no model.safetensors "
                           f"or pytorch_model.bin.")
 
 
+def preprocessing_from_hf(pre: dict, img_size: int) -> dict:
+    """ViTConfig's preprocessing fields from a transformers preprocessor_config.json.
+
+    ViTImageProcessor / DeiTImageProcessor resize both sides to `size` (a legacy int N means
+    N x N; the aspect ratio is not kept), then centre-crop `crop_size` if `do_center_crop`.
+    """
+    if not pre:
+        return {}
+    size = pre.get("size", img_size)
+    if isinstance(size, dict) and "shortest_edge" in size:
+        mode, r = "shortest", int(size["shortest_edge"])
+    else:
+        mode, r = "square", int(size.get("height", img_size) if isinstance(size, dict) else size)
+    crop = pre.get("crop_size", r) if pre.get("do_center_crop") else r
+    crop = int(crop.get("height", r) if isinstance(crop, dict) else crop)
+    r = round(r * img_size / crop) if crop != img_size else r  # the model runs at img_size
+    out = {"resize_mode": mode, "resize_size": max(r, img_size) if r != img_size else 0,
+           "interpolation": HF_RESAMPLE.get(pre.get("resample", 2), "bicubic")}
+    if "image_mean" in pre and "image_std" in pre:
+        out.update(mean=tuple(pre["image_mean"]), std=tuple(pre["image_std"]))
+    return out
+
+
+def preprocessing_from_timm(pcfg: dict, img_size: int) -> dict:
+    """ViTConfig's preprocessing fields from timm's pretrained_cfg (its eval transform):
+    the shorter side to floor(img_size / crop_pct), centre-crop img_size ("squash": both sides)."""
+    if not pcfg:
+        return {}
+    r = math.floor(img_size / float(pcfg.get("crop_pct") or 1.0))
+    interpolation = pcfg.get("interpolation", "bicubic")
+    out = {"resize_mode": "square" if pcfg.get("crop_mode") == "squash" else "shortest",
+           "resize_size": r if r != img_size else 0,
+           "interpolation": interpolation if interpolation in HF_RESAMPLE.values() else "bicubic"}
+    if pcfg.get("mean") and pcfg.get("std"):
+        out.update(mean=tuple(pcfg["mean"]), std=tuple(pcfg["std"]))
+    return out
+
+
 def load_external(path: str | Path, num_heads: int | None = None, img_size: int | None = None,
-                  mean=None, std=None) -> ViT:
+                  mean=None, std=None, name: str | None = None) -> ViT:
     """Load a timm / Hugging Face / plain-PyTorch ViT checkpoint into our ViT, in eval mode.
 
     Args:
         path: a state-dict file (.safetensors/.pth/.pt/.bin/.ckpt, optionally wrapped as
-            {"model": ...} etc.) or a Hugging Face save_pretrained folder (config.json + weights).
-        num_heads: H, when the checkpoint does not say (timm files); default D // 64.
+            {"model": ...} etc.), a Hugging Face save_pretrained folder, or a timm Hub repo folder.
+        num_heads: H, when the checkpoint does not say (bare timm files); default D // 64.
         img_size: run at another image size; position embeddings are resampled (bicubic).
-        mean, std: input normalisation, if not (0.5, 0.5, 0.5).
+        mean, std: input normalisation, if not what the folder's config says (default 0.5).
+        name: what to call the model (default: the file or folder name).
     """
     path = Path(path)
-    if path.is_dir():
-        hf_config, state = _read_hf_folder(path)
-        mean, std = mean or hf_config.get("image_mean"), std or hf_config.get("image_std")
-    else:
-        hf_config, state = None, read_state_dict(path)
-    hf = hf_config is not None or is_hf_state(state)
+    cfg, pre, state = read_folder(path) if path.is_dir() else (None, {}, read_state_dict(path))
+    timm_repo = cfg is not None and "architecture" in cfg
+    hf = not timm_repo and (cfg is not None or is_hf_state(state))
     if hf:
-        state = from_hf(state, hf_config)
-        hf_config = hf_config or {"layer_norm_eps": 1e-12}  # a bare HF file: HF's LayerNorm eps
+        state = from_hf(state, cfg)
+        cfg = cfg or {"layer_norm_eps": 1e-12}  # a bare HF file: HF's LayerNorm eps
     needed = ("patch_embed.proj.weight", "pos_embed", "blocks.0.mlp.fc1.weight")
     if any(k not in state for k in needed):
         also = (" (and has no ViT Explainer config in its metadata)"
@@ -313,14 +369,32 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
         raise CheckpointError(f"'{path.name}' does not look like a ViT checkpoint{also}: it lacks "
                               f"{', '.join(k for k in needed if k not in state)}. "
                               f"Its keys: {few(list(state))}.")
+    args = (cfg.get("model_args") or {}) if timm_repo else {}
     try:
-        config = infer_config(state, hf_config, num_heads, img_size, mean, std)
+        config = infer_config(state, cfg if hf else None, num_heads or args.get("num_heads"),
+                              img_size)
+        prep = (preprocessing_from_timm(cfg.get("pretrained_cfg") or {}, config.img_size)
+                if timm_repo else preprocessing_from_hf(pre, config.img_size))
+        prep.update({k: tuple(v) for k, v in (("mean", mean), ("std", std)) if v is not None})
+        if timm_repo:
+            prep.update(global_pool=cfg.get("global_pool", args.get("global_pool",
+                                                                    config.global_pool)),
+                        class_names=_timm_label_names(cfg, config))
+        config = config.replace(**prep)
     except ValueError as e:
         raise CheckpointError(f"'{path.name}': {e}") from e
     model = _build(state, config, path.name)
-    model.info = ModelInfo(name=path.name, source=str(path), trained=True, metrics={},
-                           description="Hugging Face checkpoint" if hf else "timm checkpoint")
+    kind = ("timm Hub repo" if timm_repo else "Hugging Face model" if hf else "timm checkpoint")
+    model.info = ModelInfo(name=name or path.name, source=str(path), trained=True, metrics={},
+                           description=kind)
     return model
+
+
+def _timm_label_names(cfg: dict, config: ViTConfig) -> tuple[str, ...]:
+    names = cfg.get("label_names") or ()
+    if len(names) == config.num_classes:
+        return tuple(str(n) for n in names)
+    return config.class_names
 
 
 def _build(state: dict, config: ViTConfig, what: str) -> ViT:
@@ -363,10 +437,10 @@ def from_timm_model(net, name: str, img_size: int | None = None) -> ViT:
         raise CheckpointError(f"timm's '{name}' is not a ViT; its keys: {few(list(state))}.")
     pcfg = dict(getattr(net, "pretrained_cfg", None) or {})
     try:
-        config = infer_config(state, num_heads=net.blocks[0].attn.num_heads, img_size=img_size,
-                              mean=pcfg.get("mean"), std=pcfg.get("std"))
+        config = infer_config(state, num_heads=net.blocks[0].attn.num_heads, img_size=img_size)
         config = config.replace(norm_eps=getattr(net.blocks[0].norm1, "eps", 1e-6),
-                                global_pool=getattr(net, "global_pool", config.global_pool))
+                                global_pool=getattr(net, "global_pool", config.global_pool),
+                                **preprocessing_from_timm(pcfg, config.img_size))
     except ValueError as e:
         raise CheckpointError(f"timm's '{name}': {e}") from e
     model = _build(state, config, f"timm:{name}")

@@ -100,25 +100,56 @@ def _grey_to_l(a: np.ndarray, bits: int | None) -> Image.Image:
     return Image.fromarray(np.rint(np.clip(a, 0.0, 1.0) * 255).astype(np.uint8))
 
 
+FILTERS = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
+           "nearest": Image.Resampling.NEAREST}
+
+
 def display_crop(img: Image.Image, config) -> Image.Image:
-    """The exact RGB square the model sees: shorter side resized, then centre-cropped.
+    """The exact RGB square the model sees: resized as the model's preprocessing says, then
+    centre-cropped to img_size x img_size.
 
     Args:
         img: any PIL image (converted to RGB).
-        config: object with ``img_size`` (int, side of the square input).
+        config: a ViTConfig (img_size, resize_mode, resize_to, interpolation); an object with
+            only ``img_size`` gets the shorter side resized to img_size, bicubic.
     """
     s = int(config.img_size)
+    r = int(getattr(config, "resize_to", s))
     img = img if img.mode == "RGB" else _to_rgb(img)
     w, h = img.size
-    # Size after "shorter side = s" (torchvision rounding: long side truncated).
-    new_w, new_h = (s, int(s * h / w)) if w <= h else (int(s * w / h), s)
-    left, top = round((new_w - s) / 2), round((new_h - s) / 2)
+    if getattr(config, "resize_mode", "shortest") == "square":
+        # Hugging Face's processors: both sides to `size` (the aspect ratio is not kept), then a
+        # centre crop whose offset is rounded down
+        new_w, new_h = r, r
+        left, top = (new_w - s) // 2, (new_h - s) // 2
+    else:  # timm / torchvision: shorter side = r, the long side truncated; crop offset rounded
+        new_w, new_h = (r, int(r * h / w)) if w <= h else (int(r * w / h), r)
+        left, top = round((new_w - s) / 2), round((new_h - s) / 2)  # half to even, as theirs
     sx, sy = w / new_w, h / new_h
     # Resizing only the source box that maps to the centre crop gives the same pixels as
     # resize-then-crop (PIL still reads neighbours outside the box for the filter), but
     # never builds the huge intermediate (6 -> 224 would turn 4000 px into ~149,000).
     box = (left * sx, top * sy, (left + s) * sx, (top + s) * sy)
-    return img.resize((s, s), Image.Resampling.BICUBIC, box=box, reducing_gap=None)
+    resample = FILTERS[getattr(config, "interpolation", "bicubic")]
+    return img.resize((s, s), resample, box=box, reducing_gap=None)
+
+
+def describe_preprocessing(config) -> str:
+    """One line saying what this model does to a photo, e.g. "resize the shorter side to 248,
+    centre-crop 224×224, bicubic, ImageNet mean/std"."""
+    s, r = config.img_size, config.resize_to
+    if config.resize_mode == "square":
+        size = f"resize to {r}×{r} (the aspect ratio is not kept)"
+    else:
+        size = f"resize the shorter side to {r}"
+    crop = f", centre-crop {s}×{s}" if r != s or config.resize_mode == "shortest" else ""
+    stats = {(0.5, 0.5, 0.5): "mean 0.5 / std 0.5 per channel",
+             (0.485, 0.456, 0.406): "ImageNet mean/std"}
+    norm = stats.get(tuple(round(m, 3) for m in config.mean), f"mean {config.mean}")
+    if norm == "ImageNet mean/std" and tuple(round(v, 3) for v in config.std) != (
+            0.229, 0.224, 0.225):
+        norm = f"mean {config.mean}, std {config.std}"
+    return f"{size}{crop}, {config.interpolation}, {norm}"
 
 
 def to_tensor(img: Image.Image) -> torch.Tensor:

@@ -384,7 +384,8 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
     except ValueError as e:
         raise CheckpointError(f"'{path.name}': {e}") from e
     model = _build(state, config, path.name)
-    kind = ("timm Hub repo" if timm_repo else "Hugging Face model" if hf else "timm checkpoint")
+    kind = ("timm Hub repo" if timm_repo else "Hugging Face checkpoint" if hf
+            else "timm checkpoint")
     model.info = ModelInfo(name=name or path.name, source=str(path), trained=True, metrics={},
                            description=kind)
     return model

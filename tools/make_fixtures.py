@@ -194,7 +194,12 @@ def build_timm(cfg: dict, fc_norm) -> VisionTransformer:
         attn_drop_rate=0.0,
         drop_path_rate=0.0,
     )
-    # it must be the plain pre-LN ViT: LayerNorm eps 1e-6 everywhere, exact GELU
+    assert_plain_timm_vit(model)
+    return model
+
+
+def assert_plain_timm_vit(model: VisionTransformer) -> None:
+    """It must be the plain pre-LN ViT: LayerNorm eps 1e-6 everywhere, exact GELU, no extras."""
     for name, mod in model.named_modules():
         if isinstance(mod, nn.LayerNorm):
             assert mod.eps == 1e-6, (name, mod.eps)
@@ -206,7 +211,6 @@ def build_timm(cfg: dict, fc_norm) -> VisionTransformer:
         assert isinstance(blk.attn.q_norm, nn.Identity) and isinstance(blk.attn.k_norm, nn.Identity)
     assert isinstance(model.norm_pre, nn.Identity)
     assert model.attn_pool is None and model.reg_token is None
-    return model
 
 
 @torch.no_grad()

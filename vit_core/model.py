@@ -218,12 +218,21 @@ class ViT(nn.Module):
             b = None if self.text_head is None else self.text_head.bias
             return self.hook_logits(F.linear(xt, w, b))  # (B, T, V)  X_f,txt E^T (tied)
         if self.head is None:
-            return x
+            return x  # a headless encoder (e.g. DINO): its output is the tokens themselves
+        return self.hook_logits(self.classify(x))  # (B, K)
+
+    def classify(self, x):
+        """Class logits from the final tokens X_f (B, S, D): what the class head reads.
+
+        "token": the CLS token (DeiT distilled: the mean of the CLS head and the DIST head);
+        "avg": the mean of the patch tokens (prefix tokens left out), then fc_norm if any.
+        """
+        n_img, n_pre = self.config.num_image_tokens, self.config.num_prefix_tokens
         if self.config.global_pool == "avg":
             pooled = x[:, n_pre:n_img].mean(dim=1)  # (B, D)  mean over patch tokens
             pooled = self.fc_norm(pooled) if self.fc_norm is not None else pooled
-            return self.hook_logits(self.head(pooled))  # (B, K)
+            return self.head(pooled)  # (B, K)
         logits = self.head(x[:, 0])  # (B, K)  from the CLS token
         if self.head_dist is not None:  # DeiT at inference: the mean of the two heads
             logits = (logits + self.head_dist(x[:, 1])) / 2
-        return self.hook_logits(logits)  # (B, K)
+        return logits

@@ -9,15 +9,16 @@ import torch
 def logit_lens(model, trace) -> torch.Tensor:
     """The classifier's logits read off after every block (the "logit lens").
 
-    Each layer's CLS vector goes through the final LayerNorm and the class head, as if the
+    The residual stream after each block goes through the model's own final LayerNorm, pooling
+    (CLS, CLS + DIST, or the mean of the patch tokens with fc_norm) and class head, as if the
     network stopped there. Row 0 is the embedding, row l+1 the output of block l; the last row
-    equals the model's real logits.
+    equals the model's logits.
 
     Returns:
         [L + 1, K] logits.
     """
     c = model.config
-    if not c.num_classes or not c.class_token:
-        raise ValueError("The logit lens here reads the CLS token of a classifier.")
-    rows = [trace["embed"][0]] + [trace[f"blocks.{i}.resid_post"][0] for i in range(c.depth)]
-    return model.head(model.norm(torch.stack(rows)))
+    if not c.num_classes:
+        raise ValueError("This model has no class head, so there are no class logits to read.")
+    rows = [trace["embed"]] + [trace[f"blocks.{i}.resid_post"] for i in range(c.depth)]
+    return model.classify(model.norm(torch.stack(rows)))  # [L+1, S, D] -> [L+1, K]

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from ui import controls, figures, state
+from ui import controls, figures, keys, state
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -28,7 +28,7 @@ with cols[0]:
 with cols[1]:
     p = controls.patch(c, label="Token: patch")
 with cols[2]:
-    use_cls = c.class_token and st.toggle("Use the CLS token", key="mlp_cls")
+    use_cls = c.class_token and st.toggle("Use the CLS token", key=keys.MLP_CLS)
 i = 0 if use_cls else p + pre
 u = tr[f"blocks.{layer}.mlp.pre"][i]
 gelu_u = tr[f"blocks.{layer}.mlp.post"][i]
@@ -46,7 +46,7 @@ with left:
                                  font=dict(size=14)), height=360,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title="U (before)",
                       yaxis_title="GELU(U) (after)", legend=dict(orientation="h", y=-0.2))
-    st.plotly_chart(fig, key="mlp_gelu")
+    st.plotly_chart(fig, key=keys.MLP_GELU)
 with right:
     st.metric("hidden units switched on (U > 0)", f"{active:.1%}",
               help="GELU passes positive inputs almost unchanged and squashes negative ones.")
@@ -55,7 +55,7 @@ with right:
         x=top.values.numpy(), y=[f"unit {int(j)}" for j in top.indices], orientation="h"))
         .update_layout(title=dict(text="its 10 most active hidden units", font=dict(size=14)),
                        height=320, margin=dict(l=0, r=0, t=30, b=0),
-                       yaxis=dict(autorange="reversed")), key="mlp_top")
+                       yaxis=dict(autorange="reversed")), key=keys.MLP_TOP)
     mid, out = tr[f"blocks.{layer}.resid_mid"][i], tr[f"blocks.{layer}.mlp_out"][i]
     st.write(f"‖X'‖ = {float(mid.norm()):.2f} before, the MLP adds a vector of norm "
              f"{float(out.norm()):.2f}, giving ‖X_out‖ = "
@@ -73,7 +73,7 @@ fig = go.Figure([
                mode="lines+markers")])
 fig.update_layout(barmode="stack", height=360, margin=dict(l=0, r=0, t=10, b=0),
                   legend=dict(orientation="h", y=1.1), yaxis_title="vector norm")
-st.plotly_chart(fig, key="mlp_resid")
+st.plotly_chart(fig, key=keys.MLP_RESID)
 st.caption("Bars: the size of what each sublayer adds; line: the size of the token afterwards "
            "(additions can point in different directions, so they need not add up).")
 share = np.array(mlp_norm) / (np.array(mlp_norm) + np.array(attn_norm))

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from ui import figures, show, state
+from ui import figures, keys, show, state
 from vit_core.explain.segmentation import class_map
 
 inp, name, model, prep, tr = state.load_current()
@@ -44,7 +44,7 @@ with right:
         found = {names[k]: float((labels == k).mean()) for k in np.unique(labels)}
         st.dataframe([{"class": k, "share of the image": f"{v:.1%}"} for k, v in
                       sorted(found.items(), key=lambda kv: -kv[1])], hide_index=True,
-                     key="seg_table")
+                     key=keys.SEG_TABLE)
     else:
         st.warning(f"{name} has no segmentation head. The bundled shapes-classifier has one; "
                    "the colours on the left still show how its patch tokens group.")

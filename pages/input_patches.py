@@ -30,9 +30,7 @@ with right:
     p = controls.patch(c)
     r, col = divmod(p, g)
     st.subheader(f"Patch {p}: row {r}, column {col}")
-    crop = np.asarray(prep.crop)
-    tile = crop[r * P:(r + 1) * P, col * P:(col + 1) * P].transpose(2, 0, 1) / 255.0  # [C, P, P]
-    show.image(figures.array_image(tile, 224),
+    show.image(figures.enlarged_patch(prep.crop, r, col, P, 224),
                f"pixels {r * P}–{(r + 1) * P - 1} down, {col * P}–{(col + 1) * P - 1} across, "
                "enlarged", "patch-enlarged")
 vec = tr["patches"][p].numpy()  # the live row of X_patch (normalised pixel values)

@@ -2,7 +2,6 @@
 
 import numpy as np
 import streamlit as st
-from PIL import Image
 
 from ui import figures, keys, show, state
 from vit_core.explain.segmentation import class_map
@@ -35,10 +34,7 @@ with right:
     if "seg_logits" in tr:
         labels = class_map(tr["seg_logits"], g, c.img_size).numpy()
         names = ["background"] + list(c.class_names or range(c.seg_classes - 1))
-        palette = (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
-                   figures.class_colours(c.seg_classes - 1)])).astype(np.uint8)
-        painted = Image.fromarray(palette[labels])
-        show.image(Image.blend(prep.crop, painted, 0.55),
+        show.image(figures.class_map_image(prep.crop, labels, c.seg_classes - 1),
                    f"each pixel's class from the per-patch head ({c.seg_upsample}×"
                    f"{c.seg_upsample} cells per patch, upsampled bilinearly)", "class-map")
         found = {names[k]: float((labels == k).mean()) for k in np.unique(labels)}

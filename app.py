@@ -6,7 +6,7 @@ process.tune()  # before torch loads: the server's own allocator and OpenMP sett
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, presenter, share, sidebar, state  # noqa: E402
+from ui import controls, icon, keys, presenter, share, sidebar, state  # noqa: E402
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {
@@ -23,7 +23,7 @@ STAGES = {
     "experiments": ("pages/experiments.py", "10 · Experiments", ":material/science:"),
 }
 share.load_once()  # a shared link restores its view before any widget exists
-presenting = bool(st.session_state.get("presenter"))
+presenting = bool(st.session_state.get(keys.PRESENTER))
 st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout="wide",
                    initial_sidebar_state="collapsed" if presenting else "auto")
 start = st.query_params.get("page", "overview")
@@ -34,9 +34,9 @@ stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_pat
 controls.keep_shared()  # layer / head / patch survive moving between pages
 sidebar.draw(stage)  # after st.navigation and before pg.run(): uploads reach the session reliably
 controls.remember_sidebar()
-controls.clamp(state.get_model(st.session_state["model"]).config)
+controls.clamp(state.get_model(st.session_state[keys.MODEL]).config)
 share.write(stage)
-if st.session_state.get("presenter"):
+if st.session_state.get(keys.PRESENTER):
     presenter.header(STAGES, stage)
 pg.run()
 sidebar.fingerprint()

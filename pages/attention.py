@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, figures, show, state
+from ui import controls, figures, keys, show, state
 from vit_core.explain.attention import max_entropy
 
 inp, name, model, prep, tr = state.load_current()
@@ -30,7 +30,7 @@ st.latex(rf"A = \mathrm{{softmax}}\!\left(\frac{{QK^\top}}{{\sqrt{{{dk}}}}} + M\
          rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in\mathbb{{R}}^{{{S}\times"
          rf"{dk}}}")
 view = st.radio("Show", ["raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A"],
-                index=2, horizontal=True, key="attn_view")
+                index=2, horizontal=True, key=keys.ATTN_VIEW)
 if view.startswith("raw"):
     z, title, scale = scores * dk**0.5, "raw scores q·k", "RdBu_r"
 elif view.startswith("scaled"):
@@ -40,7 +40,7 @@ else:
 st.plotly_chart(figures.matrix_heatmap(
     z.numpy(), f"Layer {layer}, head {head}: {title}, {S}×{S}", row_labels=labels[:S],
     col_labels=labels[:S], highlight_row=p + pre, colorscale=scale,
-    zmid=None if scale == "Viridis" else 0.0, height=560), key="attn_matrix")
+    zmid=None if scale == "Viridis" else 0.0, height=560), key=keys.ATTN_MATRIX)
 st.caption("Rows are queries, columns are keys; hover a cell to see which token looks at which. "
            "The selected patch's row is outlined.")
 
@@ -84,14 +84,14 @@ left, right = st.columns(2)
 with left:
     st.plotly_chart(figures.line_chart(
         range(L), {f"head {h}": dist[:, h] for h in range(H)}, "Mean attention distance",
-        "layer", "pixels", mode="markers"), key="attn_distance")
+        "layer", "pixels", mode="markers"), key=keys.ATTN_DISTANCE)
     st.caption("How far, in pixels, a patch looks on average (the ViT paper's Figure 7, right).")
 with right:
     st.plotly_chart(figures.matrix_heatmap(
         ent, f"Attention entropy (nats; uniform = {max_entropy(S):.2f})",
         row_labels=[f"layer {i}" for i in range(L)], col_labels=[f"head {h}" for h in range(H)],
         colorscale="Viridis", zmid=None, square=False, height=320, value_name="entropy"),
-        key="attn_entropy")
+        key=keys.ATTN_ENTROPY)
     st.caption("Low entropy: a head that focuses on a few tokens; high: one that averages.")
 st.info("What to notice: early heads mix local and global distances, while late heads in a "
         "trained model concentrate on the object; rollout shows where the final CLS token's "

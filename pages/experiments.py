@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, figures, state
+from ui import controls, figures, keys, state
 from vit_core import generate
 
 inp, name, model, prep, tr = state.load_current()
@@ -25,14 +25,14 @@ KINDS = {
     "Shuffle the patches and remove positions": "shuffle_no_positions",
     "Apply another attention mask": "mask",
 }
-choice = st.radio("Intervention", list(KINDS), key="exp_kind", horizontal=True)
+choice = st.radio("Intervention", list(KINDS), key=keys.EXP_KIND, horizontal=True)
 kind = KINDS[choice]
 arg: tuple = ()
 if kind == "heads":
     layer = controls.layer(c)
     options = [f"layer {layer} head {h}" for h in range(H)]
     picked = st.multiselect(f"Heads to switch off in layer {layer}", options,
-                            default=options[:1], key="exp_heads")
+                            default=options[:1], key=keys.EXP_HEADS)
     arg = tuple((layer, int(p.split()[-1])) for p in picked)
     st.caption("Switching a head off sets its output A·V to zero before W_O; with every head "
                "of a layer off, only W_O's bias is left of that layer's attention output.")
@@ -43,13 +43,13 @@ elif kind == "occlude":
     around = [rr * g + cc for rr in range(r - 1, r + 2) for cc in range(col - 1, col + 2)
               if 0 <= rr < g and 0 <= cc < g]
     picked = st.multiselect("Patches to grey out", list(range(N)), default=around,
-                            key="exp_patches")
+                            key=keys.EXP_PATCHES)
     arg = tuple(sorted(picked))
     st.caption("Greyed-out patches are set to the normalisation mean (mid-grey).")
 elif kind in ("shuffle", "shuffle_no_positions"):
-    arg = (int(st.number_input("Shuffle seed", 0, 10_000, 0, key="exp_seed")),)
+    arg = (int(st.number_input("Shuffle seed", 0, 10_000, 0, key=keys.EXP_SEED)),)
 elif kind == "mask":
-    arg = (st.selectbox("Mask", ["causal", "prefix", "full"], key="exp_mask"),)
+    arg = (st.selectbox("Mask", ["causal", "prefix", "full"], key=keys.EXP_MASK),)
 
 text_ids = None
 if c.has_text:  # score the model's own caption before and after
@@ -63,10 +63,10 @@ if c.num_classes:
     p0, p1 = base.logits.softmax(-1).numpy(), after.logits.softmax(-1).numpy()
     with left:
         st.subheader("Before")
-        st.plotly_chart(figures.top_k_bars(p0, names), key="exp_before")
+        st.plotly_chart(figures.top_k_bars(p0, names), key=keys.EXP_BEFORE)
     with right:
         st.subheader("After: " + choice.lower())
-        st.plotly_chart(figures.top_k_bars(p1, names), key="exp_after")
+        st.plotly_chart(figures.top_k_bars(p1, names), key=keys.EXP_AFTER)
     b0, b1 = int(p0.argmax()), int(p1.argmax())
     verdict = ("The prediction did not change" if b0 == b1 else
                f"The prediction changed from **{names[b0]}** to **{names[b1]}**")
@@ -80,7 +80,7 @@ else:
         rows.append({"next word": tok[nxt],
                      "P before": f"{float(base.logits[t].softmax(-1)[nxt]):.1%}",
                      "P after": f"{float(after.logits[t].softmax(-1)[nxt]):.1%}"})
-    st.dataframe(rows, hide_index=True, key="exp_caption")
+    st.dataframe(rows, hide_index=True, key=keys.EXP_CAPTION)
 WHY = {
     "heads": "Heads work in parallel and their outputs are added, so removing one rarely breaks "
              "a trained model; removing a whole late layer's heads usually hurts more.",

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, show, state
+from ui import controls, figures, keys, show, state
 from vit_core.io.images import denormalize
 
 inp, name, model, prep, tr = state.load_current()
@@ -19,27 +19,25 @@ st.write(
 st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{P}}}\cdot"
          rf"\frac{{{c.img_size}}}{{{P}}} = {N},\qquad X_\mathrm{{patch}} = \mathcal{{U}}(X_\mathrm"
          rf"{{img}}) \in \mathbb{{R}}^{{{N}\times {CPP}}}")
-p = st.session_state["patch"]
+p = st.session_state[keys.PATCH]
 left, right = st.columns([3, 2])
 with left:
     st.plotly_chart(figures.patch_grid(prep.crop, P, selected=p, show_index=g <= 16),
-                    key="grid_click", on_select=lambda: controls.select_patch_from_chart(
-                        "grid_click"), selection_mode="points")
+                    key=keys.GRID_CLICK, on_select=lambda: controls.select_patch_from_chart(
+                        keys.GRID_CLICK), selection_mode="points")
     st.caption(f"{inp.label} · click a patch to select it")
 with right:
     p = controls.patch(c)
     r, col = divmod(p, g)
     st.subheader(f"Patch {p}: row {r}, column {col}")
-    crop = np.asarray(prep.crop)
-    tile = crop[r * P:(r + 1) * P, col * P:(col + 1) * P].transpose(2, 0, 1) / 255.0  # [C, P, P]
-    show.image(figures.array_image(tile, 224),
+    show.image(figures.enlarged_patch(prep.crop, r, col, P, 224),
                f"pixels {r * P}–{(r + 1) * P - 1} down, {col * P}–{(col + 1) * P - 1} across, "
                "enlarged", "patch-enlarged")
 vec = tr["patches"][p].numpy()  # the live row of X_patch (normalised pixel values)
 st.plotly_chart(figures.vector_strip(
     vec, f"Patch {p} flattened: {CPP} numbers, one row per colour channel (normalised values)",
     rows=c.in_chans, row_names=["R", "G", "B"][: c.in_chans], height=170),
-    key="patch_vector")
+    key=keys.PATCH_VECTOR)
 back = denormalize(tr["patches"][p].reshape(c.in_chans, P, P), c)  # undo the normalisation
 st.caption(f"First values: {np.array2string(vec[:6], precision=3)} … — pixel (0, 0) of patch "
            f"{p} is R={back[0, 0, 0] * 255:.0f} before normalisation by mean {c.mean[0]} and "
@@ -47,12 +45,12 @@ st.caption(f"First values: {np.array2string(vec[:6], precision=3)} … — pixel
 st.plotly_chart(figures.matrix_heatmap(
     tr["patches"].numpy(), f"X_patch: all {N} patches × {CPP} values (row {p} outlined)",
     highlight_row=p, square=False, height=360, value_name="normalised pixel"),
-    key="patch_matrix")
+    key=keys.PATCH_MATRIX)
 
 st.subheader("What if the patches were another size?")
 sizes = [s for s in (8, 14, 16, 28, 32) if c.img_size % s == 0]
 what_if = st.select_slider("Patch size P", sizes, value=P if P in sizes else sizes[-1],
-                           key="what_if_p")
+                           key=keys.WHAT_IF_P)
 rows = []
 for s in sizes:
     n = (c.img_size // s) ** 2
@@ -61,7 +59,7 @@ for s in sizes:
                  "values per patch (C·P²)": c.in_chans * s * s,
                  "attention entries per head (S²)": S * S,
                  "× this model's": round(S * S / (N + c.num_prefix_tokens) ** 2, 2)})
-st.dataframe(rows, hide_index=True, key="what_if_table")
+st.dataframe(rows, hide_index=True, key=keys.WHAT_IF_TABLE)
 n_new = (c.img_size // what_if) ** 2
 st.write(f"With P = {what_if}: N = ({c.img_size}/{what_if})² = **{n_new}** patches, and each "
          f"attention head would compare **{(n_new + c.num_prefix_tokens) ** 2:,}** query–key "

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, state
+from ui import controls, figures, keys, state
 from vit_core.explain.tokens import token_stats
 
 inp, name, model, prep, tr = state.load_current()
@@ -29,8 +29,8 @@ with cols[1]:
 with cols[2]:
     p = controls.patch(c, label="Query patch")
 with cols[3]:
-    kp = st.number_input("Key patch", 0, c.num_patches - 1, key="key_patch")
-use_cls = c.class_token and st.toggle("Use the CLS token as the query", key="query_is_cls")
+    kp = st.number_input("Key patch", 0, c.num_patches - 1, key=keys.KEY_PATCH)
+use_cls = c.class_token and st.toggle("Use the CLS token as the query", key=keys.QUERY_IS_CLS)
 i = 0 if use_cls else p + pre  # token index of the query
 j = int(kp) + pre  # token index of the key
 
@@ -47,7 +47,7 @@ m[2].metric("mean after", f"{after['mean']:.3f}")
 m[3].metric("std after", f"{after['std']:.3f}")
 st.plotly_chart(figures.histogram_pair(x_in[i].numpy(), x_ln[i].numpy(),
                                        names=("before LN", "after LN (with γ, β)"),
-                                       title=f"the {D} values of {labels[i]}"), key="ln_hist")
+                                       title=f"the {D} values of {labels[i]}"), key=keys.LN_HIST)
 st.caption("After the division every token has mean 0 and std 1; γ and β then move it to where "
            "this layer wants it, which is why the 'after' numbers are not exactly 0 and 1.")
 
@@ -60,7 +60,7 @@ for col, mat, nm in zip(hc, (q, k, v), "QKV", strict=True):
     col.plotly_chart(figures.matrix_heatmap(
         mat.numpy(), f"{nm} of head {head}: {S}×{dk}", row_labels=labels[:S],
         highlight_row=i if nm == "Q" else j if nm == "K" else None, square=False, height=380),
-        key=f"qkv_{nm}")
+        key=keys.qkv(nm))
 
 st.subheader("One attention score, by hand")
 dot = float(q[i] @ k[j])

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, state
+from ui import figures, keys, state
 from vit_core import allowed_keys, bundled_models
 from vit_core.explain.generation import tokenizer_for
 
@@ -32,7 +32,7 @@ models = {m: state.get_model(m) for m in captioners}
 cap = models[captioners[0]]
 cc = cap.config
 caption = st.text_input("Caption fed to the text stream", "a red ball on the grass",
-                        key="mask_caption", max_chars=2000)
+                        key=keys.MASK_CAPTION, max_chars=2000)
 enc = tokenizer_for(cap).encode(caption, max_len=cc.max_text_len)
 if enc.notice:
     st.warning(enc.notice)
@@ -44,11 +44,11 @@ cols = st.columns(3)
 for col, kind in zip(cols, ("full", "causal", "prefix"), strict=True):
     allowed = allowed_keys(kind, n_img, n_txt)
     col.plotly_chart(figures.mask_figure(allowed.numpy(), n_img, f"{kind}: {S}×{S}"),
-                     key=f"mask_{kind}")
+                     key=keys.mask_kind(kind))
 visible = {k: allowed_keys(k, n_img, n_txt).sum(1).numpy() for k in ("causal", "prefix")}
 st.plotly_chart(figures.line_chart(range(S), visible, "How many keys each query may see",
                                    "query position (image tokens first, then text)",
-                                   "visible keys"), key="mask_visible")
+                                   "visible keys"), key=keys.MASK_VISIBLE)
 st.caption(f"Under the causal mask the first image patch sees only itself and patch i sees "
            f"i + 1 tokens; under the prefix mask every image token sees all {n_img} image "
            f"tokens. Text tokens see the same keys under both.")
@@ -56,9 +56,9 @@ st.caption(f"Under the causal mask the first image patch sees only itself and pa
 st.subheader("The trained attention, live")
 c1, c2 = st.columns(2)
 with c1:
-    layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key="mask_layer")
+    layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key=keys.MASK_LAYER)
 with c2:
-    head = st.slider("Head", 0, cc.num_heads - 1, 0, key="mask_head")
+    head = st.slider("Head", 0, cc.num_heads - 1, 0, key=keys.MASK_HEAD)
 runs = ([(m, models[m].config.default_mask) for m in captioners] if len(captioners) > 1
         else [(captioners[0], "prefix"), (captioners[0], "causal")])
 cols = st.columns(len(runs))
@@ -66,7 +66,7 @@ for col, (m, kind) in zip(cols, runs, strict=True):
     t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
     col.plotly_chart(figures.matrix_heatmap(
         t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
-        zmid=None, height=380), key=f"mask_live_{m}_{kind}")
+        zmid=None, height=380), key=keys.mask_live(m, kind))
     info = models[m].info
     col.markdown(f"Its caption for this image (greedy): **“{state.greedy_caption(inp, m, kind)}”**")
     if info.metrics.get("exact_match") is not None:
@@ -75,7 +75,7 @@ for col, (m, kind) in zip(cols, runs, strict=True):
     scored = state.scores(inp, m, caption, mask=kind)
     col.dataframe([{"word": w, "P(word)": f"{p:.1%}"} for w, p in
                    zip(scored.words, scored.probs, strict=True)], hide_index=True,
-                  key=f"mask_scores_{m}_{kind}")
+                  key=keys.mask_scores(m, kind))
 if trained:
     st.caption("The bundled captioners were trained with label smoothing 0.05, so a word they "
                "are sure of gets about 95 %, not 100 %.")
@@ -91,9 +91,9 @@ names = list(clf.config.class_names) or [f"class {k}" for k in range(clf.config.
 full = state.trace(inp, clf_name).logits.softmax(-1).numpy()
 causal = state.trace(inp, clf_name, mask="causal").logits.softmax(-1).numpy()
 left, right = st.columns(2)
-left.plotly_chart(figures.top_k_bars(full, names), key="clf_full")
+left.plotly_chart(figures.top_k_bars(full, names), key=keys.CLF_FULL)
 left.caption(f"{clf_name} as trained (full attention)")
-right.plotly_chart(figures.top_k_bars(causal, names), key="clf_causal")
+right.plotly_chart(figures.top_k_bars(causal, names), key=keys.CLF_CAUSAL)
 right.caption("the same model with a causal mask")
 st.write(f"CLS sits at position 0, so under a causal mask it can attend only to itself in "
          f"every layer: its final vector no longer depends on the image at all. The prediction "

@@ -1,11 +1,10 @@
 """Stage 6: the MLP of one token: LN2 -> W_1 -> GELU -> W_2 -> residual, and the residual stream."""
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from ui import controls, figures, state
+from ui import controls, figures, keys, state
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -28,7 +27,7 @@ with cols[0]:
 with cols[1]:
     p = controls.patch(c, label="Token: patch")
 with cols[2]:
-    use_cls = c.class_token and st.toggle("Use the CLS token", key="mlp_cls")
+    use_cls = c.class_token and st.toggle("Use the CLS token", key=keys.MLP_CLS)
 i = 0 if use_cls else p + pre
 u = tr[f"blocks.{layer}.mlp.pre"][i]
 gelu_u = tr[f"blocks.{layer}.mlp.post"][i]
@@ -37,25 +36,15 @@ active = float((u > 0).float().mean())
 left, right = st.columns(2)
 with left:
     xs = torch.linspace(float(u.min()) - 0.5, float(u.max()) + 0.5, 400)
-    fig = go.Figure([
-        go.Scatter(x=xs.numpy(), y=torch.nn.functional.gelu(xs).numpy(), name="GELU(x)",
-                   mode="lines", line=dict(color="#888")),
-        go.Scatter(x=u.numpy(), y=gelu_u.numpy(), name=f"{labels[i]}: {F_} hidden units",
-                   mode="markers", marker=dict(size=4, opacity=0.6))])
-    fig.update_layout(title=dict(text=f"GELU with this token's {F_} pre-activations",
-                                 font=dict(size=14)), height=360,
-                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title="U (before)",
-                      yaxis_title="GELU(U) (after)", legend=dict(orientation="h", y=-0.2))
-    st.plotly_chart(fig, key="mlp_gelu")
+    st.plotly_chart(figures.gelu_scatter(u.numpy(), gelu_u.numpy(), xs.numpy(),
+                                         torch.nn.functional.gelu(xs).numpy(), labels[i]),
+                    key=keys.MLP_GELU)
 with right:
     st.metric("hidden units switched on (U > 0)", f"{active:.1%}",
               help="GELU passes positive inputs almost unchanged and squashes negative ones.")
     top = torch.topk(gelu_u, 10)
-    st.plotly_chart(go.Figure(go.Bar(
-        x=top.values.numpy(), y=[f"unit {int(j)}" for j in top.indices], orientation="h"))
-        .update_layout(title=dict(text="its 10 most active hidden units", font=dict(size=14)),
-                       height=320, margin=dict(l=0, r=0, t=30, b=0),
-                       yaxis=dict(autorange="reversed")), key="mlp_top")
+    st.plotly_chart(figures.top_units_bars(top.values.numpy(), top.indices.tolist()),
+                    key=keys.MLP_TOP)
     mid, out = tr[f"blocks.{layer}.resid_mid"][i], tr[f"blocks.{layer}.mlp_out"][i]
     st.write(f"‖X'‖ = {float(mid.norm()):.2f} before, the MLP adds a vector of norm "
              f"{float(out.norm()):.2f}, giving ‖X_out‖ = "
@@ -66,14 +55,7 @@ attn_norm = [float(tr[f"blocks.{j}.attn_out"][i].norm()) for j in range(L)]
 mlp_norm = [float(tr[f"blocks.{j}.mlp_out"][i].norm()) for j in range(L)]
 resid = [float(tr["embed"][i].norm())] + [float(tr[f"blocks.{j}.resid_post"][i].norm())
                                           for j in range(L)]
-fig = go.Figure([
-    go.Bar(x=[f"block {j}" for j in range(L)], y=attn_norm, name="‖attention output‖"),
-    go.Bar(x=[f"block {j}" for j in range(L)], y=mlp_norm, name="‖MLP output‖"),
-    go.Scatter(x=["embed"] + [f"block {j}" for j in range(L)], y=resid, name="‖residual‖ after",
-               mode="lines+markers")])
-fig.update_layout(barmode="stack", height=360, margin=dict(l=0, r=0, t=10, b=0),
-                  legend=dict(orientation="h", y=1.1), yaxis_title="vector norm")
-st.plotly_chart(fig, key="mlp_resid")
+st.plotly_chart(figures.residual_norms(attn_norm, mlp_norm, resid), key=keys.MLP_RESID)
 st.caption("Bars: the size of what each sublayer adds; line: the size of the token afterwards "
            "(additions can point in different directions, so they need not add up).")
 share = np.array(mlp_norm) / (np.array(mlp_norm) + np.array(attn_norm))

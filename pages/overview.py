@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, state
+from ui import figures, keys, state
 from ui.tables import stage_table
 from vit_core.trace import symbol_sizes
 
@@ -24,7 +24,7 @@ st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.
 left, right = st.columns([1, 1])
 with left:
     st.subheader("What the model sees")
-    st.plotly_chart(figures.patch_grid(prep.crop, c.patch_size), key="overview_grid")
+    st.plotly_chart(figures.patch_grid(prep.crop, c.patch_size), key=keys.OVERVIEW_GRID)
     st.caption(f"{inp.label} · resized and centre-cropped to {c.img_size}×{c.img_size}, "
                f"{c.grid}×{c.grid} = {c.num_patches} patches")
 with right:
@@ -32,17 +32,17 @@ with right:
     if c.num_classes:
         probs = tr.logits.softmax(-1).numpy()
         names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
-        st.plotly_chart(figures.top_k_bars(probs, names), key="overview_topk")
+        st.plotly_chart(figures.top_k_bars(probs, names), key=keys.OVERVIEW_TOPK)
     else:
         caption_slot = st.empty()  # filled last: a caption is one forward pass per word
 st.subheader("Every stage, with the shape it had just now")
-st.dataframe(stage_table(tr), hide_index=True, key="overview_table")
+st.dataframe(stage_table(tr), hide_index=True, key=keys.OVERVIEW_TABLE)
 st.info("What to notice: the token count S stays the same through every block; only the "
         "attention pattern is S×S, which is why smaller patches cost quadratically more.")
 if not c.num_classes:
     with caption_slot.container(), st.spinner("Writing its caption, one forward pass per word…"):
         gen = state.generation(inp, name, mask=state.chosen_mask())
         st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
-        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key="overview_words")
+        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
         st.caption("Each bar: how sure the model was of that word when it wrote it "
                    "([EOS] ends the caption). The Logits page steps through it.")

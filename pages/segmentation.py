@@ -2,9 +2,8 @@
 
 import numpy as np
 import streamlit as st
-from PIL import Image
 
-from ui import figures, show, state
+from ui import figures, keys, show, state
 from vit_core.explain.segmentation import class_map
 
 inp, name, model, prep, tr = state.load_current()
@@ -35,16 +34,13 @@ with right:
     if "seg_logits" in tr:
         labels = class_map(tr["seg_logits"], g, c.img_size).numpy()
         names = ["background"] + list(c.class_names or range(c.seg_classes - 1))
-        palette = (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
-                   figures.class_colours(c.seg_classes - 1)])).astype(np.uint8)
-        painted = Image.fromarray(palette[labels])
-        show.image(Image.blend(prep.crop, painted, 0.55),
+        show.image(figures.class_map_image(prep.crop, labels, c.seg_classes - 1),
                    f"each pixel's class from the per-patch head ({c.seg_upsample}×"
                    f"{c.seg_upsample} cells per patch, upsampled bilinearly)", "class-map")
         found = {names[k]: float((labels == k).mean()) for k in np.unique(labels)}
         st.dataframe([{"class": k, "share of the image": f"{v:.1%}"} for k, v in
                       sorted(found.items(), key=lambda kv: -kv[1])], hide_index=True,
-                     key="seg_table")
+                     key=keys.SEG_TABLE)
     else:
         st.warning(f"{name} has no segmentation head. The bundled shapes-classifier has one; "
                    "the colours on the left still show how its patch tokens group.")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, state
+from ui import figures, keys, state
 from vit_core import PRESETS
 from vit_core.explain.flops import attention_share, stage_rows, total_flops, total_params
 
@@ -42,7 +42,7 @@ for r in mine:
                  "GFLOPs (all layers)": f"{r['flops'] * r['times'] / 1e9:.4f}",
                  "ViT-B/16 shape": b16.get("shape", "—"),
                  "ViT-B/16 GFLOPs": f"{b16['flops'] * b16['times'] / 1e9:.3f}" if b16 else "—"})
-st.dataframe(rows, hide_index=True, key="shape_table", height=680)
+st.dataframe(rows, hide_index=True, key=keys.SHAPE_TABLE, height=680)
 m = st.columns(4)
 m[0].metric(f"{name} parameters", f"{total_params(c) / 1e6:.2f} M")
 m[1].metric(f"{name} GFLOPs", f"{total_flops(c, tr.n_text) / 1e9:.2f}")
@@ -60,7 +60,7 @@ for pname, prm in model.named_parameters():
     groups[key] = groups.get(key, 0) + prm.numel()
 st.dataframe([{"component": k, "parameters": f"{v:,}", "share": f"{v / total_params(c):.1%}"}
               for k, v in sorted(groups.items(), key=lambda kv: -kv[1])], hide_index=True,
-             key="param_table")
+             key=keys.PARAM_TABLE)
 
 st.subheader("Attention cost against patch size")
 sizes = [s for s in (8, 14, 16, 28, 32, 56) if c.img_size % s == 0]
@@ -70,7 +70,7 @@ st.plotly_chart(figures.line_chart(
             "QKᵀ and AV GFLOPs": [total_flops(k) * attention_share(k) / 1e9
                                   for k in configs.values()]},
     f"{name} at {c.img_size}×{c.img_size} with other patch sizes", "patch size P",
-    "GFLOPs"), key="cost_vs_patch")
+    "GFLOPs"), key=keys.COST_VS_PATCH)
 st.info(f"What to notice: at P = {c.patch_size} the quadratic part (QKᵀ and AV) is "
         f"{attention_share(c):.0%} of the work; at P = 8 it is "
         f"{attention_share(configs[8]) if 8 in configs else 0:.0%}. Shapes never change "

@@ -45,3 +45,30 @@ def test_patch_grid_cells_markers_and_lines_sit_on_patch_boundaries():
     np.testing.assert_allclose(cells.y, (k // 7) * 16 + 7.5)
     box = fig.layout.shapes[0]  # the highlighted patch 19: row 2, column 5
     assert (box.x0, box.x1, box.y0, box.y1) == (79.5, 95.5, 31.5, 47.5)
+
+
+def test_mlp_figures_draw_what_they_are_given():
+    u = np.array([-2.0, 0.5, 3.0], np.float32)
+    fig = figures.gelu_scatter(u, u.clip(0), np.linspace(-3, 3, 5), np.linspace(0, 3, 5), "CLS")
+    curve, units = fig.data
+    assert (curve.mode, units.mode, units.name) == ("lines", "markers", "CLS: 3 hidden units")
+    np.testing.assert_array_equal(units.x, u)
+    assert fig.layout.title.text == "GELU with this token's 3 pre-activations"
+    bars = figures.top_units_bars(np.array([3.0, 2.0]), [7, 1]).data[0]
+    assert list(bars.y) == ["unit 7", "unit 1"] and bars.orientation == "h"
+    fig = figures.residual_norms([1.0, 2.0], [3.0, 4.0], [5.0, 6.0, 7.0])
+    assert fig.layout.barmode == "stack"
+    assert list(fig.data[2].x) == ["embed", "block 0", "block 1"]
+    assert list(fig.data[0].x) == list(fig.data[1].x) == ["block 0", "block 1"]
+
+
+def test_class_map_image_and_enlarged_patch():
+    img = crop(32)
+    labels = np.zeros((32, 32), int)
+    labels[:, 16:] = 2
+    painted = np.asarray(figures.class_map_image(img, labels, 3, alpha=1.0))
+    assert (painted[:, :16] == 0).all()  # background is black
+    want = (np.array(figures.class_colours(3)[1][:3]) * 255).astype(int)
+    assert np.abs(painted[:, 16:].astype(int) - want).max() <= 1  # class 2: its palette colour
+    patch = np.asarray(figures.enlarged_patch(img, 1, 0, 16, 64))
+    np.testing.assert_array_equal(patch[::4, ::4], np.asarray(img)[16:32, 0:16])

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-SHARED = ("layer", "head", "patch", "key_patch")
-SIDEBAR = ("presenter", "model", "mask", "sample")  # widgets drawn on every page
+from . import keys
+
+SHARED = (keys.LAYER, keys.HEAD, keys.PATCH, keys.KEY_PATCH)
+SIDEBAR = (keys.PRESENTER, keys.MODEL, keys.MASK, keys.SAMPLE)  # widgets drawn on every page
 
 
 def keep_shared() -> None:
@@ -21,43 +23,44 @@ def keep_shared() -> None:
         if key in ss:
             ss[key] = ss[key]
     for key in SIDEBAR:
-        if key not in ss and f"_kept_{key}" in ss:
-            ss[key] = ss[f"_kept_{key}"]
+        if key not in ss and keys.kept(key) in ss:
+            ss[key] = ss[keys.kept(key)]
 
 
 def remember_sidebar() -> None:
     """Call after the sidebar is drawn: remember its values for keep_shared."""
     for key in SIDEBAR:
         if key in st.session_state:
-            st.session_state[f"_kept_{key}"] = st.session_state[key]
+            st.session_state[keys.kept(key)] = st.session_state[key]
 
 
 def clamp(config) -> None:
     """Make sure every shared value exists and fits this model (call before widgets exist)."""
-    limits = {"layer": config.depth, "head": config.num_heads,
-              "patch": config.num_patches, "key_patch": config.num_patches}
+    limits = {keys.LAYER: config.depth, keys.HEAD: config.num_heads,
+              keys.PATCH: config.num_patches, keys.KEY_PATCH: config.num_patches}
     centre = (config.grid // 2) * config.grid + config.grid // 2  # a patch near the middle
-    defaults = {"layer": config.depth - 1, "head": 0, "patch": centre, "key_patch": 0}
+    defaults = {keys.LAYER: config.depth - 1, keys.HEAD: 0, keys.PATCH: centre,
+                keys.KEY_PATCH: 0}
     for key, n in limits.items():
         value = st.session_state.get(key, defaults[key])
         st.session_state[key] = min(max(int(value), 0), n - 1)
 
 
 def layer(config, where=None) -> int:
-    (where or st).slider("Layer", 0, config.depth - 1, key="layer",
+    (where or st).slider("Layer", 0, config.depth - 1, key=keys.LAYER,
                          help="Blocks are numbered from 0 (nearest the pixels).")
-    return st.session_state["layer"]
+    return st.session_state[keys.LAYER]
 
 
 def head(config, where=None) -> int:
-    (where or st).slider("Head", 0, config.num_heads - 1, key="head")
-    return st.session_state["head"]
+    (where or st).slider("Head", 0, config.num_heads - 1, key=keys.HEAD)
+    return st.session_state[keys.HEAD]
 
 
 def patch(config, where=None, label="Selected patch") -> int:
-    (where or st).number_input(label, 0, config.num_patches - 1, step=1, key="patch",
+    (where or st).number_input(label, 0, config.num_patches - 1, step=1, key=keys.PATCH,
                                help="Or click a patch in the image.")
-    return st.session_state["patch"]
+    return st.session_state[keys.PATCH]
 
 
 def select_patch_from_chart(chart_key: str) -> None:
@@ -66,4 +69,4 @@ def select_patch_from_chart(chart_key: str) -> None:
     points = (event or {}).get("selection", {}).get("points", [])
     if points and points[0].get("customdata") is not None:
         data = points[0]["customdata"]
-        st.session_state["patch"] = int(data[0] if isinstance(data, list) else data)
+        st.session_state[keys.PATCH] = int(data[0] if isinstance(data, list) else data)

@@ -205,12 +205,75 @@ def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 32
     return fig
 
 
+def gelu_scatter(u: np.ndarray, gelu_u: np.ndarray, curve_x: np.ndarray, curve_y: np.ndarray,
+                 token: str) -> go.Figure:
+    """One token's MLP hidden units on the GELU curve: each unit's U against GELU(U).
+
+    Args:
+        u, gelu_u: the token's F pre-activations and their GELU (the trace's mlp.pre / mlp.post).
+        curve_x, curve_y: the GELU curve drawn under them.
+        token: the token's name, for the legend.
+    """
+    n = len(u)
+    fig = go.Figure([
+        go.Scatter(x=curve_x, y=curve_y, name="GELU(x)", mode="lines", line=dict(color="#888")),
+        go.Scatter(x=u, y=gelu_u, name=f"{token}: {n} hidden units", mode="markers",
+                   marker=dict(size=4, opacity=0.6))])
+    fig.update_layout(title=dict(text=f"GELU with this token's {n} pre-activations",
+                                 font=dict(size=14)), height=360,
+                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title="U (before)",
+                      yaxis_title="GELU(U) (after)", legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def top_units_bars(values: np.ndarray, units: list[int]) -> go.Figure:
+    """Horizontal bars of the most active hidden units (values in order, largest first)."""
+    fig = go.Figure(go.Bar(x=values, y=[f"unit {int(j)}" for j in units], orientation="h"))
+    fig.update_layout(title=dict(text=f"its {len(units)} most active hidden units",
+                                 font=dict(size=14)),
+                      height=320, margin=dict(l=0, r=0, t=30, b=0),
+                      yaxis=dict(autorange="reversed"))
+    return fig
+
+
+def residual_norms(attn_norm: list[float], mlp_norm: list[float],
+                   resid: list[float]) -> go.Figure:
+    """One token's residual stream by block: the norm each sublayer adds (stacked bars) and the
+    norm of the token after each block (line; `resid` starts with the embedding)."""
+    blocks = [f"block {j}" for j in range(len(attn_norm))]
+    fig = go.Figure([
+        go.Bar(x=blocks, y=attn_norm, name="‖attention output‖"),
+        go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖"),
+        go.Scatter(x=["embed"] + blocks, y=resid, name="‖residual‖ after",
+                   mode="lines+markers")])
+    fig.update_layout(barmode="stack", height=360, margin=dict(l=0, r=0, t=10, b=0),
+                      legend=dict(orientation="h", y=1.1), yaxis_title="vector norm")
+    return fig
+
+
 def class_colours(n: int) -> list[tuple[float, ...]]:
     """n distinct colours (matplotlib's tab10/tab20) for class maps."""
     from matplotlib import colormaps
 
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
+
+
+def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
+                    alpha: float = 0.55) -> Image.Image:
+    """A per-pixel class map painted over the crop: background (0) black, classes 1..n_classes
+    in class_colours(n_classes)."""
+    palette = (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
+               class_colours(n_classes)])).astype(np.uint8)
+    return Image.blend(crop, Image.fromarray(palette[labels]), alpha)
+
+
+def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,
+                   cell: int) -> Image.Image:
+    """The crop's patch at (row, col), its pixels enlarged to cell x cell."""
+    P = patch_size
+    pixels = np.asarray(crop)[row * P:(row + 1) * P, col * P:(col + 1) * P]
+    return array_image(pixels.transpose(2, 0, 1) / 255.0, cell)  # [C, P, P] in [0, 1]
 
 
 def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:

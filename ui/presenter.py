@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from . import keys
 from .narrative import NARRATIVE
 
 LARGE = """<style>
@@ -19,14 +20,14 @@ def header(stages: dict, slug: str) -> None:
     i = slugs.index(slug) if slug in slugs else 0
     st.html(LARGE)
     prev_col, mid, next_col, exit_col = st.columns([1, 4, 1, 1], vertical_alignment="center")
-    exit_col.button("✕ Exit", key="presenter_exit", on_click=leave,
+    exit_col.button("✕ Exit", key=keys.PRESENTER_EXIT, on_click=leave,
                     help="Back to the normal view with the sidebar (model, image, sharing).")
     title = stages[slugs[i]][1].split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
     n = len(slugs) - 1  # the overview comes before stage 1
     mid.markdown(f"**Stage {i} / {n}** · {title}" if i else f"**Overview** · then {n} stages")
-    if prev_col.button("◀ Previous", key="presenter_prev", disabled=i == 0):
+    if prev_col.button("◀ Previous", key=keys.PRESENTER_PREV, disabled=i == 0):
         go_to(stages, slugs[i - 1])
-    if next_col.button("Next ▶", key="presenter_next", disabled=i == len(slugs) - 1):
+    if next_col.button("Next ▶", key=keys.PRESENTER_NEXT, disabled=i == len(slugs) - 1):
         go_to(stages, slugs[i + 1])
     st.success(NARRATIVE.get(slugs[i], ""))
 
@@ -39,5 +40,5 @@ def go_to(stages: dict, slug: str) -> None:
 
 def leave() -> None:
     """on_click: switch presenter mode off before the sidebar's toggle is drawn."""
-    st.session_state["presenter"] = False
-    st.session_state["_kept_presenter"] = False
+    st.session_state[keys.PRESENTER] = False
+    st.session_state[keys.kept(keys.PRESENTER)] = False

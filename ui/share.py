@@ -2,7 +2,8 @@
 
 On a session's first run the query parameters are read into session state (values checked and
 clamped), and after the sidebar is drawn the current view is written back, so the browser's
-address bar is always a link to exactly this view.
+address bar is always a link to exactly this view. A query parameter has the name of the
+session key it fills (ui/keys.py).
 """
 
 from __future__ import annotations
@@ -11,45 +12,45 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from . import state
+from . import keys, state
 
-INT_KEYS = ("sample", "layer", "head", "patch")
+INT_KEYS = (keys.SAMPLE, keys.LAYER, keys.HEAD, keys.PATCH)
 MASKS = ("trained", "full", "causal", "prefix")
 
 
 def load_once() -> None:
     """Copy the URL's view into session state, once per session (before widgets exist)."""
-    if st.session_state.get("_url_loaded"):
+    if st.session_state.get(keys.URL_LOADED):
         return
-    st.session_state["_url_loaded"] = True
+    st.session_state[keys.URL_LOADED] = True
     q = st.query_params
-    if q.get("model") in state.model_choices():
-        st.session_state["model"] = q["model"]
+    if q.get(keys.MODEL) in state.model_choices():
+        st.session_state[keys.MODEL] = q[keys.MODEL]
     for key in INT_KEYS:
         try:
             st.session_state[key] = int(q[key])
         except (KeyError, ValueError):
             pass
-    if st.session_state.get("sample") not in state.sample_seeds():
-        st.session_state.pop("sample", None)
-    if q.get("mask") in MASKS:
-        st.session_state["mask"] = q["mask"]
-    if q.get("presenter") in ("1", "true", "on"):
-        st.session_state["presenter"] = True
+    if st.session_state.get(keys.SAMPLE) not in state.sample_seeds():
+        st.session_state.pop(keys.SAMPLE, None)
+    if q.get(keys.MASK) in MASKS:
+        st.session_state[keys.MASK] = q[keys.MASK]
+    if q.get(keys.PRESENTER) in ("1", "true", "on"):
+        st.session_state[keys.PRESENTER] = True
 
 
 def current_params(stage: str) -> dict[str, str]:
     ss = st.session_state
-    params = {"page": stage, "model": ss.get("model")}
-    inp = ss.get("_input")
+    params = {"page": stage, keys.MODEL: ss.get(keys.MODEL)}
+    inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
-        params["sample"] = ss.get("sample")
-    for key in ("layer", "head", "patch"):
+        params[keys.SAMPLE] = ss.get(keys.SAMPLE)
+    for key in (keys.LAYER, keys.HEAD, keys.PATCH):
         params[key] = ss.get(key)
-    if ss.get("mask", "trained") != "trained":
-        params["mask"] = ss["mask"]
-    if ss.get("presenter"):
-        params["presenter"] = 1
+    if ss.get(keys.MASK, "trained") != "trained":
+        params[keys.MASK] = ss[keys.MASK]
+    if ss.get(keys.PRESENTER):
+        params[keys.PRESENTER] = 1
     return {k: str(v) for k, v in params.items() if v is not None}
 
 

@@ -11,6 +11,8 @@ import re
 import streamlit as st
 from PIL import Image
 
+from . import keys
+
 
 def image(img: Image.Image, caption: str, name: str, width: int | str = "content") -> None:
     """st.image plus a small 'PNG' download button; `name` is the file name and widget key."""
@@ -23,4 +25,4 @@ def image(img: Image.Image, caption: str, name: str, width: int | str = "content
         return buf.getvalue()
 
     st.download_button("PNG", png, file_name=f"{slug}.png", mime="image/png",
-                       key=f"png_{slug}", type="tertiary", icon=":material/download:")
+                       key=keys.png(slug), type="tertiary", icon=":material/download:")

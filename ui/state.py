@@ -1,4 +1,4 @@
-"""The one module that owns caching and session state.
+"""The one module that owns caching (the session-state keys are defined in ui/keys.py).
 
 Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
 cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image —
@@ -21,7 +21,7 @@ import vit_core
 from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
 from vit_core.scenes import world
 
-from . import worker
+from . import keys, worker
 
 MAX_MODELS = 4
 MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
@@ -48,7 +48,7 @@ LOAD_OTHER = "Load a checkpoint…"
 
 def model_choices() -> list[str]:
     """Bundled models, presets, checkpoints loaded in this session or given with --weights."""
-    extra = [p for p in [weights_arg()] + st.session_state.get("_loaded_paths", []) if p]
+    extra = [p for p in [weights_arg()] + st.session_state.get(keys.LOADED_PATHS, []) if p]
     # The first choice is what a new session opens on: --weights if given, else the classifier.
     return list(dict.fromkeys(extra + [vit_core.default_model_name()] + vit_core.bundled_models()
                               + list(vit_core.PRESETS) + [LOAD_OTHER]))
@@ -78,17 +78,17 @@ def try_load(path: str, heads: int = 0) -> str | None:
     """Load a checkpoint from a server path; returns an error sentence, or None on success.
 
     On success the picker name (the path, with '?heads=H' when heads were given) is added to
-    this session's models and stored in st.session_state['_loaded_name'].
+    this session's models and stored in st.session_state[keys.LOADED_NAME].
     """
     path = path.strip() + (f"?heads={heads}" if heads else "")
     try:
         get_model(path)
     except (vit_core.CheckpointError, ValueError, OSError) as e:
         return f"Could not load that checkpoint: {str(e).splitlines()[0]}"
-    loaded = st.session_state.setdefault("_loaded_paths", [])
+    loaded = st.session_state.setdefault(keys.LOADED_PATHS, [])
     if path not in loaded:
         loaded.append(path)
-    st.session_state["_loaded_name"] = path
+    st.session_state[keys.LOADED_NAME] = path
     return None
 
 
@@ -159,7 +159,7 @@ def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
 
 def current() -> tuple[Input, str]:
     """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
-    return st.session_state["_input"], st.session_state["model"]
+    return st.session_state[keys.INPUT], st.session_state[keys.MODEL]
 
 
 def load_current():
@@ -176,7 +176,7 @@ def load_current():
         st.error(f"{e} Showing a sample scene instead.")
         seed = sample_seeds()[0]
         inp = make_input(f"sample: {sample_caption(seed)}", sample_bytes(seed))
-        st.session_state["_input"] = inp
+        st.session_state[keys.INPUT] = inp
         prep = prepare(inp, name)
     with st.spinner(f"Running {name} on this image: one forward pass, keeping every "
                     f"intermediate tensor…"):
@@ -189,7 +189,7 @@ def load_current():
 
 def chosen_mask() -> str | None:
     """The sidebar's attention mask: None means the one the model was trained with."""
-    mask = st.session_state.get("mask", "trained")
+    mask = st.session_state.get(keys.MASK, "trained")
     return None if mask == "trained" else mask
 
 

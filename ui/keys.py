@@ -1,0 +1,162 @@
+"""Every session-state key and widget key of the app, defined once.
+
+A widget's `key=` is also its session-state key, so both live here. The values are part of the
+app's interface: `AppTest` tests address widgets by them, and the shared-link query parameters
+(model, mask, sample, layer, head, patch, presenter) have the same names. Change a value only
+together with those. Keys that need a part known only at run time (a model name, a file name)
+are built by the small functions at the end, from a prefix defined here.
+"""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------- shared selections
+# Drawn by ui/controls.py on several pages; kept across page changes by controls.keep_shared and
+# clamped to the model by controls.clamp; layer, head and patch also come from a shared link.
+LAYER = "layer"  # int: selected block (controls.layer slider; share.load_once)
+HEAD = "head"  # int: selected attention head (controls.head slider; share.load_once)
+PATCH = "patch"  # int: selected patch (controls.patch input, a grid click; share.load_once)
+KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (pages/ln_qkv.py input)
+
+# ---------------------------------------------------------------- sidebar widgets
+# Drawn by ui/sidebar.py on every page.
+PRESENTER = "presenter"  # bool: presenter mode (sidebar toggle; share.load_once; presenter.leave)
+MODEL = "model"  # str: picker name (sidebar selectbox and checkpoint form; share.load_once)
+MASK = "mask"  # str: attention mask, "trained" or one of share.MASKS (sidebar; share.load_once)
+SAMPLE = "sample"  # int: seed of the sample scene (sidebar selectbox; share.load_once)
+DROP_UPLOAD = "drop_upload"  # button: stop using the uploaded photo
+USE_CAMERA = "use_camera"  # bool: camera input shown (toggle)
+CAMERA = "camera"  # the camera photo (camera_input)
+DOWNLOAD_TRACE = "download_trace"  # button: download the trace as .npz
+CHECKPOINT_PATH = "checkpoint_path"  # str: server path typed in the checkpoint form
+CHECKPOINT_HEADS = "checkpoint_heads"  # int: number of heads typed in the checkpoint form
+CHECKPOINT_LOAD = "checkpoint_load"  # button: load the checkpoint
+CHECKPOINT_CANCEL = "checkpoint_cancel"  # button: close the checkpoint form
+UPLOAD_PREFIX = "upload-"  # + upload round: the uploader's key (see upload(); sidebar.upload_key)
+
+# ---------------------------------------------------------------- presenter header
+# Drawn by ui/presenter.py when presenter mode is on.
+PRESENTER_EXIT = "presenter_exit"  # button: leave presenter mode
+PRESENTER_PREV = "presenter_prev"  # button: previous stage
+PRESENTER_NEXT = "presenter_next"  # button: next stage
+
+# ---------------------------------------------------------------- internal session state
+# Never a widget; written by code only.
+INPUT = "_input"  # state.Input: the image in use (sidebar.draw; state.load_current on a bad file)
+URL_LOADED = "_url_loaded"  # bool: the URL's view was read into the session (share.load_once)
+PREVIOUS_MODEL = "_previous_model"  # str: model before the picker changed (sidebar.draw)
+UPLOAD = "_upload"  # (name, bytes) of the uploaded photo in use (sidebar._take_upload)
+UPLOAD_ROUND = "_upload_round"  # int: uploads so far, part of the uploader's key (sidebar)
+LOADING_CHECKPOINT = "_loading_checkpoint"  # bool: checkpoint form open (sidebar)
+CHECKPOINT_ERROR = "_checkpoint_error"  # str | None: why the last load failed (sidebar)
+LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (state.try_load)
+LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (state.try_load)
+KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())
+GEN_FOR = "gen_for"  # tuple: the settings the step count belongs to (pages/logits.py)
+GEN_STEPS = "gen_steps"  # int: caption words shown so far (pages/logits.py buttons)
+
+# ---------------------------------------------------------------- per-page widget keys
+# ui/show.py: the PNG download under every composed image
+PNG_PREFIX = "png_"  # + image slug (see png())
+# pages/overview.py
+OVERVIEW_GRID = "overview_grid"  # chart: patch grid
+OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
+OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
+OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
+# pages/input_patches.py
+GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
+PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened
+PATCH_MATRIX = "patch_matrix"  # chart: X_patch
+WHAT_IF_P = "what_if_p"  # int: the other patch size (select_slider)
+WHAT_IF_TABLE = "what_if_table"  # table: patch sizes compared
+# pages/embeddings.py
+EMBED_VECTOR = "embed_vector"  # chart: the selected patch's embedding
+EMBED_MATRIX = "embed_matrix"  # chart: the embeddings entering block 0
+# pages/ln_qkv.py
+QUERY_IS_CLS = "query_is_cls"  # bool: the CLS token is the query (toggle)
+LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
+QKV_PREFIX = "qkv_"  # + "Q" / "K" / "V": that matrix's chart (see qkv())
+# pages/attention.py
+ATTN_VIEW = "attn_view"  # str: scores or pattern shown (radio)
+ATTN_MATRIX = "attn_matrix"  # chart: the S x S scores or pattern
+ATTN_DISTANCE = "attn_distance"  # chart: mean attention distance
+ATTN_ENTROPY = "attn_entropy"  # chart: attention entropy
+# pages/masks.py
+MASK_CAPTION = "mask_caption"  # str: caption fed to the text stream (text_input)
+MASK_KIND_PREFIX = "mask_"  # + mask kind: that mask's chart (see mask_kind())
+MASK_VISIBLE = "mask_visible"  # chart: visible keys per query
+MASK_LAYER = "mask_layer"  # int: layer of the live attention (slider)
+MASK_HEAD = "mask_head"  # int: head of the live attention (slider)
+MASK_LIVE_PREFIX = "mask_live_"  # + model and mask: live pattern chart (see mask_live())
+MASK_SCORES_PREFIX = "mask_scores_"  # + model and mask: caption scores table (see mask_scores())
+CLF_FULL = "clf_full"  # chart: the classifier as trained
+CLF_CAUSAL = "clf_causal"  # chart: the classifier under a causal mask
+# pages/mlp.py
+MLP_CLS = "mlp_cls"  # bool: the CLS token is shown (toggle)
+MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
+MLP_TOP = "mlp_top"  # chart: the most active hidden units
+MLP_RESID = "mlp_resid"  # chart: the residual stream's norms
+# pages/logits.py
+CLASS_TEMPERATURE = "class_temperature"  # float: classifier softmax temperature (slider)
+LOGITS_TOPK = "logits_topk"  # chart: top-k classes
+LOGITS_RAW = "logits_raw"  # chart: the raw logits
+LOGITS_LENS = "logits_lens"  # chart: the logit lens
+TEMPERATURE = "temperature"  # float: sampling temperature of the captioner (slider)
+TOP_K = "top_k"  # int: top-k sampling (number_input)
+GEN_SEED = "gen_seed"  # int: sampling seed (number_input)
+GEN_NEXT = "gen_next"  # button: next token
+GEN_ALL = "gen_all"  # button: run to the end
+GEN_RESET = "gen_reset"  # button: start again
+GEN_DIST = "gen_dist"  # chart: next-word distribution
+CAPTION = "caption"  # str: the caption to score (text_input)
+CAPTION_SCORES = "caption_scores"  # table: the typed caption's word probabilities
+# pages/shape_trace.py
+SHAPE_TABLE = "shape_table"  # table: the shape trace
+PARAM_TABLE = "param_table"  # table: parameters by component
+COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
+# pages/segmentation.py
+SEG_TABLE = "seg_table"  # table: class shares
+# pages/experiments.py
+EXP_KIND = "exp_kind"  # str: the intervention (radio)
+EXP_HEADS = "exp_heads"  # list[str]: heads to switch off (multiselect)
+EXP_PATCHES = "exp_patches"  # list[int]: patches to grey out (multiselect)
+EXP_SEED = "exp_seed"  # int: shuffle seed (number_input)
+EXP_MASK = "exp_mask"  # str: the other mask (selectbox)
+EXP_BEFORE = "exp_before"  # chart: prediction before
+EXP_AFTER = "exp_after"  # chart: prediction after
+EXP_CAPTION = "exp_caption"  # table: caption scores before and after
+
+
+# ---------------------------------------------------------------- keys built at run time
+def kept(key: str) -> str:
+    """Where controls.remember_sidebar keeps a sidebar value: '_kept_model', …"""
+    return f"{KEPT_PREFIX}{key}"
+
+
+def upload(round_: int) -> str:
+    """The uploader's key in upload round `round_`: 'upload-0', 'upload-1', …"""
+    return f"{UPLOAD_PREFIX}{round_}"
+
+
+def png(slug: str) -> str:
+    """The PNG download button under the image named `slug`: 'png_rollout', …"""
+    return f"{PNG_PREFIX}{slug}"
+
+
+def qkv(matrix: str) -> str:
+    """The chart of Q, K or V on the Q/K/V page: 'qkv_Q', 'qkv_K', 'qkv_V'."""
+    return f"{QKV_PREFIX}{matrix}"
+
+
+def mask_kind(kind: str) -> str:
+    """The chart of one mask on the masks page: 'mask_full', 'mask_causal', 'mask_prefix'."""
+    return f"{MASK_KIND_PREFIX}{kind}"
+
+
+def mask_live(model: str, kind: str) -> str:
+    """The live attention chart of `model` under mask `kind` on the masks page."""
+    return f"{MASK_LIVE_PREFIX}{model}_{kind}"
+
+
+def mask_scores(model: str, kind: str) -> str:
+    """The caption scores table of `model` under mask `kind` on the masks page."""
+    return f"{MASK_SCORES_PREFIX}{model}_{kind}"

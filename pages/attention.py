@@ -40,7 +40,11 @@ else:
 st.plotly_chart(figures.matrix_heatmap(
     z.numpy(), f"Layer {layer}, head {head}: {title}, {S}×{S}", row_labels=labels[:S],
     col_labels=labels[:S], highlight_row=p + pre, colorscale=scale,
-    zmid=None if scale == "Viridis" else 0.0, height=560), key=keys.ATTN_MATRIX)
+    zmid=None if scale == "Viridis" else 0.0, height=560,
+    x_title="key token (what is looked at)", y_title="query token (who looks)",
+    value_name="attention weight" if scale == "Viridis" else "score",
+    row_ticks=figures.token_ticks(labels[:S], g), col_ticks=figures.token_ticks(labels[:S], g),
+    boundaries=(pre,) if pre else ()), key=keys.ATTN_MATRIX)
 st.caption("Rows are queries, columns are keys; hover a cell to see which token looks at which. "
            "The selected patch's row is outlined.")
 
@@ -90,7 +94,8 @@ with right:
     st.plotly_chart(figures.matrix_heatmap(
         ent, f"Attention entropy (nats; uniform = {max_entropy(S):.2f})",
         row_labels=[f"layer {i}" for i in range(L)], col_labels=[f"head {h}" for h in range(H)],
-        colorscale="Viridis", zmid=None, square=False, height=320, value_name="entropy"),
+        colorscale="Viridis", zmid=None, square=False, height=320, value_name="entropy (nats)",
+        x_title="head", y_title="layer"),
         key=keys.ATTN_ENTROPY)
     st.caption("Low entropy: a head that focuses on a few tokens; high: one that averages.")
 st.info("What to notice: early heads mix local and global distances, while late heads in a "

@@ -31,7 +31,9 @@ x = tr["patches"][p]
 by_hand = x @ W.reshape(D, -1).T + b  # the equation, computed here from the live vectors
 st.subheader(f"Patch {p}: {CPP} pixel values → {D} embedding values")
 st.plotly_chart(figures.vector_strip(tr["patch_embed"][p].numpy(),
-                                     f"x_p E + b for patch {p} (from the trace)", height=120),
+                                     f"x_p E + b for patch {p} (from the trace)", height=130,
+                                     x_title=f"dimension (0 … {c.embed_dim - 1})",
+                                     value_name="value"),
                 key=keys.EMBED_VECTOR)
 st.write(f"Recomputed on this page as `patches[{p}] @ W_E + b`: the largest difference from the "
          f"traced value is **{float((by_hand - tr['patch_embed'][p]).abs().max()):.2e}**; "
@@ -67,7 +69,9 @@ emb = tr["embed"][: N + pre].numpy()
 st.plotly_chart(figures.matrix_heatmap(
     emb, f"embed = [{'CLS; ' if c.class_token else ''}patch_embed] + E_pos: "
     f"{emb.shape[0]}×{D} (row of patch {p} outlined)", highlight_row=p + pre, square=False,
-    height=360, row_labels=figures.token_labels(c)), key=keys.EMBED_MATRIX)
+    height=360, row_labels=figures.token_labels(c),
+    row_ticks=figures.token_ticks(figures.token_labels(c), c.grid), y_title="token",
+    x_title=f"dimension (0 … {D - 1})", value_name="value"), key=keys.EMBED_MATRIX)
 st.write(f"{N} patch rows" + (" + 1 CLS row" if c.class_token else "") +
          f" = **{N + pre}** tokens of **{D}** numbers each.")
 st.info("What to notice: neighbouring positions have similar position vectors, so the model "

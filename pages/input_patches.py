@@ -36,7 +36,9 @@ with right:
 vec = tr["patches"][p].numpy()  # the live row of X_patch (normalised pixel values)
 st.plotly_chart(figures.vector_strip(
     vec, f"Patch {p} flattened: {CPP} numbers, one row per colour channel (normalised values)",
-    rows=c.in_chans, row_names=["R", "G", "B"][: c.in_chans], height=170),
+    rows=c.in_chans, row_names=["R", "G", "B"][: c.in_chans], height=180,
+    x_title=f"pixel in the patch, row by row (0 … {c.patch_size ** 2 - 1})",
+    value_name="normalised pixel"),
     key=keys.PATCH_VECTOR)
 back = denormalize(tr["patches"][p].reshape(c.in_chans, P, P), c)  # undo the normalisation
 st.caption(f"First values: {np.array2string(vec[:6], precision=3)} … — pixel (0, 0) of patch "
@@ -44,7 +46,8 @@ st.caption(f"First values: {np.array2string(vec[:6], precision=3)} … — pixel
            f"std {c.std[0]}.")
 st.plotly_chart(figures.matrix_heatmap(
     tr["patches"].numpy(), f"X_patch: all {N} patches × {CPP} values (row {p} outlined)",
-    highlight_row=p, square=False, height=360, value_name="normalised pixel"),
+    highlight_row=p, square=False, height=360, value_name="normalised pixel",
+    y_title=f"patch (0 … {N - 1})", x_title=f"value in the flattened patch (0 … {CPP - 1})"),
     key=keys.PATCH_MATRIX)
 
 st.subheader("What if the patches were another size?")

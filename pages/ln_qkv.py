@@ -59,6 +59,8 @@ hc = st.columns(3)
 for col, mat, nm in zip(hc, (q, k, v), "QKV", strict=True):
     col.plotly_chart(figures.matrix_heatmap(
         mat.numpy(), f"{nm} of head {head}: {S}×{dk}", row_labels=labels[:S],
+        row_ticks=figures.token_ticks(labels[:S], c.grid), y_title="token",
+        x_title=f"dimension of the head (0 … {dk - 1})", value_name=nm.lower(),
         highlight_row=i if nm == "Q" else j if nm == "K" else None, square=False, height=380),
         key=keys.qkv(nm))
 

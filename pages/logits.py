@@ -34,7 +34,8 @@ if c.num_classes:
     with right:
         st.plotly_chart(figures.matrix_heatmap(
             logits.numpy()[None], "the raw logits", col_labels=names, row_labels=["logit"],
-            square=False, height=160), key=keys.LOGITS_RAW)
+            square=False, height=190, x_title="class", y_title="", value_name="logit"),
+            key=keys.LOGITS_RAW)
     st.subheader("The logit lens: how the answer forms with depth")
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
     top = np.argsort(-probs)[:3]

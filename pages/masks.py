@@ -64,9 +64,14 @@ runs = ([(m, models[m].config.default_mask) for m in captioners] if len(captione
 cols = st.columns(len(runs))
 for col, (m, kind) in zip(cols, runs, strict=True):
     t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
+    tl = figures.token_labels(models[m].config, enc.words)
     col.plotly_chart(figures.matrix_heatmap(
         t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
-        zmid=None, height=380), key=keys.mask_live(m, kind))
+        zmid=None, height=380, x_title="key token (what is looked at)",
+        y_title="query token (who looks)", value_name="attention weight",
+        row_labels=tl, col_labels=tl, row_ticks=figures.token_ticks(tl, models[m].config.grid),
+        col_ticks=figures.token_ticks(tl, models[m].config.grid),
+        boundaries=(models[m].config.num_image_tokens,)), key=keys.mask_live(m, kind))
     info = models[m].info
     col.markdown(f"Its caption for this image (greedy): **“{state.greedy_caption(inp, m, kind)}”**")
     if info.metrics.get("exact_match") is not None:

@@ -80,30 +80,70 @@ def word_bars(words: list[str], probs: list[float]) -> go.Figure:
 
 # ---------------------------------------------------------------- helpers shared by the pages
 def token_labels(config, words: list[str] | None = None) -> list[str]:
-    """A readable name for every token position: CLS, patches with (row, col), text words."""
-    labels = ["CLS"] if config.class_token else []
+    """A readable name for every token position: CLS (and DIST), patches with (row, col), words.
+
+    Token numbers count from 0 over the whole sequence, so with a CLS token patch p is token
+    p + 1: these labels name the patch, never the bare token number."""
     g = config.grid
+    labels = list(config.prefix_names)
     labels += [f"patch {i} ({i // g},{i % g})" for i in range(config.num_patches)]
     labels += [f"text {t}: {w}" for t, w in enumerate(words or [])]
     return labels
 
 
+def token_ticks(labels: list[str], grid: int) -> list[str]:
+    """Which token labels to print on an axis: every CLS / DIST and text token, and the first
+    patch of each patch row (every patch when there are few)."""
+    few = len(labels) <= 24
+    return [lab for lab in labels if few or not lab.startswith("patch ")
+            or int(lab.split()[1]) % grid == 0]
+
+
+def _short(label: str) -> str:
+    """'patch 14 (1,0)' -> 'p14'; 'text 2: ball' -> 'ball'; CLS / DIST / others unchanged."""
+    if label.startswith("patch "):
+        return "p" + label.split()[1]
+    return label.split(": ", 1)[1] if label.startswith("text ") else label
+
+
 def _heat_layout(fig: go.Figure, height: int, square: bool = True) -> go.Figure:
     fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=height)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(autorange="reversed")
     if square:  # square cells; the plot area shrinks to fit instead of padding the axes
         fig.update_yaxes(scaleanchor="x", constrain="domain")
         fig.update_xaxes(constrain="domain")
     return fig
 
 
-def matrix_heatmap(z: np.ndarray, title: str, row_labels: list[str] | None = None,
-                   col_labels: list[str] | None = None, highlight_row: int | None = None,
-                   highlight_col: int | None = None, colorscale: str = "RdBu_r",
-                   zmid: float | None = 0.0, height: int = 420, square: bool = True,
-                   value_name: str = "value") -> go.Figure:
-    """A matrix as a heatmap; hover names the row and column; optional highlighted row/col."""
+def _axis(fig: go.Figure, axis: str, title: str, labels, ticks) -> None:
+    """Name the axis, and print `ticks` (a subset of `labels`) in short form; no ticks at all
+    when the positions are plain numbers nobody needs (a hidden-unit index, say)."""
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    if labels is None:
+        update(title=dict(text=title, font=dict(size=12)), showticklabels=ticks is not False)
+        return
+    shown = ticks if ticks is not None else (labels if len(labels) <= 24 else labels[::max(
+        1, len(labels) // 12)])
+    update(title=dict(text=title, font=dict(size=12)), tickmode="array", tickvals=list(shown),
+           ticktext=[_short(t) for t in shown], tickfont=dict(size=9))
+
+
+def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, value_name: str,
+                   row_labels: list[str] | None = None, col_labels: list[str] | None = None,
+                   row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
+                   highlight_row: int | None = None, highlight_col: int | None = None,
+                   colorscale: str = "RdBu_r", zmid: float | None = 0.0, height: int = 420,
+                   square: bool = True, boundaries: tuple[int, ...] = ()) -> go.Figure:
+    """A matrix as a heatmap that reads without hovering.
+
+    Args:
+        x_title, y_title: what the columns and rows are ("key token", "hidden unit", ...).
+        value_name: what the colour is; the colour bar's title and the hover's.
+        row_labels, col_labels: a name per row / column (hover shows them); the ticks print
+            `row_ticks` / `col_ticks` of them (default: all of up to 24, else about 12).
+        boundaries: token indices where a new block starts (after CLS/DIST, before text):
+            drawn as thin lines on both axes of a token x token matrix.
+    """
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
     hover = f"%{{y}} → %{{x}}<br>{value_name} %{{z:.4g}}<extra></extra>"
@@ -111,28 +151,44 @@ def matrix_heatmap(z: np.ndarray, title: str, row_labels: list[str] | None = Non
         z=np.where(np.isfinite(z), z, np.nan), colorscale=colorscale, zmid=zmid,
         zmin=None if zmid is not None or not finite.size else float(finite.min()),
         x=col_labels, y=row_labels, hovertemplate=hover if row_labels else None,
-        hoverongaps=False, colorbar=dict(thickness=10)))
+        hoverongaps=False, colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
+                                                                  font=dict(size=11)))))
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
-    R, C = z.shape
+    _axis(fig, "x", x_title, col_labels, col_ticks)
+    _axis(fig, "y", y_title, row_labels, row_ticks)
+    for b in boundaries:
+        for kind in ("x", "y"):
+            line = dict(color="white", width=1)
+            if kind == "x":
+                fig.add_shape(type="line", xref="x", yref="y domain", x0=b - 0.5, x1=b - 0.5,
+                              y0=0, y1=1, line=line)
+            else:
+                fig.add_shape(type="line", yref="y", xref="x domain", y0=b - 0.5, y1=b - 0.5,
+                              x0=0, x1=1, line=line)
     if highlight_row is not None:
         fig.add_shape(type="rect", xref="x domain", x0=0, x1=1, y0=highlight_row - 0.5,
-                      y1=highlight_row + 0.5, line=dict(color="#ff2d55", width=2),
-                      yref="y" if row_labels is None else "y")
+                      y1=highlight_row + 0.5, line=dict(color="#ff2d55", width=2), yref="y")
     if highlight_col is not None:
         fig.add_shape(type="rect", yref="y domain", y0=0, y1=1, x0=highlight_col - 0.5,
                       x1=highlight_col + 0.5, line=dict(color="#ff9500", width=2))
     return _heat_layout(fig, height, square)
 
 
-def vector_strip(v: np.ndarray, title: str, rows: int = 1, row_names=None,
-                 height: int = 140, colorscale: str = "RdBu_r") -> go.Figure:
-    """A long vector drawn as a strip (optionally folded into `rows` rows, e.g. channels)."""
+def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, rows: int = 1,
+                 row_names=None, height: int = 150, colorscale: str = "RdBu_r") -> go.Figure:
+    """A long vector drawn as a strip (optionally folded into `rows` rows, e.g. channels).
+
+    Args:
+        x_title: what the positions along the strip are ("dimension of D", ...).
+        value_name: what the colour is (the colour bar's title)."""
     z = np.asarray(v, dtype=np.float32).reshape(rows, -1)
-    fig = go.Figure(go.Heatmap(z=z, colorscale=colorscale, zmid=0, y=row_names,
-                               colorbar=dict(thickness=10),
-                               hovertemplate="index %{x}<br>value %{z:.4f}<extra></extra>"))
+    fig = go.Figure(go.Heatmap(
+        z=z, colorscale=colorscale, zmid=0, y=row_names,
+        colorbar=dict(thickness=10, title=dict(text=value_name, side="right", font=dict(size=11))),
+        hovertemplate="index %{x}<br>value %{z:.4f}<extra></extra>"))
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0))
+    fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
     fig.update_yaxes(autorange="reversed")
     return fig
 
@@ -300,4 +356,6 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
             fig.add_annotation(**{"x": x - 0.5, "y": y - 0.5, **kw}, text=text, showarrow=False,
                                font=dict(color="#ff9500", size=12), bgcolor="rgba(0,0,0,0.5)")
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
+    fig.update_xaxes(title=dict(text="key token j (what is looked at)", font=dict(size=12)))
+    fig.update_yaxes(title=dict(text="query token i (who looks)", font=dict(size=12)))
     return _heat_layout(fig, 380)

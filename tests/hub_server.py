@@ -250,11 +250,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _sibling(f: RepoFile, blobs: bool) -> dict:
         if not blobs:
             return {"rfilename": f.path}
-        lfs = {"size": f.size, "sha256": f.sha256, "pointerSize": f.pointer_size}
-        return {"rfilename": f.path, "size": f.size, "blobId": f.oid, **({"lfs": lfs} if f.sha256
-                                                                          else {})}
+        sibling = {"rfilename": f.path, "size": f.size, "blobId": f.oid}
+        if f.sha256:
+            sibling["lfs"] = {"size": f.size, "sha256": f.sha256, "pointerSize": f.pointer_size}
+        return sibling
 
-    def _resolve(self, hub: HubStandIn, commit: str, files: dict, path: str, url_path: str):
+    def _resolve(self, hub: HubStandIn, commit: str, files: dict, path: str,
+                 url_path: str) -> None:
         f = files.get(path)
         if f is None:
             raise _NotFound("EntryNotFound", f"{path} does not exist at {commit}", commit)

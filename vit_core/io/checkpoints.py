@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from ..config import PRESETS, ViTConfig
 from ..model import ViT
+from . import hub
 from .base import CheckpointError, ModelInfo, load_state_dict_strict
 from .external import load_external, load_timm_pretrained, looks_external
 
@@ -90,6 +91,8 @@ def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
 
     Args:
         name_or_path: a preset ("vit-b16", ...), a bundled model ("shapes-classifier", ...),
+            "hf:ORG/NAME" for a model fetched from the Hugging Face Hub (vit_core/io/hub.py;
+            loads from the local cache, never the network),
             a path to one of our .safetensors checkpoints, a checkpoint from another library
             (a timm/PyTorch state-dict file or a Hugging Face folder), "timm:<name>" for timm's
             pretrained weights (needs timm and a network), or None for the default model.
@@ -98,6 +101,8 @@ def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
     """
     name = str(name_or_path) if name_or_path is not None else default_model_name()
     if name not in PRESETS and name not in bundled_models():
+        if name.startswith(hub.PREFIX):  # fetched once from the Hub; read from the local cache
+            return hub.load(name, **options)
         if name.startswith("timm:"):
             return load_timm_pretrained(name.removeprefix("timm:"), **options)
         if looks_external(Path(name)):  # a folder, a pickle, or a .safetensors that isn't ours

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.test_app import APP, photo_bytes
 from tests.test_images import BAD_INPUTS, encode, raw_png
+from ui.models import LOAD_OTHER
 
 BAD = dict(BAD_INPUTS)
 BAD["bomb_40000x40000"] = raw_png(40_000, 40_000, 8, 0, b"")
@@ -89,7 +90,8 @@ def test_strange_captions_are_handled(text):
         assert any("cut off" in w.value for w in at.warning)
 
 
-def test_a_code_carrying_checkpoint_is_refused_in_the_app(tmp_path):
+def test_a_code_carrying_checkpoint_is_refused_in_the_app(tmp_path, monkeypatch):
+    monkeypatch.setattr("ui.models.listen_address", lambda: "localhost")  # the teacher's browser
     marker = tmp_path / "pwned"
 
     class Evil:
@@ -101,7 +103,7 @@ def test_a_code_carrying_checkpoint_is_refused_in_the_app(tmp_path):
     at = AppTest.from_file(APP, default_timeout=240)
     at.session_state["model"] = "vit-ti16"
     at.run()
-    at.sidebar.selectbox(key="model").set_value("Load a checkpoint…").run()
+    at.sidebar.selectbox(key="model").set_value(LOAD_OTHER).run()
     at.sidebar.text_input(key="checkpoint_path").set_value(str(evil)).run()
     at.sidebar.button(key="checkpoint_load").click().run()
     assert not at.exception and len(at.sidebar.error) == 1

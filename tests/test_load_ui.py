@@ -1,20 +1,30 @@
-"""Loading a checkpoint from the app: bad paths keep the previous model, good ones switch."""
+"""Loading a checkpoint from the app: bad paths keep the previous model, good ones switch.
+(Loading from a server path is the teacher's action: these tests run as on a server that listens
+on localhost; tests/test_permissions.py checks that a network-facing one offers no path box.)"""
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import APP
 from tests.test_model import randomised
+from ui.models import LOAD_OTHER
 from vit_core import ModelInfo, ViTConfig, save_checkpoint
 
 TINY = ViTConfig(img_size=64, patch_size=16, embed_dim=48, depth=2, num_heads=3, num_classes=3,
                  class_names=("cat", "dog", "cow"))
 
 
+@pytest.fixture(autouse=True)
+def as_teacher(monkeypatch):
+    """The server listens on this machine only: its browser may load from server paths."""
+    monkeypatch.setattr("ui.models.listen_address", lambda: "localhost")
+
+
 def open_picker() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=240)
     at.session_state["model"] = "vit-ti16"
     at.run()
-    at.sidebar.selectbox(key="model").set_value("Load a checkpoint…").run()
+    at.sidebar.selectbox(key="model").set_value(LOAD_OTHER).run()
     assert not at.exception
     assert at.sidebar.selectbox(key="model").value == "vit-ti16"  # still working meanwhile
     return at
@@ -50,11 +60,11 @@ def test_a_good_checkpoint_becomes_the_model(tmp_path):
 
 
 def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch):
-    from ui import state
+    from ui import models
 
     path = save_checkpoint(randomised(TINY), tmp_path / "given.safetensors")
     monkeypatch.setattr("sys.argv", ["app.py", "--weights", str(path)])
-    state.weights_arg.clear()
+    models.server_args.clear()
     try:
         at = AppTest.from_file(APP, default_timeout=240).run()
         assert not at.exception
@@ -62,7 +72,7 @@ def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch
         assert "file: given.safetensors" in at.sidebar.selectbox(key="model").options
     finally:
         monkeypatch.undo()
-        state.weights_arg.clear()
+        models.server_args.clear()
 
 
 def test_a_timm_checkpoint_with_a_heads_count_loads_in_the_app():

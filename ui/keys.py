@@ -31,6 +31,9 @@ CHECKPOINT_PATH = "checkpoint_path"  # str: server path typed in the checkpoint 
 CHECKPOINT_HEADS = "checkpoint_heads"  # int: number of heads typed in the checkpoint form
 CHECKPOINT_LOAD = "checkpoint_load"  # button: load the checkpoint
 CHECKPOINT_CANCEL = "checkpoint_cancel"  # button: close the checkpoint form
+FETCH_NAME = "fetch_name"  # str: a Hub name typed in the fetch form
+FETCH_BUTTON = "fetch_button"  # button: fetch the model
+FETCH_CANCEL = "fetch_cancel"  # button: close the fetch form
 UPLOAD_PREFIX = "upload-"  # + upload round: the uploader's key (see upload(); sidebar.upload_key)
 
 # ---------------------------------------------------------------- presenter header
@@ -48,8 +51,11 @@ UPLOAD = "_upload"  # (name, bytes) of the uploaded photo in use (sidebar._take_
 UPLOAD_ROUND = "_upload_round"  # int: uploads so far, part of the uploader's key (sidebar)
 LOADING_CHECKPOINT = "_loading_checkpoint"  # bool: checkpoint form open (sidebar)
 CHECKPOINT_ERROR = "_checkpoint_error"  # str | None: why the last load failed (sidebar)
-LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (state.try_load)
-LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (state.try_load)
+FETCHING = "_fetching"  # str | None: the model the fetch form is for (sidebar._on_model_change)
+FETCH_ERROR = "_fetch_error"  # str | None: why the last fetch failed (sidebar.fetch_form)
+LINK_NOTICE = "_link_notice"  # str: a shared link's model is not here (share.load_once)
+LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
+LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (sidebar.try_load)
 KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())
 GEN_FOR = "gen_for"  # tuple: the settings the step count belongs to (pages/logits.py)
 GEN_STEPS = "gen_steps"  # int: caption words shown so far (pages/logits.py buttons)

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from . import keys, state
+from . import keys, models, state
 
 INT_KEYS = (keys.SAMPLE, keys.LAYER, keys.HEAD, keys.PATCH)
 MASKS = ("trained", "full", "causal", "prefix")
@@ -24,8 +24,19 @@ def load_once() -> None:
         return
     st.session_state[keys.URL_LOADED] = True
     q = st.query_params
-    if q.get(keys.MODEL) in state.model_choices():
-        st.session_state[keys.MODEL] = q[keys.MODEL]
+    wanted = q.get(keys.MODEL)
+    if wanted and models.needs_fetch(wanted):  # a real ViT this machine has not fetched yet
+        here = models.teacher_actions_allowed()
+        st.session_state[keys.LINK_NOTICE] = (
+            f"This link opens {wanted}, which is not on this machine yet"
+            + (": fetch it below." if here else "; showing another model instead."))
+        if here:
+            st.session_state[keys.FETCHING] = wanted
+    elif wanted in models.choices():
+        st.session_state[keys.MODEL] = wanted
+    elif wanted:
+        st.session_state[keys.LINK_NOTICE] = (f"This link opens {wanted}, which this app does "
+                                              f"not offer; showing another model instead.")
     for key in INT_KEYS:
         try:
             st.session_state[key] = int(q[key])

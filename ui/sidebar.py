@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import keys, share, state
+import vit_core
+from vit_core.io import hub
+
+from . import keys, models, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -16,13 +19,22 @@ def draw(stage: str) -> None:
               help="Large type, one stage per screen with Previous / Next, and a short story "
                    "for each stage. Also opens with ?presenter=1.")
     sb.header("Model")
-    if st.session_state.get(keys.LOADING_CHECKPOINT):
+    allowed = models.teacher_actions_allowed()
+    if st.session_state.get(keys.LOADING_CHECKPOINT) and allowed:
         load_checkpoint_form(sb)
-    sb.selectbox("Model", state.model_choices(), key=keys.MODEL, format_func=state.model_label,
+    if st.session_state.get(keys.FETCHING) and allowed:
+        fetch_form(sb)
+    sb.selectbox("Model", models.choices(), key=keys.MODEL, format_func=models.label,
                  on_change=_on_model_change,
                  help="Bundled models were trained by this repo on generated scenes. Presets "
-                      "have the real geometry but random weights. 'Load a checkpoint…' reads "
-                      "a timm / Hugging Face / ViT Explainer checkpoint from the server.")
+                      "have the real geometry but random weights. hf:ORG/NAME are real ViTs "
+                      "from the Hugging Face Hub, fetched once and then used offline."
+                      + (" Fetching and loading from the server are open here because the "
+                         "server listens on this machine or was started with --allow-fetch."
+                         if allowed else ""))
+    if st.session_state.get(keys.LINK_NOTICE):
+        sb.warning(st.session_state.pop(keys.LINK_NOTICE))
+    _check_model_loads(sb)
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
     card(sb)
     sb.selectbox("Attention mask", share.MASKS, key=keys.MASK,
@@ -84,11 +96,62 @@ def _drop_upload() -> None:
 
 
 def _on_model_change() -> None:
-    """Choosing 'Load a checkpoint…' opens the form and keeps the previous model meanwhile."""
-    if st.session_state[keys.MODEL] == state.LOAD_OTHER:
-        st.session_state[keys.LOADING_CHECKPOINT] = True
-        st.session_state[keys.MODEL] = st.session_state.get(keys.PREVIOUS_MODEL,
-                                                            state.model_choices()[0])
+    """'Load a checkpoint…', 'Fetch another model…' and a model not fetched yet open their form
+    and keep the previous model meanwhile."""
+    ss = st.session_state
+    chosen = ss[keys.MODEL]
+    if chosen == models.LOAD_OTHER:
+        ss[keys.LOADING_CHECKPOINT] = True
+    elif chosen == models.FETCH_OTHER:
+        ss[keys.FETCHING] = models.FETCH_OTHER
+    elif models.needs_fetch(chosen):
+        ss[keys.FETCHING] = chosen
+    else:
+        return
+    ss[keys.FETCH_ERROR] = None
+    ss[keys.MODEL] = ss.get(keys.PREVIOUS_MODEL, models.choices()[0])
+
+
+def _check_model_loads(sb) -> None:
+    """A model that cannot be loaded (its files were removed, a broken cache) is said in one
+    sentence, and the session goes back to the default model."""
+    name = st.session_state[keys.MODEL]
+    try:
+        state.get_model(name)
+    except (vit_core.CheckpointError, ValueError, OSError) as e:
+        default = vit_core.default_model_name()
+        sb.error(f"{name} could not be loaded ({str(e).splitlines()[0]}); showing {default}.")
+        st.session_state[keys.MODEL] = default
+
+
+def fetch_form(sb) -> None:
+    """The teacher's fetch: a curated model chosen in the picker, or any Hub name typed here."""
+    ss = st.session_state
+    target = ss[keys.FETCHING]
+    if target == models.FETCH_OTHER:
+        target = sb.text_input("Hugging Face model name", key=keys.FETCH_NAME,
+                               placeholder="facebook/deit-small-patch16-224").strip()
+    else:
+        curated = hub.CURATED.get(hub.repo_id(target))
+        if curated:
+            sb.caption(f"{target}: {curated.why}. {curated.params_m:.1f} M parameters, "
+                       f"≈ {curated.size_mb:.0f} MB to download once; afterwards it works "
+                       f"offline.")
+    ok, cancel = sb.columns(2)
+    if ok.button("Fetch", key=keys.FETCH_BUTTON, disabled=not target, type="primary"):
+        bar = sb.progress(0.0, text="Asking the Hub…")
+        error = models.fetch_into_session(target, bar)
+        ss[keys.FETCH_ERROR] = error
+        if error is None:
+            ss[keys.MODEL] = hub.PREFIX + hub.repo_id(target)
+            ss[keys.FETCHING] = None
+            st.rerun()
+    if cancel.button("Cancel", key=keys.FETCH_CANCEL):
+        ss[keys.FETCHING] = None
+        ss[keys.FETCH_ERROR] = None
+        st.rerun()
+    if ss.get(keys.FETCH_ERROR):
+        sb.error(ss[keys.FETCH_ERROR])
 
 
 def load_checkpoint_form(sb) -> None:
@@ -101,7 +164,7 @@ def load_checkpoint_form(sb) -> None:
     ok, cancel = sb.columns(2)
     if ok.button("Load", key=keys.CHECKPOINT_LOAD, disabled=not path):
         with st.spinner("Loading the checkpoint…"):
-            error = state.try_load(path, int(heads))
+            error = try_load(path, int(heads))
         st.session_state[keys.CHECKPOINT_ERROR] = error
         if error is None:
             st.session_state[keys.MODEL] = st.session_state[keys.LOADED_NAME]
@@ -113,6 +176,28 @@ def load_checkpoint_form(sb) -> None:
         st.rerun()
     if st.session_state.get(keys.CHECKPOINT_ERROR):
         sb.error(st.session_state[keys.CHECKPOINT_ERROR])
+
+
+def try_load(path: str, heads: int = 0) -> str | None:
+    """Load a checkpoint from a server path (the teacher's action); returns an error sentence,
+    or None on success.
+
+    On success the picker name (the path, with '?heads=H' when heads were given) is added to
+    this session's models and stored in st.session_state[keys.LOADED_NAME].
+    """
+    if not models.teacher_actions_allowed():
+        return ("Loading from a server path is the teacher's action: start the app with "
+                "`-- --allow-fetch` or `-- --models-dir DIR`.")
+    path = path.strip() + (f"?heads={heads}" if heads else "")
+    try:
+        state.get_model(path)
+    except (vit_core.CheckpointError, ValueError, OSError) as e:
+        return f"Could not load that checkpoint: {str(e).splitlines()[0]}"
+    loaded = st.session_state.setdefault(keys.LOADED_PATHS, [])
+    if path not in loaded:
+        loaded.append(path)
+    st.session_state[keys.LOADED_NAME] = path
+    return None
 
 
 def card(sb) -> None:

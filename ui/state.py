@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 import torch
@@ -21,7 +20,7 @@ import vit_core
 from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
 from vit_core.scenes import world
 
-from . import keys, worker
+from . import keys, models, worker
 
 MAX_MODELS = 4
 MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
@@ -43,58 +42,10 @@ class Prepared:
     pixels: torch.Tensor  # [1, 3, H, W] normalised
 
 
-LOAD_OTHER = "Load a checkpoint…"
-
-
-def model_choices() -> list[str]:
-    """Bundled models, presets, checkpoints loaded in this session or given with --weights."""
-    extra = [p for p in [weights_arg()] + st.session_state.get(keys.LOADED_PATHS, []) if p]
-    # The first choice is what a new session opens on: --weights if given, else the classifier.
-    return list(dict.fromkeys(extra + [vit_core.default_model_name()] + vit_core.bundled_models()
-                              + list(vit_core.PRESETS) + [LOAD_OTHER]))
-
-
-def model_label(name: str) -> str:
-    if name in vit_core.PRESETS:
-        return f"{name} (untrained: random weights)"
-    if name == LOAD_OTHER or name in vit_core.bundled_models():
-        return name
-    path, _, heads = name.partition("?heads=")
-    return f"file: {Path(path).name}" + (f" ({heads} heads)" if heads else "")
-
-
-@st.cache_resource(show_spinner=False)
-def weights_arg() -> str | None:
-    """`streamlit run app.py -- --weights PATH` puts PATH first in the model picker."""
-    import argparse
-    import sys
-
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--weights")
-    return ap.parse_known_args(sys.argv[1:])[0].weights
-
-
-def try_load(path: str, heads: int = 0) -> str | None:
-    """Load a checkpoint from a server path; returns an error sentence, or None on success.
-
-    On success the picker name (the path, with '?heads=H' when heads were given) is added to
-    this session's models and stored in st.session_state[keys.LOADED_NAME].
-    """
-    path = path.strip() + (f"?heads={heads}" if heads else "")
-    try:
-        get_model(path)
-    except (vit_core.CheckpointError, ValueError, OSError) as e:
-        return f"Could not load that checkpoint: {str(e).splitlines()[0]}"
-    loaded = st.session_state.setdefault(keys.LOADED_PATHS, [])
-    if path not in loaded:
-        loaded.append(path)
-    st.session_state[keys.LOADED_NAME] = path
-    return None
-
-
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def get_model(name: str):
-    """A model by picker name; a loaded file may carry options as 'PATH?heads=H'."""
+    """A model by picker name ('hf:ORG/NAME' from the local Hugging Face cache; a loaded file
+    may carry options as 'PATH?heads=H')."""
     path, _, heads = name.partition("?heads=")
     return vit_core.load_model(path, num_heads=int(heads)) if heads else vit_core.load_model(name)
 
@@ -184,6 +135,9 @@ def load_current():
     if not model.info.trained:
         st.warning(f"{name} has random weights: every shape and number here is real, but "
                    f"nothing was learned, so patterns and predictions mean nothing.")
+    note = models.honesty_note(model, inp.label)
+    if note:
+        st.info(note, icon=":material/info:")
     return inp, name, model, prep, tr
 
 

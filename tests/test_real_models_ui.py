@@ -1,0 +1,128 @@
+"""Real ViTs in the app: who may fetch and load, fetching with the Hub stand-in, shared links to
+fetched models, and the note a bundled shapes model shows on a photo."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.hub_server import HubStandIn, point_hf_at
+from tests.test_app import APP, photo_bytes
+from ui import keys, models
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    root = tmp_path / "hub-root"
+    shutil.copytree(FIXTURES / "hub", root)
+    with HubStandIn(root) as server:
+        point_hf_at(monkeypatch, server.url, tmp_path / "hf-home")
+        yield server
+
+
+@pytest.fixture
+def server_args(monkeypatch):
+    """Start the 'server' with these app arguments (what follows `--` on the command line)."""
+    def use(*args: str, address: str = "0.0.0.0"):
+        monkeypatch.setattr("sys.argv", ["app.py", *args])
+        monkeypatch.setattr("ui.models.listen_address", lambda: address)
+        models.server_args.clear()
+    yield use
+    models.server_args.clear()
+
+
+def open_app(model: str | None = None, page: str = "overview") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    if model:
+        at.query_params[keys.MODEL] = model
+    at.query_params["page"] = page
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def picker(at):
+    return at.sidebar.selectbox(key=keys.MODEL)
+
+
+def test_on_the_network_without_the_flag_there_is_no_fetch_and_no_path_box(server_args, hub):
+    server_args(address="0.0.0.0")
+    at = open_app()
+    options = picker(at).options
+    assert not any(o.startswith(("Load a checkpoint", "Fetch another")) for o in options)
+    assert not any("fetch (" in o for o in options)
+    assert not at.sidebar.text_input  # no path box, no name box anywhere
+    assert hub.count() == 0  # nothing was asked of the Hub
+
+
+@pytest.mark.parametrize("args, address", [(("--allow-fetch",), "0.0.0.0"), ((), "localhost")])
+def test_with_the_flag_or_on_localhost_the_teacher_may_fetch_and_load(server_args, hub, args,
+                                                                       address):
+    server_args(*args, address=address)
+    at = open_app()
+    options = picker(at).options
+    assert models.LOAD_OTHER in options and models.FETCH_OTHER in options
+    assert "hf:facebook/deit-tiny-patch16-224 · fetch (≈ 23 MB)" in options
+    assert hub.count() == 0  # listing the curated models asks nothing of the Hub
+
+
+def test_a_model_dir_is_listed_for_everyone(server_args, tmp_path):
+    folder = tmp_path / "class-models"
+    shutil.copytree(FIXTURES / "hub/tiny-org/deit-distilled", folder / "deit-distilled")
+    server_args("--models-dir", str(folder), address="0.0.0.0")
+    at = open_app()
+    name = str(folder / "deit-distilled")
+    assert "deit-distilled (from the models folder)" in picker(at).options
+    picker(at).set_value(name).run()
+    assert not at.exception and at.session_state[keys.MODEL] == name
+
+
+def test_the_teacher_fetches_a_model_by_name_then_it_works_offline(server_args, hub):
+    server_args("--allow-fetch")
+    at = open_app()
+    before = at.session_state[keys.MODEL]
+    picker(at).set_value(models.FETCH_OTHER).run()
+    assert at.session_state[keys.MODEL] == before  # still working meanwhile
+    at.sidebar.text_input(key=keys.FETCH_NAME).set_value("tiny-org/no-such-model").run()
+    at.sidebar.button(key=keys.FETCH_BUTTON).click().run()
+    errors = [e.value for e in at.sidebar.error]
+    assert errors == ["There is no model 'tiny-org/no-such-model' on the Hugging Face Hub (or it "
+                      "is private)."]
+    assert at.session_state[keys.MODEL] == before and not at.exception
+    at.sidebar.text_input(key=keys.FETCH_NAME).set_value("tiny-org/deit-distilled").run()
+    at.sidebar.button(key=keys.FETCH_BUTTON).click().run()
+    assert not at.exception and not at.sidebar.error
+    assert at.session_state[keys.MODEL] == "hf:tiny-org/deit-distilled"
+    assert "hf:tiny-org/deit-distilled · on this machine" in picker(at).options
+    hub.stop()  # the class is offline: a shared link opens the fetched model
+    server_args(address="0.0.0.0")
+    again = open_app("hf:tiny-org/deit-distilled")
+    assert again.session_state[keys.MODEL] == "hf:tiny-org/deit-distilled"
+    assert not again.error
+
+
+def test_a_link_to_a_model_this_machine_lacks_says_so_in_one_sentence(server_args, hub):
+    server_args(address="0.0.0.0")
+    at = open_app("hf:tiny-org/vit-cls")
+    assert at.session_state[keys.MODEL] != "hf:tiny-org/vit-cls"
+    assert [w.value for w in at.sidebar.warning] == [
+        "This link opens hf:tiny-org/vit-cls, which is not on this machine yet; showing another "
+        "model instead."]
+    assert hub.count() == 0  # a student's link never makes the server fetch
+
+
+def test_a_photo_on_a_bundled_shapes_model_says_what_the_model_knows():
+    at = open_app(page="attention")
+    notes = [i.value for i in at.info if "only knows generated scenes" in i.value]
+    assert notes == []  # a sample scene is what it knows
+    at.sidebar.file_uploader[0].upload("cat.jpg", photo_bytes(), "image/jpeg")
+    at.run()
+    notes = [i.value for i in at.info if "only knows generated scenes" in i.value]
+    assert len(notes) == 1
+    assert notes[0].startswith("shapes-classifier only knows generated scenes: 10 shapes in 9 "
+                               "colours on 6 backgrounds. On a photo its answer is a guess.")

@@ -1,0 +1,164 @@
+"""Which models the picker offers, and who may add more.
+
+Anyone who can reach the server can open the app, so the actions that touch the server's disk
+or network are the teacher's: fetching a model from the Hugging Face Hub and loading a
+checkpoint from a path on the server. The browser offers them only when the server listens on
+this machine alone (`--server.address localhost`), or when it was started with
+`streamlit run app.py -- --allow-fetch`. Models already on the machine are always offered: the
+bundled ones, the presets, every fetched `hf:ORG/NAME`, `--weights PATH` and the checkpoints in
+`--models-dir DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+import vit_core
+from vit_core.io import hub
+from vit_core.io.external import PICKLE_SUFFIXES
+
+from . import keys
+
+LOAD_OTHER = "Load a checkpoint from the server…"
+FETCH_OTHER = "Fetch another model by name…"
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+CHECKPOINT_SUFFIXES = (".safetensors", *PICKLE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class ServerArgs:
+    weights: str | None  # --weights PATH: first in the picker
+    allow_fetch: bool  # --allow-fetch: the browser may fetch and load from server paths
+    models_dir: str | None  # --models-dir DIR: its checkpoints are listed in the picker
+
+
+@st.cache_resource(show_spinner=False)
+def server_args() -> ServerArgs:
+    """The app's own arguments, after `--`: `streamlit run app.py -- --allow-fetch ...`."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--weights")
+    ap.add_argument("--allow-fetch", action="store_true")
+    ap.add_argument("--models-dir")
+    a = ap.parse_known_args(sys.argv[1:])[0]
+    return ServerArgs(a.weights, a.allow_fetch, a.models_dir)
+
+
+def listen_address() -> str:
+    """The address the server listens on ("" when unset: every interface)."""
+    return str(st.get_option("server.address") or "")
+
+
+def teacher_actions_allowed() -> bool:
+    """May this browser fetch models and load checkpoints from server paths?"""
+    return server_args().allow_fetch or listen_address() in LOOPBACK
+
+
+def models_dir_entries() -> list[str]:
+    """Checkpoint files and model folders in --models-dir (read when the picker is drawn)."""
+    folder = server_args().models_dir
+    if not folder or not Path(folder).is_dir():
+        return []
+    found = [p for p in sorted(Path(folder).iterdir())
+             if (p.is_file() and p.suffix in CHECKPOINT_SUFFIXES)
+             or (p.is_dir() and (p / "config.json").is_file())]
+    return [str(p) for p in found]
+
+
+def fetched() -> list[str]:
+    """Every ViT in the local Hugging Face cache, as 'hf:ORG/NAME' (curated ones first)."""
+    from huggingface_hub import constants
+
+    names = [rid for rid in hub.CURATED if hub.local_folder(rid) is not None]
+    cache = Path(constants.HF_HUB_CACHE)
+    for repo in sorted(cache.glob("models--*--*")) if cache.is_dir() else []:
+        rid = repo.name.removeprefix("models--").replace("--", "/", 1)
+        if rid not in names and _is_vit(rid):
+            names.append(rid)
+    return [hub.PREFIX + rid for rid in names]
+
+
+def _is_vit(rid: str) -> bool:
+    try:
+        folder = hub.local_folder(rid)
+        cfg = json.loads((folder / "config.json").read_text()) if folder else {}
+    except (OSError, ValueError, hub.FetchError):
+        return False
+    return cfg.get("model_type") in ("vit", "deit") or str(cfg.get("architecture", "")).startswith(
+        ("vit_", "deit_"))
+
+
+def choices() -> list[str]:
+    """The picker's names; the first is what a new session opens on."""
+    ss = st.session_state
+    extra = [p for p in [server_args().weights] + ss.get(keys.LOADED_PATHS, []) if p]
+    local = fetched()
+    out = (extra + [vit_core.default_model_name()] + vit_core.bundled_models() + local
+           + models_dir_entries() + list(vit_core.PRESETS))
+    if teacher_actions_allowed():
+        out += [hub.PREFIX + rid for rid in hub.CURATED if hub.PREFIX + rid not in local]
+        out += [FETCH_OTHER, LOAD_OTHER]
+    return list(dict.fromkeys(out))
+
+
+def label(name: str) -> str:
+    """How the picker shows a name."""
+    if name in vit_core.PRESETS:
+        return f"{name} (untrained: random weights)"
+    if name in (LOAD_OTHER, FETCH_OTHER) or name in vit_core.bundled_models():
+        return name
+    if name.startswith(hub.PREFIX):
+        return f"{name} · {hub.status(name)}"
+    path, _, heads = name.partition("?heads=")
+    if name in models_dir_entries():
+        return f"{Path(path).name} (from the models folder)"
+    return f"file: {Path(path).name}" + (f" ({heads} heads)" if heads else "")
+
+
+def needs_fetch(name: str) -> bool:
+    """An 'hf:ORG/NAME' that is not on this machine (a malformed name is not fetchable)."""
+    if not name.startswith(hub.PREFIX):
+        return False
+    try:
+        return hub.local_folder(name) is None
+    except hub.FetchError:
+        return False
+
+
+def fetch_into_session(name: str, bar) -> str | None:
+    """Fetch `name` (the teacher's action), drawing progress on `bar` (an st.progress);
+    returns an error sentence, or None when the model is on this machine and loads."""
+    if not teacher_actions_allowed():
+        return ("Fetching models is the teacher's action: start the app with "
+                "`-- --allow-fetch`, or fetch before class with `python -m vit_core.fetch`.")
+
+    def show(p: hub.Progress) -> None:
+        left = f", about {p.left_s:.0f} s left" if p.left_s is not None else ""
+        bar.progress(min(1.0, p.done / p.total) if p.total else 1.0,
+                     text=f"{p.done / 1e6:.1f} of {p.total / 1e6:.1f} MB{left}")
+
+    try:
+        hub.fetch(name, progress=show)
+        vit_core.load_model(hub.PREFIX + hub.repo_id(name))  # a fetched file that cannot load
+    except vit_core.CheckpointError as e:  # FetchError too: one sentence each
+        return str(e).splitlines()[0]
+    except Exception as e:  # noqa: BLE001  anything else still ends in one sentence
+        return f"Could not fetch '{name}': {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    return None
+
+
+def honesty_note(model, input_label: str) -> str | None:
+    """One line when a photo meets a bundled shapes model: what it knows, and what to use."""
+    if model.info.source != "bundled" or input_label.startswith("sample"):
+        return None
+    local = fetched()
+    offer = (f"For a photo, pick a real ViT on this machine: {', '.join(local[:3])}." if local
+             else "For a photo, use a real ViT: fetch one with "
+                  "`python -m vit_core.fetch facebook/deit-tiny-patch16-224` (≈ 23 MB).")
+    return (f"{model.info.name} only knows generated scenes: 10 shapes in 9 colours on 6 "
+            f"backgrounds. On a photo its answer is a guess. {offer}")

@@ -115,6 +115,9 @@ def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
     if name in bundled_models():
         model = load_checkpoint(BUNDLED_DIR / f"{name}.safetensors")
         model.info.source = "bundled"
+        sureness = BUNDLED_DIR / f"{name}.confidence.json"  # how sure it is on its own world
+        if sureness.is_file():  # (python -m vit_core.scenes.evaluate NAME --confidence FILE)
+            model.info.metrics["confidence_on_scenes"] = json.loads(sureness.read_text())
         return model
     path = Path(name)
     if path.suffix == ".safetensors" or path.exists():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
@@ -101,6 +102,30 @@ def evaluate_captioner(model, n: int = 1000, seed: int = 0, mask=None, workers: 
             "token_accuracy": tok_right / tok_total}
 
 
+@torch.inference_mode()
+def confidence(model, n: int = 64, seed: int = 7, mask=None) -> torch.Tensor:
+    """How sure the model is on held-out scenes of its own world: [n] probabilities.
+
+    A classifier: the top class's probability. A captioner: the mean probability of the words
+    of its greedy caption ([EOS] included), each read where it was chosen.
+    """
+    c = model.config
+    probs = []
+    for b in loader(n, seed, c, batch=min(n, 64)):
+        if not c.has_text:
+            probs.append(model(b["pixels"]).softmax(-1).amax(-1))
+            continue
+        tok = tokenizer_for(model)
+        ids = greedy_ids(model, b["pixels"], mask=mask)  # [B, steps] after [SOS]
+        inputs = torch.cat([torch.full((len(ids), 1), tok.sos_id), ids[:, :-1]], 1)
+        p = model(b["pixels"], inputs, mask=mask).softmax(-1)  # [B, steps, V]
+        chosen = p.gather(-1, ids[..., None])[..., 0]
+        ended = (ids == tok.eos_id).long().cumsum(1)
+        real = (ended == 0) | ((ended == 1) & (ids == tok.eos_id))  # words up to [EOS]
+        probs.append((chosen * real).sum(1) / real.sum(1))
+    return torch.cat(probs)
+
+
 def evaluate(model, n: int = 1000, seed: int = 0, workers: int = 1) -> dict:
     if model.config.has_text:
         return evaluate_captioner(model, n, seed, workers=workers)
@@ -113,8 +138,19 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--confidence", metavar="JSON",
+                    help="instead: write how sure the model is on --n held-out scenes "
+                         "(quantiles of confidence()) to this file, for the app's overview")
     args = ap.parse_args(argv)
     t0 = time.time()
+    if args.confidence:
+        probs = confidence(load_model(args.model), args.n, args.seed)
+        qs = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9)
+        out = {"n": args.n, "seed": args.seed, "mean": round(float(probs.mean()), 4),
+               "quantiles": {str(q): round(float(probs.quantile(q)), 4) for q in qs}}
+        Path(args.confidence).write_text(json.dumps(out, indent=2) + "\n")
+        print(json.dumps(out, indent=2))
+        return
     out = evaluate(load_model(args.model), args.n, args.seed, args.workers)
     out["model"], out["seconds"] = args.model, round(time.time() - t0, 1)
     print(json.dumps(out, indent=2))

@@ -126,3 +126,20 @@ def test_a_photo_on_a_bundled_shapes_model_says_what_the_model_knows():
     assert len(notes) == 1
     assert notes[0].startswith("shapes-classifier only knows generated scenes: 10 shapes in 9 "
                                "colours on 6 backgrounds. On a photo its answer is a guess.")
+
+
+def test_the_sureness_note_compares_this_image_with_the_models_own_scenes():
+    import json
+
+    from vit_core import load_model
+    from vit_core.io.checkpoints import BUNDLED_DIR
+
+    model = load_model("shapes-classifier")
+    ref = json.loads((BUNDLED_DIR / "shapes-classifier.confidence.json").read_text())
+    q = ref["quantiles"]
+    low = models.sureness_note(model, q["0.05"] - 0.01, "upload: cat.jpg")
+    high = models.sureness_note(model, q["0.5"], "sample: a red ball on the grass")
+    assert f"median was {q['0.5']:.0%}" in low and f"above {q['0.05']:.0%}" in low
+    assert low.endswith("less sure than on 19 in 20 of those scenes.")
+    assert high.endswith("about as sure as on its own scenes.") and "this scene" in high
+    assert models.sureness_note(load_model("vit-ti16"), 0.5, "sample: x") is None  # no record

@@ -162,3 +162,20 @@ def honesty_note(model, input_label: str) -> str | None:
                   "`python -m vit_core.fetch facebook/deit-tiny-patch16-224` (≈ 23 MB).")
     return (f"{model.info.name} only knows generated scenes: 10 shapes in 9 colours on 6 "
             f"backgrounds. On a photo its answer is a guess. {offer}")
+
+
+def sureness_note(model, sure_here: float, input_label: str) -> str | None:
+    """How sure a bundled model is on this image, next to how sure it was on held-out scenes
+    of its own world (vit_core.scenes.evaluate.confidence, stored with the model)."""
+    ref = model.info.metrics.get("confidence_on_scenes")
+    if not ref:
+        return None
+    q = ref["quantiles"]
+    what = "its words" if model.config.has_text else "its top class"
+    verdict = ("less sure than on 19 in 20 of those scenes" if sure_here < q["0.05"] else
+               "about as sure as on its own scenes" if sure_here >= q["0.25"] else
+               "less sure than on most of its own scenes")
+    where = "this photo" if not input_label.startswith("sample") else "this scene"
+    return (f"How sure: on {where} {model.info.name} gives {what} {sure_here:.0%}; on "
+            f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
+            f"20 were above {q['0.05']:.0%}: {verdict}.")

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import torch
 
+from ui import keys
 from vit_core import Tokenizer, load_image, load_model, preprocess, run_trace
 
 SOS, EOS = 1, 2  # the text model's ids for [SOS] and [EOS] (vit_core.io.text: PAD SOS EOS UNK)
@@ -95,3 +96,12 @@ def texts(at) -> list[str]:
                  "error", "success", "text"):
         out += [e.value for e in getattr(at, kind)]
     return out
+
+
+def attention_pattern_shown(at) -> np.ndarray:
+    """The S x S matrix the attention page draws, switched to the softmax pattern A."""
+    view = at.radio(key=keys.ATTN_VIEW)
+    pattern = next(o for o in view.options if "pattern" in o.lower() or "softmax" in o.lower())
+    if view.value != pattern:
+        view.set_value(pattern).run()
+    return array(charts_by_key(at)[keys.ATTN_MATRIX]["data"][0]["z"]).astype(np.float64)

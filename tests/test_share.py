@@ -9,7 +9,7 @@ import streamlit as st
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from tests.independent import array, charts_by_key
+from tests.independent import attention_pattern_shown
 from tests.test_app import APP
 from ui import keys
 from ui import state as ui_state
@@ -48,15 +48,6 @@ def test_nonsense_in_the_link_is_ignored_or_clamped():
     assert at.title[0].value == "From pixels to logits, in one pass"  # the default stage
     assert at.session_state["layer"] == load_model(at.session_state["model"]).config.depth - 1
     assert at.sidebar.selectbox(key="mask").value == "trained"
-
-
-def attention_pattern_shown(at) -> np.ndarray:
-    """The S x S matrix the attention page draws, switched to the softmax pattern A."""
-    view = at.radio(key=keys.ATTN_VIEW)
-    pattern = next(o for o in view.options if "pattern" in o.lower() or "softmax" in o.lower())
-    if view.value != pattern:
-        view.set_value(pattern).run()
-    return array(charts_by_key(at)[keys.ATTN_MATRIX]["data"][0]["z"]).astype(np.float64)
 
 
 def test_the_mask_choice_reaches_the_trace():

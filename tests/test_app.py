@@ -8,6 +8,8 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+from ui import state as ui_state
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
@@ -96,6 +98,17 @@ def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     assert not app.exception
     assert len(app.error) == 1 and "\n" not in app.error[0].value
     assert "damaged" in app.error[0].value
+    # the sidebar says what is really shown: the sample scene the picker names, not the upload
+    seed = app.sidebar.selectbox(key="sample").value
+    caption = ui_state.sample_caption(seed)
+    assert showing(app).startswith(f"Showing sample: {caption}"), showing(app)
+    assert "broken.png" not in " ".join(c.value for c in app.sidebar.caption)
+    assert not [b for b in app.sidebar.button if b.key == "drop_upload"]  # nothing to stop using
+    assert app.session_state["_input"].data == ui_state.sample_bytes(seed)  # what the page used
+    shapes = table(app)
+    assert shapes["patches"] == "196 × 768"
+    app.sidebar.toggle(key="presenter").set_value(False).run()  # a rerun: still the sample
+    assert showing(app).startswith("Showing sample:") and not app.error
     app.sidebar.file_uploader[0].upload("good.jpg", photo_bytes(), "image/jpeg")
     app.run()
     assert not app.exception and not app.error

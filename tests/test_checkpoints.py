@@ -73,3 +73,33 @@ def test_mismatched_weights_name_the_key(tmp_path):
     msg = str(err.value)
     assert "missing keys norm.bias" in msg and "unexpected keys extra.thing" in msg
     assert "blocks.1.mlp.fc1.weight: file (7, 48) vs model (192, 48)" in msg
+
+
+def rewrite_info(path, info_json: str):
+    from safetensors import safe_open
+    with safe_open(str(path), "pt") as f:
+        meta, state = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    save_file(state, str(path), metadata={**meta, "vit_explainer.info": info_json})
+
+
+@pytest.mark.parametrize("info,named", [
+    ('{"name": "m", "trained": true, "wings": 2}', "unknown key 'wings'"),
+    ('{"source": "/elsewhere"}', "unknown key 'source'"),  # never saved: the path is the source
+    ('{"wings": 2, "tail": 1}', "unknown key 'wings' (and 1 more)"),
+    ('[1, 2]', "not a JSON object (it is a list)"),
+])
+def test_unknown_info_metadata_is_refused_in_one_sentence(tmp_path, info, named):
+    path = save_checkpoint(randomised(SMALL), tmp_path / "m.safetensors")
+    rewrite_info(path, info)
+    with pytest.raises(CheckpointError) as err:  # not a TypeError from ModelInfo(**info)
+        load_model(str(path))
+    msg = str(err.value)
+    assert named in msg and "'m.safetensors'" in msg and "\n" not in msg
+    assert msg.count(". ") == 0 and msg.endswith(".")  # one sentence
+
+
+def test_known_info_metadata_still_loads(tmp_path):
+    path = save_checkpoint(randomised(SMALL), tmp_path / "m.safetensors")
+    rewrite_info(path, '{"name": "renamed", "trained": false, "description": "d", "metrics": {}}')
+    info = load_model(str(path)).info
+    assert (info.name, info.trained, info.description) == ("renamed", False, "d")

@@ -89,3 +89,17 @@ def test_a_timm_checkpoint_with_a_heads_count_loads_in_the_app():
     assert at.session_state["model"] == f"{wrapped}?heads=3"
     shapes = {r["tensor"]: r["shape"] for _, r in at.dataframe[0].value.iterrows()}
     assert shapes["blocks.0.attn.q"] == "3 × 17 × 16"
+
+
+def test_a_checkpoint_with_unknown_info_metadata_says_which_key(tmp_path):
+    from tests.test_checkpoints import rewrite_info
+
+    path = save_checkpoint(randomised(TINY), tmp_path / "odd.safetensors")
+    rewrite_info(path, '{"name": "odd", "wings": 2}')
+    at = open_picker()
+    at.sidebar.text_input(key="checkpoint_path").set_value(str(path)).run()
+    at.sidebar.button(key="checkpoint_load").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert len(errors) == 1 and "unknown key 'wings'" in errors[0], errors
+    assert at.session_state["model"] == "vit-ti16"

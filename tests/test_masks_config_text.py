@@ -87,6 +87,21 @@ def test_unknown_words_become_unk_and_are_reported():
     assert "'zebra'" in enc.notice and "[UNK]" in enc.notice
 
 
+@pytest.mark.parametrize("text,words,unknown", [
+    ("a red_ball", ["a", "red_ball"], ["red_ball"]),  # part of a word
+    ("a _ ball", ["a", "_", "ball"], ["_"]),  # its own word
+    ("the __grass__", ["the", "__grass__"], ["__grass__"]),
+    ("_", ["_"], ["_"]),
+])
+def test_an_underscore_never_vanishes(text, words, unknown):
+    enc = TOK.encode(text)
+    assert enc.words[1:] == words and enc.unknown == unknown
+    assert len(enc.ids) == len(words) + 1 and enc.ids.count(TOK.unk_id) == len(unknown)
+    assert all(f"'{w}'" in enc.notice for w in unknown) and "[UNK]" in enc.notice
+    # nothing but whitespace is lost between the text and its words
+    assert "".join(enc.words[1:]) == "".join(text.split())
+
+
 def test_long_text_is_truncated_with_a_notice():
     enc = TOK.encode("the " * 5000, max_len=10)
     assert len(enc.ids) == 10 and enc.truncated == 4991

@@ -4,9 +4,11 @@ visuals, reacts to the shared layer/head/patch widgets, and prints numbers equal
 import json
 import re
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.independent import attention_pattern_shown, trace_of
 from tests.test_app import APP, photo_bytes
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -110,7 +112,27 @@ def test_printed_score_equals_the_core_trace():
 
 
 def test_model_switch_clamps_the_shared_selection():
+    big, small = load_model(MODEL).config, load_model("shapes-classifier").config
+    assert (big.depth, big.num_heads, big.num_patches) == (12, 3, 196)
+    assert (small.depth, small.num_heads, small.num_patches) == (6, 4, 49)
     at = start("attention")
-    at.slider(key="head").set_value(2).run()
-    at.sidebar.selectbox(key="model").set_value("vit-b16").run()
-    assert not at.exception and at.slider(key="head").value == 2
+    at.slider(key="layer").set_value(11).run()
+    at.number_input(key="patch").set_value(150).run()
+    at.slider(key="head").set_value(1).run()
+    at.sidebar.selectbox(key="model").set_value("shapes-classifier").run()
+    assert not at.exception and at.session_state["model"] == "shapes-classifier"
+    selection = (at.slider(key="layer").value, at.slider(key="head").value,
+                 at.number_input(key="patch").value)
+    assert selection == (5, 1, 48)  # layer 11 and patch 150 do not exist here: the last ones
+    assert (at.query_params["layer"], at.query_params["patch"]) == ("5", "48")
+    tr = trace_of(at, "shapes-classifier")
+    np.testing.assert_allclose(attention_pattern_shown(at),
+                               tr["blocks.5.attn.pattern"][1].double().numpy(), atol=1e-6)
+    at.slider(key="head").set_value(3).run()  # the classifier's 4th head; vit-ti16 has 3
+    at.sidebar.selectbox(key="model").set_value(MODEL).run()
+    assert not at.exception and at.session_state["model"] == MODEL
+    assert (at.slider(key="layer").value, at.slider(key="head").value,
+            at.number_input(key="patch").value) == (5, 2, 48)
+    tr = trace_of(at, MODEL)
+    np.testing.assert_allclose(attention_pattern_shown(at),
+                               tr["blocks.5.attn.pattern"][2].double().numpy(), atol=1e-6)

@@ -5,9 +5,17 @@ import re
 
 import pytest
 
+from tests.independent import (
+    array,
+    caption_text,
+    greedy,
+    pixels_of,
+    sampled,
+    teacher_forced,
+    texts,
+)
 from tests.test_pages import charts, start
-from vit_core import load_image, load_model, preprocess
-from vit_core.explain.generation import generate, score_text
+from vit_core import load_model
 
 
 @pytest.mark.parametrize("page,widget,kind,value", [
@@ -25,27 +33,53 @@ def test_widgets_change_the_output(page, widget, kind, value):
     assert [t for t in after if before.get(t) != after[t]] or set(after) != set(before)
 
 
-def test_segmentation_says_when_a_model_has_no_seg_head():
-    at = start("segmentation")
-    assert at.warning  # the preset has no segmentation head, and says so
+def no_seg_head_sentences(at) -> list[str]:
+    return [t for t in texts(at) if re.search(r"\b(no|without)\b[^.]*segmentation head", t)]
 
 
-def caption_page(steps: int):
-    at = start("logits", model="vit-b16-text")
+@pytest.mark.parametrize("model,has_head", [
+    ("shapes-captioner-causal", False),  # trained: no "random weights" warning to lean on
+    ("vit-ti16", False),
+    ("shapes-classifier", True),
+])
+def test_segmentation_says_when_a_model_has_no_seg_head(model, has_head):
+    at = start("segmentation", model=model)
+    assert at.session_state["model"] == model
+    assert (load_model(model).config.seg_classes > 0) == has_head
+    said = no_seg_head_sentences(at)
+    if has_head:
+        assert not said, said
+        shares = [float(v.rstrip("%")) for v in at.dataframe[0].value.iloc[:, 1]]
+        assert sum(shares) == pytest.approx(100, abs=0.1 * len(shares))  # the class map's table
+    else:
+        assert len(said) == 1 and model in said[0], texts(at)
+        assert not at.dataframe  # no class-share table for a model without the head
+
+
+def caption_page(steps: int, model: str = "vit-b16-text"):
+    at = start("logits", model=model)
+    assert at.session_state["model"] == model
     for _ in range(steps):
         at.button(key="gen_next").click().run()
     return at
 
 
-def test_step_by_step_generation_equals_vit_core_generate():
-    at = caption_page(3)
-    shown = [h.value for h in at.subheader if h.value.startswith("[SOS]")][0]
-    model = load_model("vit-b16-text")
-    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    gen = generate(model, pixels)
-    assert shown.split()[1:4] == gen.words[:3]
+def sos_line(at) -> str:
+    return [h.value for h in at.subheader if h.value.startswith("[SOS]")][0]
+
+
+@pytest.mark.parametrize("model", ["vit-b16-text", "shapes-captioner-prefix"])
+def test_step_by_step_generation_equals_a_greedy_decode_of_the_trace(model):
+    at = caption_page(3, model)
+    net = load_model(model)
+    words, _ = greedy(net, pixels_of(at, net))
+    assert sos_line(at).split()[1:] == words[:3] + ["…"]
     at.button(key="gen_all").click().run()
-    assert any(gen.text in s.value for s in at.success) or gen.words[-1] != "[EOS]"
+    assert sos_line(at).split()[1:] == words  # every word, [EOS] included when it came
+    text = caption_text(words)
+    assert any(f"“{text}”" in t for t in texts(at)), texts(at)
+    if model.startswith("shapes"):  # trained: it ends its caption itself
+        assert words[-1] == "[EOS]" and 4 <= len(words) <= net.config.max_text_len
 
 
 def test_typed_caption_probabilities_equal_run_trace():
@@ -54,10 +88,10 @@ def test_typed_caption_probabilities_equal_run_trace():
     assert any("'zebra'" in w.value for w in at.warning)
     df = at.dataframe[0].value
     model = load_model("vit-b16-text")
-    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    expected = score_text(model, pixels, "a blue zebra on the snow")
+    expected = teacher_forced(model, pixels_of(at, model), "a blue zebra on the snow")
     shown = [float(re.sub("%", "", p)) / 100 for p in df.iloc[:, 1]]
-    assert shown == pytest.approx(expected.probs, abs=6e-5)
+    assert len(shown) == len(expected) == 7  # six words, then [EOS]
+    assert shown == pytest.approx(expected, abs=6e-5)
     assert "zebra (unknown → [UNK])" in list(df.iloc[:, 0])
 
 
@@ -65,26 +99,27 @@ def test_masks_page_compares_the_two_trained_captioners():
     at = start("masks", model="shapes-classifier")
     titles = " | ".join(charts(at))
     text = " ".join(m.value for m in at.markdown)
+    captions = {}
     for name, kind in [("shapes-captioner-prefix", "prefix"),
                        ("shapes-captioner-causal", "causal")]:
         model = load_model(name)
         assert f"{name}, {kind} mask" in titles
         card = model.info.metrics
         assert f"exact caption {card['exact_match']:.1%}" in text
-        pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-        assert f"“{generate(model, pixels, mask=kind).text}”" in text
+        words, _ = greedy(model, pixels_of(at, model), mask=kind)
+        captions[name] = caption_text(words)
+        assert f"“{captions[name]}”" in text
     assert not at.warning  # both are trained: no "random weights" warning
 
 
 def test_overview_of_a_captioner_shows_its_greedy_caption_word_by_word():
     at = start("overview", model="shapes-captioner-prefix")
     model = load_model("shapes-captioner-prefix")
-    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    gen = generate(model, pixels)
-    assert any(f"“{gen.text}”" in m.value for m in at.markdown)
+    words, probs = greedy(model, pixels_of(at, model))
+    assert any(f"“{caption_text(words)}”" in m.value for m in at.markdown)
     bars = [d for s in charts(at).values() for d in json.loads(s)["data"] if d["type"] == "bar"][0]
-    assert bars["x"] == [f"{i + 1}. {w}" for i, w in enumerate(gen.words)]
-    assert bars["y"] == pytest.approx(gen.chosen, abs=1e-6)
+    assert bars["x"] == [f"{i + 1}. {w}" for i, w in enumerate(words)]
+    assert array(bars["y"]) == pytest.approx(probs, abs=1e-6)
 
 
 def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
@@ -94,14 +129,15 @@ def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
     at.text_input(key="caption").set_value("a red ball on the grass").run()
     assert not at.exception
     model = load_model("shapes-captioner-prefix")
-    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    causal, prefix = (score_text(model, pixels, "a red ball on the grass", mask=m).probs
+    pixels = pixels_of(at, model)
+    causal, prefix = (teacher_forced(model, pixels, "a red ball on the grass", mask=m)
                       for m in ("causal", "prefix"))
     assert causal != pytest.approx(prefix, abs=1e-3)  # the mask matters for this check
     shown = [float(p.rstrip("%")) / 100 for p in at.dataframe[0].value.iloc[:, 1]]
     assert shown == pytest.approx(causal, abs=6e-5)
-    text = generate(model, pixels, mask="causal").text
-    assert any(text in s.value for s in at.success)
+    words, _ = greedy(model, pixels, mask="causal")
+    assert sos_line(at).split()[1:] == words
+    assert any(f"“{caption_text(words)}”" in t for t in texts(at))
 
 
 def test_sampled_steps_are_the_seeded_generation_word_by_word():
@@ -110,9 +146,8 @@ def test_sampled_steps_are_the_seeded_generation_word_by_word():
     at.number_input(key="gen_seed").set_value(7).run()
     for _ in range(4):
         at.button(key="gen_next").click().run()
-    shown = [h.value for h in at.subheader if h.value.startswith("[SOS]")][0]
     model = load_model("vit-b16-text")
-    pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    sampled = generate(model, pixels, temperature=1.5, seed=7).words
-    assert shown.split()[1:5] == sampled[:4]
-    assert sampled[:4] != generate(model, pixels).words[:4]  # sampling, not greedy
+    pixels = pixels_of(at, model)
+    words = sampled(model, pixels, temperature=1.5, seed=7, steps=4)
+    assert sos_line(at).split()[1:5] == words[:4]
+    assert words[:4] != greedy(model, pixels)[0][:4]  # sampling, not greedy

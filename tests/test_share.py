@@ -1,11 +1,17 @@
 """Shareable views, presenter mode and the trace download, driven with AppTest."""
 
 import io
+import threading
 
 import numpy as np
+import pytest
+import streamlit as st
+from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+from tests.independent import attention_pattern_shown
 from tests.test_app import APP
+from ui import keys
 from ui import state as ui_state
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -45,13 +51,19 @@ def test_nonsense_in_the_link_is_ignored_or_clamped():
 
 
 def test_the_mask_choice_reaches_the_trace():
-    at = open_link(VIEW)
-    pattern_title = [t for t in (el.proto.spec for el in at.get("plotly_chart"))][0]
-    assert "Layer 3, head 2" in pattern_title
+    at = open_link(VIEW)  # vit-ti16, layer 3, head 2, causal mask
     model = load_model("vit-ti16")
     pixels = preprocess(load_image(at.session_state["_input"].data), model.config)
-    tr = run_trace(model, pixels, mask="causal")
-    assert float(tr["blocks.3.attn.pattern"][2, 0, 1:].sum()) == 0.0  # CLS sees only itself
+    causal = run_trace(model, pixels, mask="causal")["blocks.3.attn.pattern"][2].double()
+    full = run_trace(model, pixels)["blocks.3.attn.pattern"][2].double()
+    assert (causal - full).abs().max() > 0.05  # the mask matters for this check
+    shown = attention_pattern_shown(at)
+    np.testing.assert_allclose(shown, causal.numpy(), atol=1e-6)
+    assert np.all(np.triu(shown, 1) == 0)  # no query sees a later token
+    np.testing.assert_allclose(shown.sum(1), 1.0, atol=1e-5)
+    at.sidebar.selectbox(key="mask").set_value("trained").run()  # back to the full mask
+    assert not at.exception and "mask" not in at.query_params
+    np.testing.assert_allclose(attention_pattern_shown(at), full.numpy(), atol=1e-6)
 
 
 def test_presenter_mode_shows_the_stage_and_its_story():
@@ -72,22 +84,66 @@ def test_presenter_mode_first_stage_has_no_previous():
     assert any("Overview" in m.value and "10 stages" in m.value for m in at.markdown)
 
 
-def test_trace_download_holds_every_tensor():
-    at = open_link({"page": "overview", "model": "vit-ti16"})
+@pytest.fixture
+def downloads(monkeypatch):
+    """Every download button drawn in the next runs: key -> (data, file name, the image drawn
+    just before it by st.image). The app's own st.download_button runs as usual."""
+    seen, last_image = {}, []
+    real_button, real_image = st.download_button, st.image
+
+    def button(label, data, *args, **kwargs):
+        seen[kwargs.get("key")] = (data, kwargs.get("file_name"),
+                                   last_image[-1] if last_image else None)
+        return real_button(label, data, *args, **kwargs)
+
+    def image(img, *args, **kwargs):
+        last_image.append(img)
+        return real_image(img, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", button)
+    monkeypatch.setattr(st, "image", image)
+    return seen
+
+
+def outside_the_script(fn):
+    """Call fn on a thread of its own, as Streamlit calls a download's data function when it is
+    clicked: no script run, no st.session_state."""
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(value=fn()))
+    worker.start()
+    worker.join(120)
+    assert "value" in out, "the download's data function raised (see the thread's traceback)"
+    return out["value"]
+
+
+@pytest.mark.parametrize("mask", [None, "causal"])
+def test_trace_download_holds_every_tensor(downloads, mask):
+    at = open_link({"page": "overview", "model": "vit-ti16", **({"mask": mask} if mask else {})})
     inp = at.session_state["_input"]
-    data = np.load(io.BytesIO(ui_state.trace_npz(inp, "vit-ti16")))
+    data_fn, file_name, _ = downloads[keys.DOWNLOAD_TRACE]
+    assert file_name == f"trace-{inp.key[:8]}.npz"
+    data = np.load(io.BytesIO(outside_the_script(data_fn)))
     model = load_model("vit-ti16")
-    tr = run_trace(model, preprocess(load_image(inp.data), model.config))
+    tr = run_trace(model, preprocess(load_image(inp.data), model.config), mask=mask)
     assert set(data.files) == set(tr.names()) | {"mask"}
-    np.testing.assert_array_equal(data["blocks.5.attn.pattern"], tr["blocks.5.attn.pattern"])
+    for name in tr.names():
+        np.testing.assert_array_equal(data[name], tr[name].numpy(), err_msg=name)
+    np.testing.assert_array_equal(data["mask"], tr.mask.numpy())
+    assert (data["mask"] == 0).all() == (mask is None)  # vit-ti16 is trained with full
 
 
-def test_composed_images_have_png_downloads():
+def test_composed_images_have_png_downloads(downloads):
     at = open_link({"page": "attention", "model": "vit-ti16"})
-    keys = {el.proto.id for el in at.get("download_button")}
-    assert len(keys) >= 4  # where / who / CLS heads / rollout
-    from ui.show import image  # the helper builds real PNGs
-    assert callable(image)
+    pngs = {k: v for k, v in downloads.items() if k and k.startswith(keys.PNG_PREFIX)}
+    assert len(pngs) >= 4, sorted(pngs)  # where / who / CLS heads / rollout
+    assert {el.proto.id.split("-", 2)[-1] for el in at.get("download_button")} >= set(pngs)
+    for key, (data_fn, file_name, img) in pngs.items():
+        assert file_name == key.removeprefix(keys.PNG_PREFIX) + ".png"
+        png = outside_the_script(data_fn)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", key
+        decoded = Image.open(io.BytesIO(png))
+        assert decoded.size == img.size, key  # the image shown above the button, pixel for pixel
+        np.testing.assert_array_equal(np.asarray(decoded), np.asarray(img), err_msg=key)
 
 
 def test_presenter_mode_can_be_left():

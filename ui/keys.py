@@ -45,6 +45,7 @@ PRESENTER_NEXT = "presenter_next"  # button: next stage
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
 INPUT = "_input"  # state.Input: the image in use (sidebar.draw; state.load_current on a bad file)
+INPUT_ERROR = "_input_error"  # str | None: why the chosen image is not shown (sidebar.draw)
 URL_LOADED = "_url_loaded"  # bool: the URL's view was read into the session (share.load_once)
 PREVIOUS_MODEL = "_previous_model"  # str: model before the picker changed (sidebar.draw)
 UPLOAD = "_upload"  # (name, bytes) of the uploaded photo in use (sidebar._take_upload)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 import vit_core
@@ -47,26 +49,37 @@ def draw(stage: str) -> None:
                  help="Generated scenes the bundled models never saw in training.")
     sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
                      on_change=_take_upload)
+    name = st.session_state[keys.MODEL]
+    error = None
     upload = st.session_state.get(keys.UPLOAD)  # (name, bytes) of the photo in use, if any
+    if upload is not None:
+        inp = state.make_input(f"upload: {upload[0]}", upload[1])
+        error = state.image_error(inp, name)
+        if error:  # not shown, so not "in use": the sidebar and the page show the sample
+            _drop_upload()
+            upload = None
     if upload is not None:
         sb.button(f"✕ Stop using {upload[0]}", key=keys.DROP_UPLOAD, on_click=_drop_upload)
     photo = None
     if sb.toggle("Use the camera", key=keys.USE_CAMERA):
         photo = sb.camera_input("Take a photo", key=keys.CAMERA)
-    if upload is not None:
-        inp = state.make_input(f"upload: {upload[0]}", upload[1])
-    elif photo is not None:
+    if upload is None and photo is not None and not error:
         inp = state.make_input("camera photo", photo.getvalue())
-    else:
+        error = state.image_error(inp, name)
+        photo = None if error else photo
+    if upload is None and photo is None:
         seed = st.session_state[keys.SAMPLE]
         inp = state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
     st.session_state[keys.INPUT] = inp
+    st.session_state[keys.INPUT_ERROR] = error  # state.load_current shows it on the page
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
     with sb.expander("Share and export"):
         st.caption("Link to this view (same stage, model, sample, layer, head and patch):")
         st.code(share.link(stage), language=None)
-        st.download_button("Download this trace (.npz)", lambda: state.trace_npz(
-            inp, st.session_state[keys.MODEL]), file_name=f"trace-{inp.key[:8]}.npz",
+        # Streamlit calls the data function when the button is clicked, on another thread where
+        # st.session_state does not exist: everything it needs is read here, in the script run.
+        st.download_button("Download this trace (.npz)", functools.partial(
+            state.trace_npz, inp, name, state.chosen_mask()), file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key=keys.DOWNLOAD_TRACE,
             help="Every traced tensor of this image and model, as NumPy arrays.")
 

@@ -1,14 +1,19 @@
 """The one module that owns caching (the session-state keys are defined in ui/keys.py).
 
 Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
-cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image —
-in a bounded cache_resource: a Trace is read-only, so sessions can share it without copies.
+cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image.
+Everything that holds a trace or a copy of one (prepared images, traces, experiment traces,
+attention summaries, the patch PCA, generations) shares ONE byte budget (ui/cache.py: 1.5 GB by
+default, `-- --cache-mb N` or VIT_EXPLAINER_CACHE_MB), least recently used dropped first; the
+values are read-only, so sessions share them without copies.
 Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import io
 from dataclasses import dataclass
 
@@ -20,11 +25,9 @@ import vit_core
 from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
 from vit_core.scenes import world
 
-from . import keys, models, worker
+from . import cache, keys, models, worker
 
 MAX_MODELS = 4
-MAX_TRACES = 12  # a ViT-B/16 trace is ~170 MB (12 of them ~2 GB); a bundled model's ~3 MB
-MAX_IMAGES = 64
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,28 @@ class Input:
 class Prepared:
     crop: Image.Image  # the img_size x img_size RGB crop the model sees
     pixels: torch.Tensor  # [1, 3, H, W] normalised
+
+
+@st.cache_resource(show_spinner=False)
+def shared_cache() -> cache.ByteLRU:
+    """The one byte-bounded cache of every session (its budget read once: ui/cache.py)."""
+    return cache.ByteLRU(int(cache.budget_mb() * cache.MB))
+
+
+def held(fn):
+    """Cache `fn` in shared_cache(), keyed by its name and the arguments whose names do not
+    start with "_" (as st.cache_resource does); what it returns counts against the budget."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def cached(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        key = (fn.__name__,) + tuple(v for name, v in bound.arguments.items()
+                                     if not name.startswith("_"))
+        return shared_cache().get(key, lambda: fn(*args, **kwargs))
+
+    cached.clear = lambda: shared_cache().clear(lambda key: key[0] == fn.__name__)
+    return cached
 
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
@@ -73,7 +98,7 @@ def make_input(label: str, raw: bytes) -> Input:
     return Input(hashlib.sha256(raw).hexdigest(), label, raw)
 
 
-@st.cache_resource(max_entries=MAX_IMAGES, show_spinner=False)
+@held
 def _prepare(key: str, model_name: str, _raw: bytes) -> Prepared:
     config = get_model(model_name).config
     img = load_image(_raw)
@@ -85,7 +110,7 @@ def prepare(inp: Input, model_name: str) -> Prepared:
     return _prepare(inp.key, model_name, inp.data)
 
 
-@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+@held
 def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
     return worker.run(run_trace, get_model(model_name), _pixels, text_ids=text, mask=mask)
 
@@ -108,6 +133,15 @@ def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
     return score_logits(tok, enc, trace(inp, model_name, mask=mask, text_ids=enc.ids).logits)
 
 
+def image_error(inp: Input, model_name: str) -> str | None:
+    """One sentence when `inp` cannot be read (the app then shows a sample scene), else None."""
+    try:
+        prepare(inp, model_name)
+    except ImageError as e:
+        return f"{e} Showing a sample scene instead."
+    return None
+
+
 def current() -> tuple[Input, str]:
     """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
     return st.session_state[keys.INPUT], st.session_state[keys.MODEL]
@@ -121,6 +155,8 @@ def load_current():
     inp, name = current()
     with st.spinner(f"Loading {name}…"):
         model = get_model(name)
+    if st.session_state.get(keys.INPUT_ERROR):  # the sidebar already fell back to a sample
+        st.error(st.session_state[keys.INPUT_ERROR])
     try:
         prep = prepare(inp, name)
     except ImageError as e:
@@ -147,18 +183,25 @@ def chosen_mask() -> str | None:
     return None if mask == "trained" else mask
 
 
-def trace_npz(inp: Input, model_name: str) -> bytes:
-    """The current trace as a compressed .npz (built only when the download is clicked)."""
+SIDEBAR_MASK = object()  # trace_npz's default: the mask chosen in the sidebar
+
+
+def trace_npz(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK) -> bytes:
+    """The trace as a compressed .npz: every trace name, plus `mask` (the additive mask used).
+
+    A download button calls this when clicked, on a thread of its own where st.session_state
+    does not exist: such a caller must pass `mask` (chosen_mask() read in the script run).
+    """
     import numpy as np
 
-    tr = trace(inp, model_name, mask=chosen_mask())
+    tr = trace(inp, model_name, mask=chosen_mask() if mask is SIDEBAR_MASK else mask)
     buf = io.BytesIO()
     np.savez_compressed(buf, **{name: t.numpy() for name, t in tr.items()},
                         mask=tr.mask.numpy())
     return buf.getvalue()
 
 
-@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+@held
 def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None, _pixels):
     ids = None if text is None else torch.tensor(text)
     return worker.run(_run_experiment, get_model(model_name), kind, arg, ids, _pixels)
@@ -189,7 +232,7 @@ def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids
                        prepare(inp, model_name).pixels)
 
 
-@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+@held
 def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _pixels):
     from vit_core import generate
 
@@ -225,7 +268,7 @@ def weight_views(model_name: str) -> dict:
     return {"filters": comps.numpy(), "ratio": ratio.tolist(), "pos_sim": sim.numpy()}
 
 
-@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+@held
 def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
     import numpy as np
 
@@ -254,7 +297,7 @@ def attention_summary(inp: Input, model_name: str) -> dict:
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
-@st.cache_resource(max_entries=MAX_TRACES, show_spinner=False)
+@held
 def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
     from vit_core.explain.tokens import pca_rgb
 

@@ -10,7 +10,7 @@ torch.load(weights_only=True), which refuses code.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
@@ -78,12 +78,29 @@ def load_checkpoint(path: str | Path) -> ViT:
         info = json.loads(meta.get("vit_explainer.info", "{}"))
     except (ValueError, TypeError) as e:
         raise CheckpointError(f"'{path.name}' has an invalid config: {e}") from e
+    check_info(info, path.name)
     model = ViT(config)
     load_state_dict_strict(model, state, path.name)
     card = path.with_suffix(".md")
     model.info = ModelInfo(**{"name": path.stem, "trained": True, **info},
                            source=str(path), card=card.read_text() if card.is_file() else "")
     return model.eval()
+
+
+INFO_KEYS = tuple(f.name for f in fields(ModelInfo) if f.name not in ("source", "card"))
+
+
+def check_info(info, file_name: str) -> None:
+    """Refuse `vit_explainer.info` metadata that is not a JSON object of ModelInfo's saved
+    fields (INFO_KEYS), naming the first unknown key in one sentence."""
+    if not isinstance(info, dict):
+        raise CheckpointError(f"'{file_name}' has vit_explainer.info metadata that is not a JSON "
+                              f"object (it is a {type(info).__name__}).")
+    unknown = [k for k in info if k not in INFO_KEYS]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise CheckpointError(f"'{file_name}' has an unknown key '{unknown[0]}'{more} in its "
+                              f"vit_explainer.info metadata; known keys: {', '.join(INFO_KEYS)}.")
 
 
 def load_model(name_or_path: str | Path | None = None, **options) -> ViT:

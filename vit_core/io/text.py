@@ -2,7 +2,9 @@
 
 Words are lower-cased and split on whitespace; punctuation is split off as its own token, so
 "a red ball, on the grass." becomes ["a", "red", "ball", ",", "on", "the", "grass", "."].
-A word that is not in the vocabulary becomes [UNK] and is reported, never silently dropped.
+An underscore counts as a letter (as in a regular expression's word class): "red_ball" is one
+word and "_" alone is a word. A word that is not in the vocabulary becomes [UNK] and is
+reported, never silently dropped: every character but whitespace ends up in some word.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 PAD, SOS, EOS, UNK = "[PAD]", "[SOS]", "[EOS]", "[UNK]"
 SPECIALS = (PAD, SOS, EOS, UNK)
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]", re.UNICODE)
+_WORD = re.compile(r"\w+(?:'\w+)?|[^\w\s]", re.UNICODE)
 
 
 def split_words(text: str) -> list[str]:

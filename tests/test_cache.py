@@ -1,0 +1,201 @@
+"""The app's one cache budget (ui/cache.py, ui/state.py): bounded by real bytes, least recently
+used dropped first, hits are the same object, thread-safe, and read once from --cache-mb or
+VIT_EXPLAINER_CACHE_MB."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from ui import cache, state
+from vit_core import load_image, load_model, preprocess, run_trace
+
+MODEL = "shapes-classifier"
+
+
+@pytest.fixture(scope="module")
+def traces():
+    """Six real traces of the bundled classifier, on six sample scenes."""
+    model = load_model(MODEL)
+    seeds = state.sample_seeds()[:6]
+    return [run_trace(model, preprocess(load_image(state.sample_bytes(s)), model.config))
+            for s in seeds]
+
+
+def test_a_trace_counts_its_shared_storage_once(traces):
+    tr = traces[0]
+    assert tr["blocks.1.resid_pre"].data_ptr() == tr["blocks.0.resid_post"].data_ptr()
+    tensors = sum(t.untyped_storage().nbytes() for t in tr.values())  # shared ones twice
+    n = cache.size_of(tr)
+    assert tr.nbytes() <= n <= tr.nbytes() + tr.mask.untyped_storage().nbytes() + 10_000
+    assert n < tensors
+    t = torch.zeros(1000)
+    assert cache.size_of({"a": t, "b": t[10:], "c": [t.view(10, 100)]}) == 4000 + 3  # + keys
+    a = np.zeros((100, 10), np.float32)
+    assert cache.size_of((a, a[3:], a.T)) == 4000
+    assert cache.size_of({"pca": np.zeros((7, 7, 3))}) == 7 * 7 * 3 * 8 + len("pca")
+
+
+def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):
+    size = cache.size_of(traces[0])
+    lru = cache.ByteLRU(int(3.5 * size))
+    calls = []
+
+    def compute(i):
+        calls.append(i)
+        return traces[i]
+
+    for i in range(6):
+        assert lru.get(("trace", i), lambda i=i: compute(i)) is traces[i]
+        assert lru.held <= lru.budget
+    assert lru.held == sum(cache.size_of(traces[i]) for i in (3, 4, 5)) <= lru.budget
+    assert lru.keys() == [("trace", 3), ("trace", 4), ("trace", 5)]
+    assert lru.get(("trace", 3), lambda: compute(-1)) is traces[3]  # a hit: the same object
+    assert calls == [0, 1, 2, 3, 4, 5]
+    lru.get(("trace", 0), lambda: compute(0))  # 3 was just used, so 4 goes
+    assert lru.keys() == [("trace", 5), ("trace", 3), ("trace", 0)]
+    assert lru.held <= lru.budget
+
+
+def test_a_value_bigger_than_the_budget_is_returned_but_not_kept(traces):
+    lru = cache.ByteLRU(cache.size_of(traces[0]) // 2)
+    assert lru.get("big", lambda: traces[0]) is traces[0]
+    assert len(lru) == 0 and lru.held == 0 and lru.stats()["too_big"] == 1
+
+
+def test_an_exception_is_not_cached():
+    lru = cache.ByteLRU(10_000)
+    with pytest.raises(ValueError):
+        lru.get("k", lambda: (_ for _ in ()).throw(ValueError("bad image")))
+    assert "k" not in lru and lru.get("k", lambda: torch.ones(3)).tolist() == [1, 1, 1]
+
+
+def test_many_threads_compute_a_key_once_and_share_the_same_object():
+    lru = cache.ByteLRU(40 * 4000)
+    calls = []
+    lock = threading.Lock()
+
+    def slow(i):
+        with lock:
+            calls.append(i)
+        time.sleep(0.05)
+        return torch.full((1000,), float(i))
+
+    results = {}
+
+    def ask(t):
+        key = t % 4
+        results[t] = (key, lru.get(key, lambda: slow(key)))
+        for j in range(100):  # and many other keys, so eviction runs while others read
+            lru.get(100 + (t * 7 + j) % 60, lambda j=j: torch.zeros(1000))
+
+    threads = [threading.Thread(target=ask, args=(t,)) for t in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(calls) == [0, 1, 2, 3]  # each key computed once although 4 threads asked
+    for key in range(4):
+        same = [v for k, v in results.values() if k == key]
+        assert len(same) == 4 and all(v is same[0] for v in same)
+    assert lru.held <= lru.budget and lru.held == 4000 * len(lru)
+
+
+@pytest.mark.parametrize("argv,env,mb", [
+    ([], {}, cache.DEFAULT_MB),
+    ([], {"VIT_EXPLAINER_CACHE_MB": "300"}, 300),
+    (["--cache-mb", "120"], {"VIT_EXPLAINER_CACHE_MB": "300"}, 120),  # the flag wins
+    (["--weights", "x.pth", "--cache-mb=0"], {}, 0),  # 0: nothing is kept
+    (["--cache-mb", "lots"], {}, cache.DEFAULT_MB),
+    ([], {"VIT_EXPLAINER_CACHE_MB": "-5"}, cache.DEFAULT_MB),
+])
+def test_the_budget_comes_from_the_flag_or_the_environment(argv, env, mb):
+    assert cache.budget_mb(argv, env) == mb
+
+
+def test_the_default_budget_is_under_2_gb():
+    assert cache.DEFAULT_MB * cache.MB < 2 * 2**30
+
+
+@pytest.fixture
+def small_app_cache(monkeypatch, traces):
+    """The app's shared cache, made again with room for about 2.5 of the classifier's traces."""
+    mb = 2.5 * cache.size_of(traces[0]) / cache.MB
+    monkeypatch.setenv(cache.ENV, str(mb))
+    state.shared_cache.clear()
+    yield state.shared_cache()
+    state.shared_cache.clear()
+
+
+def test_the_app_s_traces_experiments_and_images_share_one_budget(small_app_cache, traces):
+    lru = small_app_cache
+    assert lru.budget == int(2.5 * cache.size_of(traces[0]))
+    inputs = [state.make_input(f"sample {s}", state.sample_bytes(s))
+              for s in state.sample_seeds()[:6]]
+    seen = []
+    for inp in inputs:
+        tr = state.trace(inp, MODEL)
+        ex = state.experiment(inp, MODEL, "positions")
+        seen.append((tr, ex))
+        assert lru.held <= lru.budget
+    # the most recent stay: the last image's experiment, trace and prepared image
+    last = inputs[-1].key
+    assert ("_experiment", last, MODEL, "positions", (), None) in lru
+    assert ("_trace", last, MODEL, None, None) in lru
+    assert ("_prepare", last, MODEL) in lru
+    assert ("_trace", inputs[0].key, MODEL, None, None) not in lru  # the oldest went
+    assert state.trace(inputs[-1], MODEL) is seen[-1][0]  # a hit is the same object
+    assert state.experiment(inputs[-1], MODEL, "positions") is seen[-1][1]
+    # what was dropped is computed again, equal but new
+    again = state.trace(inputs[0], MODEL)
+    assert again is not seen[0][0] and torch.equal(again.logits, seen[0][0].logits)
+    assert lru.held <= lru.budget
+
+
+def test_a_trace_bigger_than_the_app_s_budget_is_still_shown(monkeypatch):
+    monkeypatch.setenv(cache.ENV, "1")  # 1 MB: a vit-ti16 trace is ~45 MB
+    state.shared_cache.clear()
+    try:
+        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[0]))
+        tr = state.trace(inp, "vit-ti16")
+        assert tr["blocks.11.attn.pattern"].shape == (3, 197, 197)
+        assert ("_trace", inp.key, "vit-ti16", None, None) not in state.shared_cache()
+        assert state.shared_cache().held <= 2**20
+    finally:
+        state.shared_cache.clear()
+
+
+def test_summaries_pca_and_generations_count_against_the_same_budget(monkeypatch):
+    monkeypatch.setenv(cache.ENV, "200")
+    state.shared_cache.clear()
+    try:
+        lru = state.shared_cache()
+        name = "shapes-captioner-causal"
+        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[1]))
+        values = [state.prepare(inp, name), state.trace(inp, name)]
+        values.append(state._attention_summary(inp.key, name, None, values[1]))
+        values.append(state._patch_pca(inp.key, name, None, values[1]))
+        values.append(state.generation(inp, name))
+        assert sorted(k[0] for k in lru.keys()) == ["_attention_summary", "_generation",
+                                                    "_patch_pca", "_prepare", "_trace"]
+        assert lru.held == sum(cache.size_of(v) for v in values)
+        patterns = values[2]["patterns"]  # a stacked copy of every pattern: counted
+        assert cache.size_of(values[2]) >= patterns.numel() * patterns.element_size()
+    finally:
+        state.shared_cache.clear()
+
+
+def test_one_function_s_entries_can_be_dropped(monkeypatch):
+    monkeypatch.setenv(cache.ENV, "100")
+    state.shared_cache.clear()
+    try:
+        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[0]))
+        state.trace(inp, MODEL)
+        state._trace.clear()  # what benchmarks/ does between first views
+        lru = state.shared_cache()
+        assert [k[0] for k in lru.keys()] == ["_prepare"]
+        assert lru.held == cache.size_of(state.prepare(inp, MODEL))
+    finally:
+        state.shared_cache.clear()

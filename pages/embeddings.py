@@ -39,19 +39,19 @@ st.latex(rf"z_0 = [\,{prefix_tex}x_p^1E+b;\dots;x_p^{{{N}}}E+b"
          rf"E_\mathrm{{pos}}\in\mathbb{{R}}^{{{N + pre}\times {D}}},\; z_0\in\mathbb{{R}}^"
          rf"{{{N + pre}\times {D}}}")
 p = controls.patch(c)
-W = model.patch_embed.proj.weight.detach()
-b = model.patch_embed.proj.bias.detach()
-x = tr["patches"][p]
-by_hand = x @ W.reshape(D, -1).T + b  # the equation, computed here from the live vectors
+W = model.patch_embed.proj.weight.detach().double().reshape(D, -1)  # [D, C·P·P]
+b = model.patch_embed.proj.bias.detach().double()
+by_hand = tr["patches"][p].double() @ W.T + b  # the equation, in float64, from the live vector
 st.subheader(f"Patch {p}: {CPP} pixel values → {D} embedding values")
 st.plotly_chart(figures.vector_strip(tr["patch_embed"][p].numpy(),
                                      f"x_p E + b for patch {p} (from the trace): {D} values",
                                      height=140, x_title=f"embedding dimension (0 … {D - 1})",
-                                     value_name="embedding value"),
+                                     value_name="embedding value", y_title=f"patch {p}"),
                 key=keys.EMBED_VECTOR)
-st.write(f"Recomputed on this page as `patches[{p}] @ W_E + b`: the largest difference from the "
-         f"traced value is **{float((by_hand - tr['patch_embed'][p]).abs().max()):.2e}**; "
-         f"first values {np.array2string(by_hand[:5].numpy(), precision=3)}.")
+st.write(f"Recomputed on this page in float64 as `patches[{p}] @ W_E + b`: the largest "
+         f"difference from the traced (float32) value is "
+         f"**{float((by_hand - tr['patch_embed'][p].double()).abs().max()):.2e}**, float32 "
+         f"rounding; first values {np.array2string(by_hand[:5].numpy(), precision=3)}.")
 
 left, right = st.columns(2)
 views = state.weight_views(name)

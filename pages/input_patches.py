@@ -42,7 +42,7 @@ st.plotly_chart(figures.vector_strip(
     vec, f"Patch {p} flattened: {CPP} numbers, one row per colour channel (normalised values)",
     rows=c.in_chans, row_names=["R", "G", "B"][: c.in_chans], height=180,
     x_title=f"pixel in the patch, row by row (0 … {c.patch_size ** 2 - 1})",
-    value_name="normalised pixel"),
+    value_name="normalised pixel", y_title="channel"),
     key=keys.PATCH_VECTOR)
 back = denormalize(tr["patches"][p].reshape(c.in_chans, P, P), c)  # undo the normalisation
 st.caption(f"First values: {np.array2string(vec[:6], precision=3)} … — pixel (0, 0) of patch "

@@ -218,12 +218,14 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
 
 
 def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, rows: int = 1,
-                 row_names=None, height: int = 150, colorscale: str = "RdBu_r") -> go.Figure:
+                 row_names=None, height: int = 150, colorscale: str = "RdBu_r",
+                 y_title: str = "") -> go.Figure:
     """A long vector drawn as a strip (optionally folded into `rows` rows, e.g. channels).
 
     Args:
         x_title: what the positions along the strip are ("dimension of D", ...).
-        value_name: what the colour is (the colour bar's title)."""
+        value_name: what the colour is (the colour bar's title).
+        y_title: what the rows are ("colour channel"), or what the one row is ("patch 24")."""
     z = np.asarray(v, dtype=np.float32).reshape(rows, -1)
     fig = go.Figure(go.Heatmap(
         z=z, colorscale=colorscale, zmid=0, y=row_names,
@@ -232,7 +234,8 @@ def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, ro
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0))
     fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", title=dict(text=y_title, font=dict(size=12)),
+                     showticklabels=row_names is not None)
     return fig
 
 

@@ -99,8 +99,7 @@ def describe_position_similarity(stats: dict, trained: bool = True) -> str:
     gap = near - ref
     if gap >= 0.2 and (two is None or near > two):
         verdict = ("neighbours are clearly more alike than distant positions, so these "
-                   "position vectors encode the 2-D layout of the grid, although each one is "
-                   "just a list of numbers added to a token.")
+                   "position vectors encode the 2-D layout of the grid.")
     elif gap >= 0.05:
         verdict = ("neighbours are only a little more alike than distant positions, so "
                    "position is only weakly encoded as closeness in this model.")

@@ -34,7 +34,7 @@ def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
     fig.add_trace(go.Scatter(
         x=cx.ravel(), y=cy.ravel(), mode="text+markers" if show_index else "markers",
         text=[str(i) for i in idx] if show_index else None,
-        textfont=dict(color="white", size=max(7, min(14, patch_size // 2))),
+        textfont=dict(color="white", size=max(7, min(14, height // (3 * g)))),  # by drawn size
         marker=dict(size=patch_size, opacity=0, symbol="square"),
         customdata=idx, hovertemplate="patch %{customdata}<extra></extra>", showlegend=False))
     if selected is not None:

@@ -1,10 +1,10 @@
 """Stage 6: the MLP of one token: LN2 -> W_1 -> GELU -> W_2 -> residual, and the residual stream."""
 
-import numpy as np
 import streamlit as st
 import torch
 
 from ui import controls, figures, keys, state
+from vit_core.explain.tokens import describe_residual_stream, residual_stream
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -18,9 +18,10 @@ st.write(
     f"The result is added to the token, like the attention output before it: the residual "
     f"stream only ever receives additions."
 )
-st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},\quad"
-         rf"G = \mathrm{{GELU}}(U),\quad X_\mathrm{{out}} = X' + G W_2 + b_2 \in \mathbb{{R}}^"
-         rf"{{{D}}}")
+# a space after every \quad: "\quadG" would be an unknown command (KaTeX prints it in red)
+st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
+         rf"\quad G = \mathrm{{GELU}}(U),\quad X_\mathrm{{out}} = X' + G W_2 + b_2 "
+         rf"\in \mathbb{{R}}^{{{D}}}")
 cols = st.columns(3)
 with cols[0]:
     layer = controls.layer(c)
@@ -31,7 +32,7 @@ with cols[2]:
 i = 0 if use_cls else p + pre
 u = tr[f"blocks.{layer}.mlp.pre"][i]
 gelu_u = tr[f"blocks.{layer}.mlp.post"][i]
-active = float((u > 0).float().mean())
+on = int((u > 0).sum())
 
 left, right = st.columns(2)
 with left:
@@ -39,10 +40,13 @@ with left:
     st.plotly_chart(figures.gelu_scatter(u.numpy(), gelu_u.numpy(), xs.numpy(),
                                          torch.nn.functional.gelu(xs).numpy(), labels[i]),
                     key=keys.MLP_GELU)
+    st.caption(f"{labels[i]} (token {i}) at block {layer}: each dot is one of its {F_} hidden "
+               "units, placed at its input U and its output GELU(U).")
 with right:
-    st.metric("hidden units switched on (U > 0)", f"{active:.1%}",
+    st.metric("share of hidden units switched on (U > 0)", f"{on / F_:.1%}",
               help="GELU passes positive inputs almost unchanged and squashes negative ones.")
-    top = torch.topk(gelu_u, 10)
+    st.caption(f"{on} of {F_} units")
+    top = torch.topk(gelu_u, min(10, F_))
     st.plotly_chart(figures.top_units_bars(top.values.numpy(), top.indices.tolist()),
                     key=keys.MLP_TOP)
     mid, out = tr[f"blocks.{layer}.resid_mid"][i], tr[f"blocks.{layer}.mlp_out"][i]
@@ -51,14 +55,13 @@ with right:
              f"{float(tr[f'blocks.{layer}.resid_post'][i].norm()):.2f}.")
 
 st.subheader(f"The residual stream of {labels[i]}, block by block")
-attn_norm = [float(tr[f"blocks.{j}.attn_out"][i].norm()) for j in range(L)]
-mlp_norm = [float(tr[f"blocks.{j}.mlp_out"][i].norm()) for j in range(L)]
-resid = [float(tr["embed"][i].norm())] + [float(tr[f"blocks.{j}.resid_post"][i].norm())
-                                          for j in range(L)]
-st.plotly_chart(figures.residual_norms(attn_norm, mlp_norm, resid), key=keys.MLP_RESID)
+stream = residual_stream(tr, i)
+st.plotly_chart(figures.residual_norms(
+    stream["attn"], stream["mlp"], stream["resid"],
+    title=f"{labels[i]}: the norm of what each sublayer adds (bars) and of the token after "
+          "it (line)"), key=keys.MLP_RESID)
 st.caption("Bars: the size of what each sublayer adds; line: the size of the token afterwards "
            "(additions can point in different directions, so they need not add up).")
-share = np.array(mlp_norm) / (np.array(mlp_norm) + np.array(attn_norm))
-st.info(f"What to notice: about {active:.0%} of this token's hidden units are on, and the MLP "
-        f"writes {share.mean():.0%} of what the sublayers add on average over the blocks. "
-        "Attention moves information between tokens; the MLP transforms it inside each token.")
+st.info(f"What to notice: {on / F_:.1%} of this token's hidden units are on in block {layer}. "
+        + describe_residual_stream(stream)
+        + " Attention moves information between tokens; the MLP transforms it inside each token.")

@@ -2,46 +2,96 @@
 
 import streamlit as st
 
-from ui import figures, keys, state
+from ui import figures, keys, show, state
 from ui.tables import stage_table
-from vit_core.trace import symbol_sizes
+from vit_core.io.images import describe_preprocessing
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
+S, D, N, g, pre = tr["embed"].shape[0], c.embed_dim, c.num_patches, c.grid, c.num_prefix_tokens
+headless = not c.num_classes and not c.has_text
 st.title("From pixels to logits, in one pass")
+blocks = "1 block" if c.depth == 1 else f"{c.depth} blocks"
 st.write(
     f"The model cuts the {c.img_size}×{c.img_size} image into square patches of "
-    f"{c.patch_size}×{c.patch_size} pixels, turns each patch into a vector of {c.embed_dim} "
-    f"numbers, and lets these vectors exchange information through {c.depth} blocks of "
-    f"attention and MLP layers. Everything below was computed just now, on your image, in a "
-    f"single forward pass that kept all {len(tr)} intermediate tensors."
+    f"{c.patch_size}×{c.patch_size} pixels, turns each patch into a vector of {D} "
+    f"numbers, and lets these vectors exchange information through {blocks} of "
+    f"attention and MLP layers. Everything below was computed on your image in a single "
+    f"forward pass that kept all {len(tr)} intermediate tensors"
+    + (", except the caption, which takes one more pass per word." if c.has_text else ".")
 )
-s = symbol_sizes(c)
+prefix_tex = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)
 st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.patch_size}}}"
-         rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {s['N']},\qquad "
-         rf"z_0 = [x_\mathrm{{cls}};\,x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{s['S']}"
-         rf"\times {s['D']}}}")
+         rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {N},\qquad "
+         rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
+         rf"\times {D}}}")
 left, right = st.columns([1, 1])
 with left:
     st.subheader("What the model sees")
-    st.plotly_chart(figures.patch_grid(prep.crop, c.patch_size), key=keys.OVERVIEW_GRID)
-    st.caption(f"{inp.label} · resized and centre-cropped to {c.img_size}×{c.img_size}, "
-               f"{c.grid}×{c.grid} = {c.num_patches} patches")
+    st.plotly_chart(figures.patch_grid(prep.crop, c.patch_size, show_index=g <= 16),
+                    key=keys.OVERVIEW_GRID)
+    st.caption(f"{inp.label} · {describe_preprocessing(c)} · {g}×{g} = {N} patches")
 with right:
-    st.subheader("Prediction")
     if c.num_classes:
+        st.subheader("Prediction")
         probs = tr.logits.softmax(-1).numpy()
         names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
         st.plotly_chart(figures.top_k_bars(probs, names), key=keys.OVERVIEW_TOPK)
-    else:
+        if c.global_pool == "avg":
+            how = (f"The class is read from the mean of the {N} final patch tokens"
+                   + (", normalised by fc_norm," if c.fc_norm else "")
+                   + " through one linear layer (the head)"
+                   + (", not from the CLS token." if c.class_token else "."))
+        elif c.dist_token:
+            how = ("This DeiT model has two heads, one on the final CLS token and one on the "
+                   "final DIST token; its prediction is the mean of their two logit vectors, "
+                   "as DeiT does at inference.")
+        else:
+            how = "The class is read from the final CLS token by one linear layer (the head)."
+        shown = (f"all {c.num_classes} classes" if c.num_classes <= 5 else
+                 f"the 5 most likely of {c.num_classes} classes")
+        st.caption(f"Bars: P(class) after softmax, {shown}. " + how)
+    elif c.has_text:
         caption_slot = st.empty()  # filled last: a caption is one forward pass per word
+    else:
+        st.subheader("What it outputs")
+        st.write(f"This model has no classifier: it is an encoder that outputs {S} token "
+                 f"vectors of {D} numbers for other models to use (e.g. DINO features), so "
+                 f"there is no prediction to show.")
+        last = tr[f"blocks.{c.depth - 1}.attn.pattern"].mean(0)  # [S, S], heads averaged
+        cls_to_patches = last[0, pre:pre + N] if c.class_token else None
+        if cls_to_patches is not None and float(cls_to_patches.sum()) > 1e-6:
+            st.plotly_chart(figures.map_over_image(
+                prep.crop, cls_to_patches.reshape(g, g).numpy(),
+                f"Where the final CLS token looks (block {c.depth - 1}, mean of "
+                f"{c.num_heads} head{'s' if c.num_heads > 1 else ''})",
+                value_name="attention weight", zmin=0), key=keys.OVERVIEW_OUTPUT)
+            st.caption(f"Colour: the share of CLS's attention each patch receives in the last "
+                       f"block; together the patches get {float(cls_to_patches.sum()):.0%}, the "
+                       f"rest goes to {' and '.join(c.prefix_names)}.")
+        else:
+            if c.class_token:
+                st.write(f"Under the {tr.mask_kind} mask the CLS token (token 0) sees only "
+                         "itself, so its attention says nothing about the image; here are the "
+                         "patch tokens instead.")
+            pca = state.patch_pca(inp, name)  # [g, g, 3] in [0, 1]
+            show.image(figures.array_image(pca.transpose(2, 0, 1), 224),
+                       "Each final patch token's first three principal components shown as "
+                       "red, green and blue: patches the model represents alike get alike "
+                       "colours.", "patch-pca")
 st.subheader("Every stage, with the shape it had just now")
 st.dataframe(stage_table(tr), hide_index=True, key=keys.OVERVIEW_TABLE)
-st.info("What to notice: the token count S stays the same through every block; only the "
-        "attention pattern is S×S, which is why smaller patches cost quadratically more.")
-if not c.num_classes:
+heads = f"{c.num_heads} head{'s' if c.num_heads > 1 else ''}"
+tokens = (f"S = {S} image tokens (plus one per word while it writes a caption)" if c.has_text
+          else f"S = {S} tokens")
+st.info(f"What to notice: the token count stays {tokens} through every block; only the "
+        f"attention pattern is S×S = {S * S:,} entries for each of {heads} in each of the "
+        f"{blocks}, so its cost grows with the square of the token count, and smaller patches "
+        f"mean more tokens.")
+if c.has_text:
     with caption_slot.container(), st.spinner("Writing its caption, one forward pass per word…"):
         gen = state.generation(inp, name, mask=state.chosen_mask())
+        st.subheader("Caption")
         st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
         st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
         st.caption("Each bar: how sure the model was of that word when it wrote it "

@@ -2,7 +2,9 @@
 
 Streamlit drops a widget's value when a page without that widget runs; `keep_shared` re-stores
 the values at the top of every run (in app.py) so they survive page changes, and `clamp` keeps
-them valid when the user switches to a model with fewer layers, heads or patches.
+them valid when the user switches to a model with fewer layers, heads or patches. A model with
+a single layer, head or patch gets a sentence instead of a widget (a slider needs min < max);
+the session value is still set, so the other pages and the shared link keep working.
 """
 
 from __future__ import annotations
@@ -46,20 +48,38 @@ def clamp(config) -> None:
         st.session_state[key] = min(max(int(value), 0), n - 1)
 
 
+def _only(where, text: str) -> None:
+    """A model with one block / head / patch: Streamlit cannot draw a slider whose minimum
+    equals its maximum, so the fixed choice is said in words instead."""
+    (where or st).markdown(text)
+
+
 def layer(config, where=None) -> int:
-    (where or st).slider("Layer", 0, config.depth - 1, key=keys.LAYER,
-                         help="Blocks are numbered from 0 (nearest the pixels).")
+    if config.depth == 1:
+        st.session_state[keys.LAYER] = 0
+        _only(where, "Layer 0 (the only one: this model has 1 block)")
+    else:
+        (where or st).slider("Layer", 0, config.depth - 1, key=keys.LAYER,
+                             help="Blocks are numbered from 0 (nearest the pixels).")
     return st.session_state[keys.LAYER]
 
 
 def head(config, where=None) -> int:
-    (where or st).slider("Head", 0, config.num_heads - 1, key=keys.HEAD)
+    if config.num_heads == 1:
+        st.session_state[keys.HEAD] = 0
+        _only(where, "Head 0 (the only one: this model has 1 attention head)")
+    else:
+        (where or st).slider("Head", 0, config.num_heads - 1, key=keys.HEAD)
     return st.session_state[keys.HEAD]
 
 
 def patch(config, where=None, label="Selected patch") -> int:
-    (where or st).number_input(label, 0, config.num_patches - 1, step=1, key=keys.PATCH,
-                               help="Or click a patch in the image.")
+    if config.num_patches == 1:
+        st.session_state[keys.PATCH] = 0
+        _only(where, f"{label}: 0 (the only one: the image is a single patch)")
+    else:
+        (where or st).number_input(label, 0, config.num_patches - 1, step=1, key=keys.PATCH,
+                                   help="Or click a patch in the image.")
     return st.session_state[keys.PATCH]
 
 

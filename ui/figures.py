@@ -11,7 +11,7 @@ from PIL import Image
 
 
 def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
-               show_index: bool = True) -> go.Figure:
+               show_index: bool = True, height: int = 460) -> go.Figure:
     """The model's input crop with its P x P patch grid and the patch index in each cell.
 
     An invisible marker sits on every cell centre so that clicking a cell selects its patch
@@ -34,7 +34,7 @@ def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
     fig.add_trace(go.Scatter(
         x=cx.ravel(), y=cy.ravel(), mode="text+markers" if show_index else "markers",
         text=[str(i) for i in idx] if show_index else None,
-        textfont=dict(color="white", size=max(7, min(14, patch_size // 2))),
+        textfont=dict(color="white", size=max(7, min(14, height // (3 * g)))),  # by drawn size
         marker=dict(size=patch_size, opacity=0, symbol="square"),
         customdata=idx, hovertemplate="patch %{customdata}<extra></extra>", showlegend=False))
     if selected is not None:
@@ -42,8 +42,32 @@ def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
         fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5,
                       y0=r * patch_size - 0.5, y1=(r + 1) * patch_size - 0.5,
                       line=dict(color="#ff2d55", width=3))
-    fig.update_layout(margin=dict(l=0, r=0, t=0, b=0), height=460,
+    fig.update_layout(margin=dict(l=0, r=0, t=0, b=0), height=height,
                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"))
+    return fig
+
+
+def map_over_image(crop: Image.Image, grid_values: np.ndarray, title: str, *, value_name: str,
+                   colorscale: str = "Inferno", opacity: float = 0.6, height: int = 420,
+                   zmin: float | None = None, zmax: float | None = None) -> go.Figure:
+    """A g x g map (one value per patch, e.g. how much CLS attends to it) painted over the crop,
+    with a colour bar that says what the colour is: readable without hovering."""
+    v = np.asarray(grid_values, dtype=np.float32)
+    g = v.shape[0]
+    size = crop.size[0]
+    P = size / g
+    centres = (np.arange(g) + 0.5) * P - 0.5
+    fig = go.Figure([
+        go.Image(source=jpeg_data_uri(crop), hoverinfo="skip"),
+        go.Heatmap(z=v, x=centres, y=centres, colorscale=colorscale, opacity=opacity,
+                   zmin=zmin, zmax=zmax, customdata=np.arange(g * g).reshape(g, g),
+                   hovertemplate=f"patch %{{customdata}}<br>{value_name} %{{z:.4g}}<extra></extra>",
+                   colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
+                                                          font=dict(size=11))))])
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
+                      margin=dict(l=0, r=0, t=30, b=0),
+                      xaxis=dict(visible=False, range=[-0.5, size - 0.5]),
+                      yaxis=dict(visible=False, scaleanchor="x", range=[size - 0.5, -0.5]))
     return fig
 
 
@@ -91,12 +115,31 @@ def token_labels(config, words: list[str] | None = None) -> list[str]:
     return labels
 
 
-def token_ticks(labels: list[str], grid: int) -> list[str]:
+def token_ticks(labels: list[str], grid: int, min_gap: int = 1) -> list[str]:
     """Which token labels to print on an axis: every CLS / DIST and text token, and the first
-    patch of each patch row (every patch when there are few)."""
+    patch of each patch row (every patch when there are few).
+
+    Args:
+        min_gap: drop a patch tick closer than this many tokens to the tick before it, so that
+            labels on a short axis do not print over each other (CLS / DIST / text stay)."""
     few = len(labels) <= 24
-    return [lab for lab in labels if few or not lab.startswith("patch ")
-            or int(lab.split()[1]) % grid == 0]
+    shown = [lab for lab in labels if few or not lab.startswith("patch ")
+             or int(lab.split()[1]) % grid == 0]
+    if min_gap <= 1:
+        return shown
+    where = {lab: i for i, lab in enumerate(labels)}
+    kept: list[str] = []
+    for lab in shown:
+        if lab.startswith("patch ") and kept and where[lab] - where[kept[-1]] < min_gap:
+            continue
+        kept.append(lab)
+    return kept
+
+
+def tick_gap(n_rows: int, height: int, font_px: int = 12) -> int:
+    """How many rows apart two tick labels must be so they do not overlap on a heatmap of
+    `n_rows` rows drawn `height` pixels tall (about 60 px go to the title and x axis)."""
+    return max(1, -(-n_rows * font_px // max(1, height - 60)))
 
 
 def _short(label: str) -> str:
@@ -175,12 +218,14 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
 
 
 def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, rows: int = 1,
-                 row_names=None, height: int = 150, colorscale: str = "RdBu_r") -> go.Figure:
+                 row_names=None, height: int = 150, colorscale: str = "RdBu_r",
+                 y_title: str = "") -> go.Figure:
     """A long vector drawn as a strip (optionally folded into `rows` rows, e.g. channels).
 
     Args:
         x_title: what the positions along the strip are ("dimension of D", ...).
-        value_name: what the colour is (the colour bar's title)."""
+        value_name: what the colour is (the colour bar's title).
+        y_title: what the rows are ("colour channel"), or what the one row is ("patch 24")."""
     z = np.asarray(v, dtype=np.float32).reshape(rows, -1)
     fig = go.Figure(go.Heatmap(
         z=z, colorscale=colorscale, zmid=0, y=row_names,
@@ -189,19 +234,85 @@ def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, ro
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0))
     fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", title=dict(text=y_title, font=dict(size=12)),
+                     showticklabels=row_names is not None)
     return fig
 
 
+def grid_heatmap(values: np.ndarray, title: str, *, value_name: str,
+                 selected: tuple[int, int] | None = None, zmin: float | None = None,
+                 zmax: float | None = None, colorscale: str = "RdBu_r",
+                 height: int = 360) -> go.Figure:
+    """A g x g map, one cell per patch position, rows and columns named, the colour bar titled
+    `value_name`; the `selected` (row, col) cell outlined."""
+    v = np.asarray(values, dtype=np.float32)
+    g = v.shape[0]
+    fig = go.Figure(go.Heatmap(
+        z=v, colorscale=colorscale, zmin=zmin, zmax=zmax,
+        hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<extra></extra>",
+        colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
+                                               font=dict(size=11)))))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)))
+    fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=1 if g <= 16
+                     else None)
+    fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=1 if g <= 16
+                     else None)
+    if selected is not None:
+        r, c = selected
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                      line=dict(color="#ff2d55", width=3))
+    return _heat_layout(fig, height)
+
+
+def similarity_tiles(sim: np.ndarray, title: str, *, value_name: str,
+                     selected: tuple[int, int] | None = None, height: int = 420) -> go.Figure:
+    """Every position's g x g similarity map, laid out on the grid (ViT paper, Figure 7
+    centre): the small map in tile (r, c) is sim[r, c]. One colour bar for all, from -1 to 1.
+
+    Args:
+        sim: [g, g, g, g] similarities (e.g. cosine of position embeddings).
+        selected: a tile to outline.
+    """
+    sim = np.asarray(sim, dtype=np.float32)
+    g = sim.shape[0]
+    step = g + 1  # each tile plus a one-cell gap (NaN: drawn as background)
+    z = np.full((g * step - 1, g * step - 1), np.nan, np.float32)
+    for r in range(g):
+        for c in range(g):
+            z[r * step:r * step + g, c * step:c * step + g] = sim[r, c]
+    centres = [i * step + (g - 1) / 2 for i in range(g)]
+    fig = go.Figure(go.Heatmap(
+        z=z, colorscale="RdBu_r", zmin=-1, zmax=1, hoverongaps=False,
+        hovertemplate=f"{value_name} %{{z:.3f}}<extra></extra>",
+        colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
+                                               font=dict(size=11)))))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)),
+                      plot_bgcolor="white")
+    every = max(1, g // 8)
+    ticks = dict(tickmode="array", tickvals=centres[::every],
+                 ticktext=[str(i) for i in range(0, g, every)], showgrid=False, zeroline=False)
+    fig.update_xaxes(title=dict(text="tile column = the patch's column", font=dict(size=12)),
+                     **ticks)
+    fig.update_yaxes(title=dict(text="tile row = the patch's row", font=dict(size=12)),
+                     **ticks)
+    if selected is not None:
+        r, c = selected
+        fig.add_shape(type="rect", x0=c * step - 0.5, x1=c * step + g - 0.5,
+                      y0=r * step - 0.5, y1=r * step + g - 0.5,
+                      line=dict(color="#ff2d55", width=2))
+    return _heat_layout(fig, height)
+
+
 def histogram_pair(before: np.ndarray, after: np.ndarray, names=("before", "after"),
-                   title: str = "") -> go.Figure:
+                   title: str = "", x_title: str = "value", y_title: str = "count") -> go.Figure:
     fig = go.Figure()
     for v, name in zip((before, after), names, strict=True):
         fig.add_trace(go.Histogram(x=np.asarray(v, np.float32), name=name, opacity=0.6,
                                    nbinsx=60))
     fig.update_layout(barmode="overlay", height=300, margin=dict(l=0, r=0, t=30, b=0),
                       title=dict(text=title, font=dict(size=14)),
-                      legend=dict(orientation="h", y=1.1))
+                      legend=dict(orientation="h", y=-0.25), xaxis_title=x_title,
+                      yaxis_title=y_title)
     return fig
 
 
@@ -288,22 +399,30 @@ def top_units_bars(values: np.ndarray, units: list[int]) -> go.Figure:
     fig.update_layout(title=dict(text=f"its {len(units)} most active hidden units",
                                  font=dict(size=14)),
                       height=320, margin=dict(l=0, r=0, t=30, b=0),
-                      yaxis=dict(autorange="reversed"))
+                      yaxis=dict(autorange="reversed", title="hidden unit"),
+                      xaxis_title="GELU(U): the unit's output")
     return fig
 
 
 def residual_norms(attn_norm: list[float], mlp_norm: list[float],
-                   resid: list[float]) -> go.Figure:
+                   resid: list[float], title: str = "") -> go.Figure:
     """One token's residual stream by block: the norm each sublayer adds (stacked bars) and the
-    norm of the token after each block (line; `resid` starts with the embedding)."""
+    norm of the token after each block (line; `resid` starts with the embedding).
+
+    The x axis reads left to right in the order of the forward pass: "embed", "block 0", ...
+    (plotly would otherwise order categories by first appearance, putting the line's "embed"
+    after the bars' last block)."""
     blocks = [f"block {j}" for j in range(len(attn_norm))]
     fig = go.Figure([
-        go.Bar(x=blocks, y=attn_norm, name="‖attention output‖"),
-        go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖"),
+        go.Bar(x=blocks, y=attn_norm, name="‖attention output‖ added"),
+        go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖ added"),
         go.Scatter(x=["embed"] + blocks, y=resid, name="‖residual‖ after",
                    mode="lines+markers")])
-    fig.update_layout(barmode="stack", height=360, margin=dict(l=0, r=0, t=10, b=0),
-                      legend=dict(orientation="h", y=1.1), yaxis_title="vector norm")
+    fig.update_layout(barmode="stack", height=380, margin=dict(l=0, r=0, t=30, b=0),
+                      title=dict(text=title, font=dict(size=14)),
+                      legend=dict(orientation="h", y=-0.2), yaxis_title="vector norm",
+                      xaxis=dict(title="where in the network (embedding, then after each block)",
+                                 categoryorder="array", categoryarray=["embed"] + blocks))
     return fig
 
 

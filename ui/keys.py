@@ -69,15 +69,19 @@ OVERVIEW_GRID = "overview_grid"  # chart: patch grid
 OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
 OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
 OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
+OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
 # pages/input_patches.py
 GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
 PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened
 PATCH_MATRIX = "patch_matrix"  # chart: X_patch
 WHAT_IF_P = "what_if_p"  # int: the other patch size (select_slider)
 WHAT_IF_TABLE = "what_if_table"  # table: patch sizes compared
+WHAT_IF_GRID = "what_if_grid"  # chart: the crop cut at the other patch size
 # pages/embeddings.py
 EMBED_VECTOR = "embed_vector"  # chart: the selected patch's embedding
 EMBED_MATRIX = "embed_matrix"  # chart: the embeddings entering block 0
+EMBED_POS_ONE = "embed_pos_one"  # chart: the selected patch's position similarity map
+EMBED_POS_ALL = "embed_pos_all"  # chart: every position's similarity map on the grid
 # pages/ln_qkv.py
 QUERY_IS_CLS = "query_is_cls"  # bool: the CLS token is the query (toggle)
 LN_HIST = "ln_hist"  # chart: values before and after LayerNorm

@@ -40,3 +40,81 @@ def position_similarity(pos_embed: torch.Tensor, grid: int, prefix: int = 1) -> 
     e = pos_embed.reshape(-1, pos_embed.shape[-1])[prefix:]
     e = torch.nn.functional.normalize(e.double(), dim=-1)
     return (e @ e.T).reshape(grid, grid, grid, grid).float()
+
+
+def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1) -> dict:
+    """How alike the patch position vectors are as a function of how far apart the patches are.
+
+    Distance is counted in grid steps along rows and columns (|Δrow| + |Δcol|: the four
+    patches sharing an edge are 1 step away, the next ring 2). Similarity is the cosine of
+    the two position vectors; every mean is over all ordered pairs of distinct patches.
+
+    Args:
+        pos_embed: [1, prefix + N, D] or [prefix + N, D] (prefix tokens are skipped).
+    Returns:
+        {"by_distance": {d: mean cosine of pairs d steps apart, d = 1 .. 2(grid-1)},
+         "near": d = 1, "two": d = 2 (None if the grid is too small),
+         "far": pairs at least `far_from` = max(3, grid) steps apart (None if none),
+         "even", "odd": pairs an even number (>= 2) / odd number (>= 3) of steps apart
+         (None if none): a checkerboard in the similarity maps shows as even > odd}.
+    """
+    e = pos_embed.reshape(-1, pos_embed.shape[-1])[prefix:prefix + grid * grid].double()
+    e = torch.nn.functional.normalize(e, dim=-1)
+    sim = e @ e.T
+    idx = torch.arange(grid * grid)
+    rows, cols = idx // grid, idx % grid
+    steps = (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs()
+
+    def mean(where: torch.Tensor) -> float | None:
+        return float(sim[where].mean()) if bool(where.any()) else None
+
+    by = {d: mean(steps == d) for d in range(1, 2 * (grid - 1) + 1)}
+    far_from = max(3, grid)
+    return {"by_distance": by, "near": by.get(1), "two": by.get(2),
+            "far": mean(steps >= far_from), "far_from": far_from,
+            "even": mean((steps >= 2) & (steps % 2 == 0)),
+            "odd": mean((steps >= 3) & (steps % 2 == 1))}
+
+
+def _num(x: float) -> str:
+    """Two decimals, never '-0.00'."""
+    return f"{x:.2f}".replace("-0.00", "0.00")
+
+
+def describe_position_similarity(stats: dict, trained: bool = True) -> str:
+    """A sentence or two worded from `position_distance_stats`: is position encoded as
+    closeness in this model, and how strongly?"""
+    near, two, far = stats["near"], stats["two"], stats["far"]
+    if near is None:
+        return "The image is a single patch, so there are no neighbouring positions to compare."
+    parts = [f"neighbouring positions (1 step apart) have mean cosine similarity {_num(near)}"]
+    if two is not None:
+        parts.append(f"two steps apart {_num(two)}")
+    if far is not None:
+        parts.append(f"{stats['far_from']} or more steps apart {_num(far)}")
+    text = ", ".join(parts)
+    ref = far if far is not None else two
+    if ref is None:
+        return text[0].upper() + text[1:] + "."
+    gap = near - ref
+    if gap >= 0.2 and (two is None or near > two):
+        verdict = ("neighbours are clearly more alike than distant positions, so these "
+                   "position vectors encode the 2-D layout of the grid.")
+    elif gap >= 0.05:
+        verdict = ("neighbours are only a little more alike than distant positions, so "
+                   "position is only weakly encoded as closeness in this model.")
+    elif gap >= 0:
+        verdict = ("neighbours are hardly more alike than distant positions, so position is "
+                   "barely encoded as closeness in this model.")
+    else:
+        verdict = ("neighbours are no more alike than distant positions, so these position "
+                   "vectors do not encode closeness.")
+    if not trained:
+        verdict = verdict[:-1] + " (random weights: nothing was learned)."
+    text = text[0].upper() + text[1:] + ": " + verdict
+    even, odd = stats["even"], stats["odd"]
+    if even is not None and odd is not None and even - odd >= 0.05:
+        text += (f" There is a checkerboard pattern: positions an even number of steps apart "
+                 f"are more alike (mean {_num(even)}) than an odd number, 3 or more "
+                 f"({_num(odd)}).")
+    return text

@@ -57,18 +57,19 @@ elif view.startswith("scaled"):
     z, title, scale = scores, "scaled scores q·k/√d_k", "RdBu_r"
 else:
     z, title, scale = pattern, "attention pattern A (rows sum to 1)", "Viridis"
+ticks, tick_text = figures.prefix_ticks(labels[:S], g, prefix)
 st.plotly_chart(figures.matrix_heatmap(
     z.numpy(), f"Layer {layer}, head {head}: {title}, {S}×{S}", row_labels=labels[:S],
     col_labels=labels[:S], highlight_row=p + pre, colorscale=scale,
     zmid=None if scale == "Viridis" else 0.0, height=560,
     x_title="key token (what is looked at)", y_title="query token (who looks)",
     value_name="attention weight" if scale == "Viridis" else "score",
-    row_ticks=figures.token_ticks(labels[:S], g), col_ticks=figures.token_ticks(labels[:S], g),
+    row_ticks=ticks, col_ticks=ticks, tick_text=tick_text,
     boundaries=tuple(range(1, pre + 1))), key=keys.ATTN_MATRIX)
 if pre:
     first = " and ".join(f"{n} is token {i}" for i, n in enumerate(prefix))
-    numbering = (f"{first}, so patch {p} is token {p + pre}; white lines mark where the "
-                 f"patches start.")
+    numbering = (f"{first}, so patch {p} is token {p + pre}; white lines mark where "
+                 + ("DIST and " if c.dist_token else "") + "the patches start.")
 else:
     numbering = f"This model has no CLS token: patch {p} is token {p}."
 masked = "" if bool(allowed.all()) else f" Under the {tr.mask_kind} mask, blocked keys get 0."
@@ -80,15 +81,16 @@ with left:
     st.subheader(f"Where patch {p} looks")
     row = pattern[p + pre, pre:pre + g * g].reshape(g, g).numpy()
     on_prefix = ", ".join(f"{float(pattern[p + pre, i]):.1%} on {n}" for i, n in enumerate(prefix))
-    show.image(figures.overlay(prep.crop, row),
+    show.image(figures.with_scale(figures.overlay(prep.crop, row), float(row.min()),
+                                  float(row.max()), "attention weight"),
                f"layer {layer}, head {head}: patch {p}'s attention over the patches"
-               + (f" (and {on_prefix})" if pre else "") + "; bright = more, scaled to this map",
-               "attention-where")
+               + (f" (and {on_prefix})" if pre else ""), "attention-where")
 with right:
     st.subheader(f"Who looks at patch {p}")
     col = pattern[pre:pre + g * g, p + pre].reshape(g, g).numpy()
-    show.image(figures.overlay(prep.crop, col),
-               f"how much each patch attends to patch {p}; bright = more, scaled to this map",
+    show.image(figures.with_scale(figures.overlay(prep.crop, col), float(col.min()),
+                                  float(col.max()), "attention weight"),
+               f"layer {layer}, head {head}: how much each patch attends to patch {p}",
                "attention-who")
 
 summary = state.attention_summary(inp, name)  # computed once per trace
@@ -96,15 +98,16 @@ patterns = summary["patterns"]  # [L, H, S, S]
 if pre:
     st.subheader(f"Every head's {' and '.join(prefix)} attention in layer {layer}")
     for i, tok in enumerate(prefix):
-        maps = [figures.overlay(prep.crop, patterns[layer, h, i, pre:pre + g * g]
-                                .reshape(g, g).numpy()) for h in range(H)]
+        rows = [patterns[layer, h, i, pre:pre + g * g] for h in range(H)]
+        maps = [figures.overlay(prep.crop, r.reshape(g, g).numpy()) for r in rows]
         mean_row = patterns[layer, :, i].mean(0)
         half = keys_holding(mean_row)
-        show.image(figures.tile(maps, cols=min(H, 6), labels=[f"head {h}" for h in range(H)],
-                                cell=160),
-                   f"Bright = where the {tok} token reads from, over the patches (each map "
-                   f"scaled on its own). Averaged over the heads, half of {tok}'s attention "
-                   f"falls on {half} of its {int(allowed[i].sum())} keys; "
+        show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
+            f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),
+                   f"Bright = where the {tok} token reads from, over the patches; each map is "
+                   f"scaled on its own, from its smallest to its largest weight (printed above "
+                   f"it; inferno colours, dark to bright). Averaged over the heads, half of "
+                   f"{tok}'s attention falls on {half} of its {int(allowed[i].sum())} keys; "
                    f"{float(mean_row[:pre].sum()):.0%} on {' and '.join(prefix)}.",
                    f"{tok.lower()}-heads")
 else:
@@ -113,11 +116,11 @@ else:
 st.subheader("Attention rollout: all layers together")
 roll = summary["rollout"]
 roll_map = (roll[0, pre:pre + g * g] if pre else roll[:g * g, :g * g].mean(0)).reshape(g, g)
-show.image(figures.overlay(prep.crop, roll_map.numpy()),
+show.image(figures.with_scale(figures.overlay(prep.crop, roll_map.numpy()),
+                              float(roll_map.min()), float(roll_map.max()), "rollout share"),
            "Rollout (Abnar & Zuidema): average the heads, add the skip connection, renormalise, "
            "and multiply the layers; " + ("the CLS row, over the patches." if pre else
-                                          "averaged over the patch rows.")
-           + " Bright = more, scaled to this map.", "rollout", width=360)
+                                          "averaged over the patch rows."), "rollout", width=360)
 st.caption(rollout_note(roll, prefix, g) + " Rollout is an estimate: it follows attention only "
            "and ignores what the values and MLPs do.")
 

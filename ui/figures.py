@@ -141,7 +141,7 @@ def _heat_layout(fig: go.Figure, height: int, square: bool = True) -> go.Figure:
     return fig
 
 
-def _axis(fig: go.Figure, axis: str, title: str, labels, ticks) -> None:
+def _axis(fig: go.Figure, axis: str, title: str, labels, ticks, text=None) -> None:
     """Name the axis, and print `ticks` (a subset of `labels`) in short form; no ticks at all
     when the positions are plain numbers nobody needs (a hidden-unit index, say)."""
     update = fig.update_xaxes if axis == "x" else fig.update_yaxes
@@ -151,7 +151,23 @@ def _axis(fig: go.Figure, axis: str, title: str, labels, ticks) -> None:
     shown = ticks if ticks is not None else (labels if len(labels) <= 24 else labels[::max(
         1, len(labels) // 12)])
     update(title=dict(text=title, font=dict(size=12)), tickmode="array", tickvals=list(shown),
-           ticktext=[_short(t) for t in shown], tickfont=dict(size=9))
+           ticktext=[(text or {}).get(t, _short(t)) for t in shown], tickfont=dict(size=9))
+
+
+def prefix_ticks(labels: list[str], grid: int, prefix_names: tuple[str, ...]) -> tuple[list,
+                                                                                     dict]:
+    """Ticks for a big token axis that keep CLS / DIST readable: token_ticks without patch 0
+    (a boundary line marks where the patches start, and its tick would print over CLS's), and
+    with CLS and DIST side by side in a long sequence one tick "CLS, DIST" (theirs would print
+    over each other). Returns (ticks, tick_text) for matrix_heatmap."""
+    ticks = token_ticks(labels, grid)
+    if len(labels) <= 24 or not prefix_names:
+        return ticks, {}
+    ticks = [t for t in ticks if not t.startswith("patch 0 ")]
+    if len(prefix_names) > 1:
+        ticks = [t for t in ticks if t not in prefix_names[1:]]
+        return ticks, {prefix_names[0]: ", ".join(prefix_names)}
+    return ticks, {}
 
 
 def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, value_name: str,
@@ -159,7 +175,8 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
                    row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
                    highlight_row: int | None = None, highlight_col: int | None = None,
                    colorscale: str = "RdBu_r", zmid: float | None = 0.0, height: int = 420,
-                   square: bool = True, boundaries: tuple[int, ...] = ()) -> go.Figure:
+                   square: bool = True, boundaries: tuple[int, ...] = (),
+                   tick_text: dict[str, str] | None = None) -> go.Figure:
     """A matrix as a heatmap that reads without hovering.
 
     Args:
@@ -169,6 +186,7 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
             `row_ticks` / `col_ticks` of them (default: all of up to 24, else about 12).
         boundaries: token indices where a new block starts (after CLS/DIST, before text):
             drawn as thin lines on both axes of a token x token matrix.
+        tick_text: what to print for some ticks instead of their short label (prefix_ticks).
     """
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
@@ -180,8 +198,8 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
         hoverongaps=False, colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
                                                                   font=dict(size=11)))))
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
-    _axis(fig, "x", x_title, col_labels, col_ticks)
-    _axis(fig, "y", y_title, row_labels, row_ticks)
+    _axis(fig, "x", x_title, col_labels, col_ticks, tick_text)
+    _axis(fig, "y", y_title, row_labels, row_ticks, tick_text)
     for b in boundaries:
         for kind in ("x", "y"):
             line = dict(color="white", width=1)
@@ -248,6 +266,29 @@ def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
     heat = Image.fromarray(_colormap(np.clip(v, 0, 1), cmap)).resize((size, size),
                                                                     Image.Resampling.NEAREST)
     return Image.blend(crop.convert("RGB"), heat, alpha)
+
+
+def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "inferno",
+               fmt: str = "{:.1%}", font_size: int = 14) -> Image.Image:
+    """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
+    both printed, and what the colour is (an overlay's colour bar, readable without hovering)."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=font_size)
+    W, H = img.size
+    bar_h, pad, line = 12, 6, font_size + 6
+    sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")
+    sheet.paste(img.convert("RGB"), (0, 0))
+    ramp = _colormap(np.tile(np.linspace(0, 1, W - 2 * pad), (bar_h, 1)), cmap)
+    sheet.paste(Image.fromarray(ramp), (pad, H + pad))
+    draw = ImageDraw.Draw(sheet)
+    y = H + pad + bar_h + 4
+    low, high = fmt.format(lo), fmt.format(hi)
+    draw.text((pad, y), low, fill=(30, 30, 30), font=font)
+    draw.text((W - pad - draw.textlength(high, font=font), y), high, fill=(30, 30, 30), font=font)
+    draw.text(((W - draw.textlength(label, font=font)) / 2, y), label, fill=(30, 30, 30),
+              font=font)
+    return sheet
 
 
 def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] | None = None,

@@ -178,8 +178,9 @@ def entropy_note(ent, maximum: float, mask_kind: str = "full") -> str:
             f"({mask_kind} mask) gives {maximum:.2f} nats")
     if lo >= 0.9 * maximum:
         return text + ", so every head spreads its attention almost evenly."
+    n = round(math.exp(lo))
     return (text + f". The most focused head (layer {layer}, head {head}) is about as spread as "
-            f"an even split over e^{lo:.2f} ≈ {math.exp(lo):.0f} keys.")
+            f"an even split over e^{lo:.2f} ≈ {n} key{'s' if n != 1 else ''}.")
 
 
 def rollout_note(roll: torch.Tensor, prefix_names: tuple[str, ...], grid: int, k: int = 5) -> str:
@@ -195,13 +196,13 @@ def rollout_note(roll: torch.Tensor, prefix_names: tuple[str, ...], grid: int, k
     if pre:
         row = roll[0, :pre + N].double()
         row = row / row.sum()
-        own = ", ".join(f"{float(row[i]):.0%} on the {n} input" for i, n in
+        own = ", ".join(f"{float(row[i]):.1%} on the {n} input" for i, n in
                         enumerate(prefix_names))
         top = float(row[pre:].sort(descending=True).values[:k].sum())
-        return (f"The final CLS token draws {own} and {float(row[pre:].sum()):.0%} on the {N} "
-                f"patches; its {k} strongest patches give {top:.0%}.")
+        return (f"The final CLS token draws {own} and {float(row[pre:].sum()):.1%} on the {N} "
+                f"patches; its {k} strongest patches give {top:.1%}.")
     row = roll[:N, :N].double().mean(0)
     row = row / row.sum()
     top = float(row.sort(descending=True).values[:k].sum())
     return (f"Averaged over the final patch tokens, the {k} strongest input patches give "
-            f"{top:.0%} (an even share would be {k / N:.0%}).")
+            f"{top:.1%} (an even share would be {k / N:.1%}).")

@@ -4,50 +4,94 @@ Captioner: next-token distributions, generation step by step, and a typed captio
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, state
+from ui import figures, keys, show, state
+from vit_core.explain.generation import caption_note
 from vit_core.explain.lens import logit_lens
+from vit_core.explain.readout import (
+    distribution_note,
+    headless_summary,
+    lens_note,
+    readout,
+    readout_path,
+)
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
 st.title("7 · Logits: from the last layer to an answer")
+masked = "" if state.chosen_mask() is None else f" (under the {tr.mask_kind} mask)"
 if c.num_classes:
     K = c.num_classes
     names = list(c.class_names) or [f"class {k}" for k in range(K)]
     st.write(
-        f"Only the CLS token's final vector is used: it goes through the final LayerNorm and "
-        f"one linear layer that gives one score (logit) per class, {K} in all. Softmax turns "
-        f"the scores into probabilities. Dividing the logits by a temperature before the "
-        f"softmax makes the distribution sharper (T < 1) or flatter (T > 1) without changing "
-        f"which class wins."
+        f"{readout(c)} Softmax turns the scores into probabilities. Dividing the logits by a "
+        f"temperature before the softmax makes the distribution sharper (T < 1) or flatter "
+        f"(T > 1) without changing which class wins."
     )
-    st.latex(rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{\mathrm{{LN}}(z_L^0)\,W_c + b_c}}{{T}}"
-             rf"\right),\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
+    if c.global_pool == "avg":
+        pooled = (rf"\mathrm{{LN}}_\mathrm{{fc}}\!\left(\tfrac1{{{c.num_patches}}}\sum_p "
+                  rf"z_L^p\right)" if c.fc_norm else rf"\tfrac1{{{c.num_patches}}}\sum_p z_L^p")
+        eq = rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{{pooled}\,W_c + b_c}}{{T}}\right)"
+    elif c.dist_token:
+        eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\tfrac12\left(\mathrm{LN}(z_L^\mathrm{CLS})"
+              r"W_c + b_c + \mathrm{LN}(z_L^\mathrm{DIST})W_d + b_d\right)}{T}\right)")
+    else:
+        eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\mathrm{LN}(z_L^\mathrm{CLS})\,W_c + b_c}"
+              r"{T}\right)")
+    st.latex(eq + rf",\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
     T = st.slider("Temperature T", 0.1, 5.0, 1.0, 0.1, key=keys.CLASS_TEMPERATURE)
     logits = tr.logits
     probs = (logits / T).softmax(-1).numpy()
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K)), key=keys.LOGITS_TOPK)
+        st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K),
+                                           title=f"top {min(5, K)} of {K} classes at T = {T:g}",
+                                           x_title="probability"), key=keys.LOGITS_TOPK)
         best = int(np.argmax(probs))
-        st.write(f"Prediction: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
+        st.write(f"Prediction{masked}: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
                  f"(logit {float(logits[best]):.2f}).")
     with right:
-        st.plotly_chart(figures.matrix_heatmap(
-            logits.numpy()[None], "the raw logits", col_labels=names, row_labels=["logit"],
-            square=False, height=190, x_title="class", y_title="", value_name="logit"),
-            key=keys.LOGITS_RAW)
+        st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
     st.subheader("The logit lens: how the answer forms with depth")
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
     top = np.argsort(-probs)[:3]
     st.plotly_chart(figures.line_chart(
         ["embed"] + [f"block {i}" for i in range(c.depth)],
-        {names[k]: lens[:, k] for k in top}, "P(class) if the network stopped after each block",
-        "", "probability"), key=keys.LOGITS_LENS)
-    st.info("What to notice: early blocks give almost uniform guesses; the winning class "
-            "usually takes over only in the last blocks, once CLS has gathered the object."
-            if model.info.trained else
-            f"What to notice: with random weights every class gets about 1/{K} = {1 / K:.1%}; "
-            "a trained model is confident, and its lens shows when the answer appears.")
+        {names[k]: lens[:, k] for k in top},
+        f"P(class) if the network stopped after each block (T = {T:g})", "read out after",
+        "probability"), key=keys.LOGITS_LENS)
+    st.caption(f"Each point sends the residual stream after that block down the same path as "
+               f"the answer ({readout_path(c)}), as if the network stopped there; the last "
+               f"point is exactly the prediction above. Lines: the {len(top)} classes the model "
+               f"ranks highest at the end.")
+    st.info("What to notice: " + distribution_note(probs, names, T) + " "
+            + lens_note(lens, names))
+elif not c.has_text:
+    summary = headless_summary(tr)
+    tok = summary["token"]
+    D = c.embed_dim
+    st.write(f"{state.model_label(name)} has no class head, so there are no class logits: its "
+             f"output is the final token vectors themselves ({D} numbers each). Here is the "
+             f"final {tok} vector, the one that stands for the whole image.")
+    st.latex(rf"z_\mathrm{{out}} = \mathrm{{LN}}(z_L^\mathrm{{{tok.split()[0]}}})\in"
+             rf"\mathbb{{R}}^{{{D}}}")
+    st.plotly_chart(figures.vector_strip(
+        summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
+        x_title="dimension of D", value_name="value"), key=keys.LOGITS_RAW)
+    g = c.grid
+    left, right = st.columns(2)
+    with left:
+        show.image(figures.overlay(prep.crop, summary["similarity"].reshape(g, g).numpy()),
+                   f"cosine similarity of each final patch vector with the {tok} vector "
+                   f"(bright = more alike, scaled to this map)", "final-token-similarity",
+                   width=320)
+    with right:
+        dims = ", ".join(f"{i} ({v:+.2f})" for i, v in summary["top_dims"])
+        near = ", ".join(f"patch {i} ({s:.2f})" for i, s in summary["nearest"])
+        st.write(f"Its norm is {summary['norm']:.2f}; its largest dimensions are {dims}; the "
+                 f"patches pointing most like it are {near}.")
+    st.info(f"What to notice: without a head the model gives vectors, not answers; the patch "
+            f"most like the {tok} vector is patch {summary['nearest'][0][0]} (cosine "
+            f"{summary['nearest'][0][1]:.2f}).")
 else:
     tok_vocab = c.vocab
     st.write(
@@ -55,7 +99,9 @@ else:
         "[SOS]. At every text position it produces one logit per word of its vocabulary: its "
         "guess for the next word. Generation picks a word, appends it, and runs again."
     )
-    st.latex(rf"Z = \mathrm{{LN}}(X_L)[N{{:}}]\,E^\top \in \mathbb{{R}}^{{T\times {c.vocab_size}}}")
+    head_w = "E^\\top" if c.tie_text_head else "W_\\mathrm{vocab}"
+    st.latex(rf"Z = \mathrm{{LN}}(X_L)[{c.num_image_tokens}{{:}}]\,{head_w} \in "
+             rf"\mathbb{{R}}^{{T\times {c.vocab_size}}}")
     cols = st.columns(3)
     temperature = cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1,
                                  key=keys.TEMPERATURE)
@@ -82,12 +128,21 @@ else:
     st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
     if len(gen.words) > steps:
         p = gen.probs[steps].numpy()
-        st.plotly_chart(figures.top_k_bars(p, list(tok_vocab), k=8), key=keys.GEN_DIST)
-        st.caption(f"The distribution for word {steps + 1}"
-                   + (" (greedy: the tallest bar is taken)" if temperature == 0 else
-                      f" at temperature {temperature:g}; the next word is sampled from it."))
+        st.plotly_chart(figures.top_k_bars(
+            p, list(tok_vocab), k=8, title=f"P(word {steps + 1} | image, words before)"
+            + (f" at T = {temperature:g}" if temperature > 0 else ""),
+            x_title="probability"), key=keys.GEN_DIST)
+        kept = (f" Top-k = {int(top_k)}: only the {int(top_k)} most likely words keep any "
+                f"probability, renormalised to sum to 1." if top_k else "")
+        st.caption(f"The 8 most likely next words{masked}"
+                   + (": greedy takes the tallest bar." if temperature == 0 else
+                      f", from softmax(logits / {temperature:g}); the next word is sampled from "
+                      f"it.") + kept)
+    elif gen.words and gen.words[-1] == "[EOS]":
+        st.success(f"Finished: “{gen.text}” (the model wrote [EOS]).")
     else:
-        st.success(f"Finished: “{gen.text}”")
+        st.success(f"Finished: “{gen.text}” (the {c.max_text_len} text positions ran out "
+                   f"before [EOS]).")
     st.subheader("Score your own caption")
     text = st.text_input("Type a caption", "a red ball on the grass", key=keys.CAPTION,
                          max_chars=2000)
@@ -101,5 +156,4 @@ else:
              f"{p:.2%}"} for w, p, u in zip(scored.words, scored.probs, scored.unknown,
                                               strict=True)]
     st.dataframe(rows, hide_index=True, key=keys.CAPTION_SCORES)
-    st.info("What to notice: words the image decides (colour, shape, background) get high "
-            "probability only when they match the picture; grammar words are near-certain.")
+    st.info("What to notice: " + caption_note(scored))

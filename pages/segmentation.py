@@ -4,45 +4,68 @@ import numpy as np
 import streamlit as st
 
 from ui import figures, keys, show, state
-from vit_core.explain.segmentation import class_map
+from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
-g, N, D, pre = c.grid, c.num_patches, c.embed_dim, c.num_prefix_tokens
+g, N, D, pre, P = c.grid, c.num_patches, c.embed_dim, c.num_prefix_tokens, c.patch_size
+prefix = " and ".join(c.prefix_names)
 st.title("9 · The segmentation pivot")
+drop = (f"drop {prefix}, keep the {N} patch tokens" if pre else
+        f"keep all {N} patch tokens (this model has no CLS token to drop)")
 st.write(
-    f"Classification keeps one vector, CLS, and throws away where things are. Segmentation "
-    f"wants a label for every pixel, so it does the opposite: drop CLS, keep the {N} patch "
-    f"tokens, and put them back on their {g}×{g} grid. That grid is a feature map, like a CNN's, "
+    f"Classification keeps one summary of the image and throws away where things are. "
+    f"Segmentation wants a label for every pixel, so it does the opposite: {drop}, and put "
+    f"them back on their {g}×{g} grid. That grid is a feature map, like a CNN's, "
     f"except every cell has already seen the whole image through attention. A small head labels "
     f"each cell, and the labels are upsampled to pixels."
 )
-st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}] \in \mathbb{{R}}^{{{N}\times{D}}}\;\to\;"
-         rf"\mathbb{{R}}^{{{g}\times{g}\times{D}}}\;\to\;\mathbb{{R}}^{{{c.img_size}\times"
-         rf"{c.img_size}\times K}}")
+K = rf"K_\mathrm{{seg}}={c.seg_classes}" if c.seg_classes else "K"
+st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in \mathbb{{R}}^{{{N}\times{D}}}"
+         rf"\;\to\;\mathbb{{R}}^{{{g}\times{g}\times{D}}}\;\to\;\mathbb{{R}}^{{{c.img_size}\times"
+         rf"{c.img_size}\times {K}}}")
 left, right = st.columns(2)
 with left:
     st.subheader("Patch tokens as colours")
     rgb = state.patch_pca(inp, name)
+    share = pca_variance(tr["ln_final"][pre:pre + N])
     show.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
                                                            c.img_size)], cols=2, cell=240),
-               "the image, and its patch tokens' first three principal components as red, "
-               "green and blue: patches with similar colours have similar final vectors",
-               "patch-token-pca")
+               "left: the image; right: each patch's final vector (after the final LayerNorm) "
+               "projected on the first three principal components of this image's "
+               f"{N} patch vectors, shown as red, green and blue (each scaled to 0–1 over the "
+               "patches)", "patch-token-pca")
+    st.caption(f"The three components explain {share[0]:.0%}, {share[1]:.0%} and "
+               f"{share[2]:.0%} of the variance of the patch vectors. Patches with similar "
+               f"colours have similar final vectors; the colours themselves have no fixed "
+               f"meaning and change from image to image.")
+stats = None
 with right:
     st.subheader("Class map")
     if "seg_logits" in tr:
         labels = class_map(tr["seg_logits"], g, c.img_size).numpy()
-        names = ["background"] + list(c.class_names or range(c.seg_classes - 1))
-        show.image(figures.class_map_image(prep.crop, labels, c.seg_classes - 1),
-                   f"each pixel's class from the per-patch head ({c.seg_upsample}×"
-                   f"{c.seg_upsample} cells per patch, upsampled bilinearly)", "class-map")
-        found = {names[k]: float((labels == k).mean()) for k in np.unique(labels)}
-        st.dataframe([{"class": k, "share of the image": f"{v:.1%}"} for k, v in
-                      sorted(found.items(), key=lambda kv: -kv[1])], hide_index=True,
-                     key=keys.SEG_TABLE)
+        names = ["background"] + [str(n) for n in (c.class_names or range(c.seg_classes - 1))]
+        palette = figures.class_palette(c.seg_classes - 1)
+        found = {k: float((labels == k).mean()) for k in np.unique(labels)}
+        order = sorted(found, key=lambda k: -found[k])
+        entries = [(f"{names[k]} {found[k]:.0%}", tuple(palette[k])) for k in order]
+        r = c.seg_upsample
+        show.image(figures.with_legend(figures.class_map_image(prep.crop, labels,
+                                                               c.seg_classes - 1), entries),
+                   f"each pixel's class from the per-patch head ({r}×{r} cells per patch, "
+                   f"scores upsampled bilinearly, then the most likely class), painted at 55 % "
+                   f"over the image; the legend lists the classes found and their share of the "
+                   f"pixels", "class-map")
+        st.dataframe([{"class": names[k], "share of the image": f"{found[k]:.1%}"}
+                      for k in order], hide_index=True, key=keys.SEG_TABLE)
+        stats = boundary_stats(labels, P)
     else:
-        st.warning(f"{name} has no segmentation head. The bundled shapes-classifier has one; "
-                   "the colours on the left still show how its patch tokens group.")
-st.info("What to notice: the class map is sharper than the patch grid because each patch "
-        "token predicts several cells, yet its edges still follow the patch boundaries.")
+        st.info(f"{state.model_label(name)} has no segmentation head, so there is no class map; "
+                f"the bundled shapes-classifier has one.")
+if stats is not None:
+    st.info("What to notice: " + boundary_note(stats, c.seg_upsample))
+else:
+    st.info(f"What to notice: the first three components hold {float(share.sum()):.0%} of the "
+            f"variance of these {N} patch vectors, so the colours show "
+            + ("most" if float(share.sum()) >= 0.5 else "only part")
+            + " of how the model's final patch tokens differ.")

@@ -4,7 +4,13 @@ import streamlit as st
 
 from ui import figures, keys, state
 from vit_core import PRESETS
-from vit_core.explain.flops import attention_share, stage_rows, total_flops, total_params
+from vit_core.explain.flops import (
+    attention_share,
+    si,
+    stage_rows,
+    total_macs,
+    total_params,
+)
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -13,8 +19,8 @@ st.title("8 · The shape trace")
 st.write(
     "Every step of the forward pass in one table: what it does, its equation, the shape of "
     "what it produces (read from the tensors your image just produced), how many parameters "
-    "it has and how many floating-point operations it costs. Block steps are listed once and "
-    "happen in every layer. The notes' reference model, ViT-B/16, is shown alongside."
+    "it has and what its matrix multiplications cost. Block steps are listed once and happen "
+    "in every layer. The notes' reference model, ViT-B/16, is shown alongside."
 )
 S, D, N = tr["embed"].shape[0], c.embed_dim, c.num_patches
 st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
@@ -29,27 +35,40 @@ TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "em
           "final LN": "ln_final", "class head": "logits", "text head": "logits",
           "segmentation head": "seg_logits"}
 mine, theirs = stage_rows(c, tr.n_text), {r["step"]: r for r in stage_rows(ref)}
-rows = []
+steps, costs = [], []
 for r in mine:
     t = TRACED.get(r["step"])
     traced = " × ".join(map(str, tr[t].shape)) if t in tr else "—"
     if r["step"] == "Q, K, V":
         traced = "3 × " + traced
     b16 = theirs.get(r["step"], {})
-    rows.append({"step": r["step"], "operation": r["op"], "equation": r["eq"],
-                 "traced shape": traced, "× layers": r["times"],
-                 "parameters": f"{r['params']:,}",
-                 "GFLOPs (all layers)": f"{r['flops'] * r['times'] / 1e9:.4f}",
-                 "ViT-B/16 shape": b16.get("shape", "—"),
-                 "ViT-B/16 GFLOPs": f"{b16['flops'] * b16['times'] / 1e9:.3f}" if b16 else "—"})
-st.dataframe(rows, hide_index=True, key=keys.SHAPE_TABLE, height=680)
-m = st.columns(4)
-m[0].metric(f"{name} parameters", f"{total_params(c) / 1e6:.2f} M")
-m[1].metric(f"{name} GFLOPs", f"{total_flops(c, tr.n_text) / 1e9:.2f}")
-m[2].metric("ViT-B/16 parameters", f"{total_params(ref) / 1e6:.1f} M")
-m[3].metric("ViT-B/16 GFLOPs", f"{total_flops(ref) / 1e9:.1f}")
-st.caption("FLOPs count matrix multiplications (2·m·k·n each), the same convention as "
-           "torch.utils.flop_counter; softmax, LayerNorm, GELU and additions are not counted.")
+    macs = r["flops"] // 2 * r["times"]
+    steps.append({"step": r["step"], "operation": r["op"], "equation": r["eq"],
+                  "traced shape": traced, "× layers": r["times"], "parameters": f"{r['params']:,}"})
+    costs.append({"step": r["step"], "MACs (all layers)": si(macs),
+                  "FLOPs = 2 × MACs": si(2 * macs),
+                  "ViT-B/16 shape": b16.get("shape", "—"),
+                  "ViT-B/16 MACs": si(b16["flops"] // 2 * b16["times"]) if b16 else "—",
+                  "ViT-B/16 FLOPs": si(b16["flops"] * b16["times"]) if b16 else "—"})
+st.subheader(f"{state.model_label(name)}, step by step")
+st.dataframe(steps, hide_index=True, key=keys.SHAPE_TABLE, height=38 + 35 * len(steps))
+st.subheader("What each step costs, next to ViT-B/16")
+st.dataframe(costs, hide_index=True, key=keys.SHAPE_COST_TABLE, height=38 + 35 * len(costs))
+st.caption("MACs: multiply-adds of the matrix multiplications (m·k·n for an [m, k] @ [k, n] "
+           "product), the convention of papers: the “17.6 GFLOPs” quoted for ViT-B/16 are "
+           "17.6 G multiply-adds. FLOPs = 2 × MACs (a multiply and an add), the convention of "
+           "torch.utils.flop_counter. Softmax, LayerNorm, GELU, pooling and additions are not "
+           "counted. G = 10⁹, M = 10⁶, k = 10³.")
+macs, ref_macs = total_macs(c, tr.n_text), total_macs(ref)
+label = state.model_label(name).split(" (")[0]
+m = st.columns(3)
+m[0].metric(f"{label} parameters", f"{total_params(c) / 1e6:.2f} M")
+m[1].metric(f"{label} multiply-adds (MACs)", si(macs))
+m[2].metric(f"{label} FLOPs (2 × MACs)", si(2 * macs))
+m = st.columns(3)
+m[0].metric("ViT-B/16 parameters", f"{total_params(ref) / 1e6:.1f} M")
+m[1].metric("ViT-B/16 multiply-adds (MACs)", si(ref_macs))
+m[2].metric("ViT-B/16 FLOPs (2 × MACs)", si(2 * ref_macs))
 
 st.subheader("Parameters by component")
 groups: dict[str, int] = {}
@@ -66,12 +85,14 @@ st.subheader("Attention cost against patch size")
 sizes = [s for s in (8, 14, 16, 28, 32, 56) if c.img_size % s == 0]
 configs = {s: c.replace(patch_size=s, seg_classes=0) for s in sizes}
 st.plotly_chart(figures.line_chart(
-    sizes, {"total GFLOPs": [total_flops(k) / 1e9 for k in configs.values()],
-            "QKᵀ and AV GFLOPs": [total_flops(k) * attention_share(k) / 1e9
-                                  for k in configs.values()]},
-    f"{name} at {c.img_size}×{c.img_size} with other patch sizes", "patch size P",
-    "GFLOPs"), key=keys.COST_VS_PATCH)
+    sizes, {"all matrix multiplications": [total_macs(k) / 1e9 for k in configs.values()],
+            "QKᵀ and AV only": [total_macs(k) * attention_share(k) / 1e9
+                                for k in configs.values()]},
+    f"{label} at {c.img_size}×{c.img_size} with other patch sizes (no text, no seg head)",
+    "patch size P", "G multiply-adds (MACs)"), key=keys.COST_VS_PATCH)
+smallest = min(sizes)
+other = (f"; at P = {smallest} it is {attention_share(configs[smallest]):.0%}"
+         if smallest != c.patch_size else "")
 st.info(f"What to notice: at P = {c.patch_size} the quadratic part (QKᵀ and AV) is "
-        f"{attention_share(c):.0%} of the work; at P = 8 it is "
-        f"{attention_share(configs[8]) if 8 in configs else 0:.0%}. Shapes never change "
-        "inside the stack: every block maps S×D to S×D.")
+        f"{attention_share(c, tr.n_text):.0%} of the multiply-adds{other}. Shapes never "
+        f"change inside the stack: every block maps S×D to S×D.")

@@ -83,13 +83,39 @@ def jpeg_data_uri(img: Image.Image, quality: int = 90) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5) -> go.Figure:
-    """Horizontal bars of the k most probable classes, best on top."""
+def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | None = None,
+               x_title: str | None = None) -> go.Figure:
+    """Horizontal bars of the k most probable classes, best on top.
+
+    Args:
+        title, x_title: the chart's title and the x axis's name (none by default)."""
     order = np.argsort(-probs)[:k][::-1]
     fig = go.Figure(go.Bar(x=probs[order], y=[names[i] for i in order], orientation="h",
                            text=[f"{probs[i]:.1%}" for i in order], textposition="auto"))
-    fig.update_layout(margin=dict(l=0, r=0, t=10, b=0), height=40 + 36 * len(order),
+    fig.update_layout(margin=dict(l=0, r=0, t=30 if title else 10, b=0),
+                      height=40 + 36 * len(order) + (20 if title else 0) + (20 if x_title else 0),
                       xaxis=dict(range=[0, 1], tickformat=".0%"))
+    if title:
+        fig.update_layout(title=dict(text=title, font=dict(size=14)))
+    if x_title:
+        fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
+    return fig
+
+
+def logit_bars(logits: np.ndarray, names: list[str], k: int = 15) -> go.Figure:
+    """The raw logits as horizontal bars named by class, largest on top: all of them when there
+    are at most k classes, else the k largest (the title says how many of how many)."""
+    z = np.asarray(logits, dtype=np.float64)
+    K = len(z)
+    order = np.argsort(-z)[:min(k, K)][::-1]
+    fig = go.Figure(go.Bar(x=z[order], y=[names[i] for i in order], orientation="h",
+                           text=[f"{z[i]:.2f}" for i in order], textposition="auto",
+                           marker_color=np.where(z[order] >= 0, "#4c78a8", "#e45756")))
+    shown = f"all {K} classes" if K <= k else f"the {len(order)} largest of {K}"
+    fig.update_layout(title=dict(text=f"the raw logits ({shown})", font=dict(size=14)),
+                      margin=dict(l=0, r=0, t=30, b=0), height=80 + 24 * len(order),
+                      yaxis=dict(tickfont=dict(size=11)))
+    fig.update_xaxes(title=dict(text="logit (score before the softmax)", font=dict(size=12)))
     return fig
 
 
@@ -158,7 +184,7 @@ def _heat_layout(fig: go.Figure, height: int, square: bool = True) -> go.Figure:
     return fig
 
 
-def _axis(fig: go.Figure, axis: str, title: str, labels, ticks) -> None:
+def _axis(fig: go.Figure, axis: str, title: str, labels, ticks, text=None) -> None:
     """Name the axis, and print `ticks` (a subset of `labels`) in short form; no ticks at all
     when the positions are plain numbers nobody needs (a hidden-unit index, say)."""
     update = fig.update_xaxes if axis == "x" else fig.update_yaxes
@@ -168,7 +194,23 @@ def _axis(fig: go.Figure, axis: str, title: str, labels, ticks) -> None:
     shown = ticks if ticks is not None else (labels if len(labels) <= 24 else labels[::max(
         1, len(labels) // 12)])
     update(title=dict(text=title, font=dict(size=12)), tickmode="array", tickvals=list(shown),
-           ticktext=[_short(t) for t in shown], tickfont=dict(size=9))
+           ticktext=[(text or {}).get(t, _short(t)) for t in shown], tickfont=dict(size=9))
+
+
+def prefix_ticks(labels: list[str], grid: int, prefix_names: tuple[str, ...]) -> tuple[list,
+                                                                                     dict]:
+    """Ticks for a big token axis that keep CLS / DIST readable: token_ticks without patch 0
+    (a boundary line marks where the patches start, and its tick would print over CLS's), and
+    with CLS and DIST side by side in a long sequence one tick "CLS, DIST" (theirs would print
+    over each other). Returns (ticks, tick_text) for matrix_heatmap."""
+    ticks = token_ticks(labels, grid)
+    if len(labels) <= 24 or not prefix_names:
+        return ticks, {}
+    ticks = [t for t in ticks if not t.startswith("patch 0 ")]
+    if len(prefix_names) > 1:
+        ticks = [t for t in ticks if t not in prefix_names[1:]]
+        return ticks, {prefix_names[0]: ", ".join(prefix_names)}
+    return ticks, {}
 
 
 def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, value_name: str,
@@ -176,7 +218,8 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
                    row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
                    highlight_row: int | None = None, highlight_col: int | None = None,
                    colorscale: str = "RdBu_r", zmid: float | None = 0.0, height: int = 420,
-                   square: bool = True, boundaries: tuple[int, ...] = ()) -> go.Figure:
+                   square: bool = True, boundaries: tuple[int, ...] = (),
+                   tick_text: dict[str, str] | None = None) -> go.Figure:
     """A matrix as a heatmap that reads without hovering.
 
     Args:
@@ -186,6 +229,7 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
             `row_ticks` / `col_ticks` of them (default: all of up to 24, else about 12).
         boundaries: token indices where a new block starts (after CLS/DIST, before text):
             drawn as thin lines on both axes of a token x token matrix.
+        tick_text: what to print for some ticks instead of their short label (prefix_ticks).
     """
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
@@ -197,8 +241,8 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
         hoverongaps=False, colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
                                                                   font=dict(size=11)))))
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
-    _axis(fig, "x", x_title, col_labels, col_ticks)
-    _axis(fig, "y", y_title, row_labels, row_ticks)
+    _axis(fig, "x", x_title, col_labels, col_ticks, tick_text)
+    _axis(fig, "y", y_title, row_labels, row_ticks, tick_text)
     for b in boundaries:
         for kind in ("x", "y"):
             line = dict(color="white", width=1)
@@ -335,6 +379,29 @@ def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
     return Image.blend(crop.convert("RGB"), heat, alpha)
 
 
+def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "inferno",
+               fmt: str = "{:.1%}", font_size: int = 14) -> Image.Image:
+    """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
+    both printed, and what the colour is (an overlay's colour bar, readable without hovering)."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=font_size)
+    W, H = img.size
+    bar_h, pad, line = 12, 6, font_size + 6
+    sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")
+    sheet.paste(img.convert("RGB"), (0, 0))
+    ramp = _colormap(np.tile(np.linspace(0, 1, W - 2 * pad), (bar_h, 1)), cmap)
+    sheet.paste(Image.fromarray(ramp), (pad, H + pad))
+    draw = ImageDraw.Draw(sheet)
+    y = H + pad + bar_h + 4
+    low, high = fmt.format(lo), fmt.format(hi)
+    draw.text((pad, y), low, fill=(30, 30, 30), font=font)
+    draw.text((W - pad - draw.textlength(high, font=font), y), high, fill=(30, 30, 30), font=font)
+    draw.text(((W - draw.textlength(label, font=font)) / 2, y), label, fill=(30, 30, 30),
+              font=font)
+    return sheet
+
+
 def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] | None = None,
          cell: int | None = None) -> Image.Image:
     """Images in a grid on white, optionally each with a small label above it."""
@@ -369,6 +436,30 @@ def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 32
                      for name, y in ys.items()])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis)
+    return fig
+
+
+def distance_chart(dist: np.ndarray, baseline: float, title: str) -> go.Figure:
+    """Mean attention distance per head (markers, one series per head) against the layer, with
+    the even-spread baseline as a dashed line that the legend names.
+
+    Args:
+        dist: [L, H] pixels.
+        baseline: the distance if attention were spread evenly (uniform_distance).
+    """
+    d = np.asarray(dist, dtype=np.float32)
+    L, H = d.shape
+    fig = go.Figure([go.Scatter(x=list(range(L)), y=d[:, h], name=f"head {h}", mode="markers",
+                                marker=dict(size=8)) for h in range(H)])
+    fig.add_trace(go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
+                             name=f"spread evenly: {baseline:.1f} px",
+                             line=dict(color="#555", dash="dash", width=2)))
+    top = max(float(d.max()), baseline) * 1.08
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=340,
+                      margin=dict(l=0, r=0, t=30, b=0), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="layer", tickmode="array", tickvals=list(range(L)),
+                                 range=[-0.5, L - 0.5]),
+                      yaxis=dict(title="mean distance (pixels)", range=[0, top]))
     return fig
 
 
@@ -434,13 +525,54 @@ def class_colours(n: int) -> list[tuple[float, ...]]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def class_palette(n_classes: int) -> np.ndarray:
+    """[n_classes + 1, 3] uint8 colours of a class map: background (0) black, then classes
+    1..n_classes in class_colours(n_classes)."""
+    return (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
+            class_colours(n_classes)])).astype(np.uint8)
+
+
 def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
                     alpha: float = 0.55) -> Image.Image:
     """A per-pixel class map painted over the crop: background (0) black, classes 1..n_classes
     in class_colours(n_classes)."""
-    palette = (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
-               class_colours(n_classes)])).astype(np.uint8)
-    return Image.blend(crop, Image.fromarray(palette[labels]), alpha)
+    return Image.blend(crop, Image.fromarray(class_palette(n_classes)[labels]), alpha)
+
+
+def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]],
+                font_size: int = 15) -> Image.Image:
+    """The image with a legend under it: one colour swatch and its name per entry, in rows
+    that fit the image's width (what each colour of a class map means, readable without
+    hovering)."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=font_size)
+    W = img.size[0]
+    sw, gap, pad = font_size, 14, 6
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    widths = [sw + 6 + int(measure.textlength(name, font=font)) for name, _ in entries]
+    rows, row, used = [], [], 0
+    for i, w in enumerate(widths):
+        if row and used + w > W - 2 * pad:
+            rows.append(row)
+            row, used = [], 0
+        row.append(i)
+        used += w + gap
+    if row:
+        rows.append(row)
+    line = font_size + 8
+    sheet = Image.new("RGB", (W, img.size[1] + pad + line * len(rows) + pad), "white")
+    sheet.paste(img, (0, 0))
+    draw = ImageDraw.Draw(sheet)
+    for r, members in enumerate(rows):
+        x, y = pad, img.size[1] + pad + r * line
+        for i in members:
+            name, colour = entries[i]
+            draw.rectangle([x, y + 2, x + sw, y + 2 + sw], fill=tuple(int(v) for v in colour),
+                           outline=(90, 90, 90))
+            draw.text((x + sw + 6, y), name, fill=(30, 30, 30), font=font)
+            x += widths[i] + gap
+    return sheet
 
 
 def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,
@@ -451,14 +583,25 @@ def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,
     return array_image(pixels.transpose(2, 0, 1) / 255.0, cell)  # [C, P, P] in [0, 1]
 
 
-def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
-    """An S x S mask: visible cells light, -inf cells dark, the four blocks outlined and named."""
+def mask_figure(allowed: np.ndarray, n_image: int, title: str,
+                labels: list[str] | None = None, ticks: list[str] | None = None) -> go.Figure:
+    """An S x S mask: visible cells light, -inf cells dark, the four blocks outlined and named.
+
+    Args:
+        labels, ticks: a name per token (token_labels) and which of them to print on the axes
+            (token_ticks); without them the axes are numbered."""
     allowed = np.asarray(allowed, dtype=bool)
     S = allowed.shape[0]
     fig = go.Figure(go.Heatmap(
         z=allowed.astype(np.float32), colorscale=[[0, "#1f1f3a"], [1, "#e8f1ff"]], zmin=0,
         zmax=1, showscale=False,
         hovertemplate="query %{y} → key %{x}: %{z}<extra>1 visible, 0 blocked (−∞)</extra>"))
+    if labels is not None:
+        shown = ticks if ticks is not None else labels
+        where = [labels.index(t) for t in shown]
+        for update in (fig.update_xaxes, fig.update_yaxes):
+            update(tickmode="array", tickvals=where, ticktext=[_short(t) for t in shown],
+                   tickfont=dict(size=9))
     if 0 < n_image < S:
         edge = n_image - 0.5
         for kw in (dict(x0=edge, x1=edge, y0=-0.5, y1=S - 0.5),
@@ -478,3 +621,26 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
     fig.update_xaxes(title=dict(text="key token j (what is looked at)", font=dict(size=12)))
     fig.update_yaxes(title=dict(text="query token i (who looks)", font=dict(size=12)))
     return _heat_layout(fig, 380)
+
+
+def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
+                       n_image: int) -> go.Figure:
+    """How many keys each query may see under each mask (one line per mask), the queries named
+    on the x axis and the start of the text marked."""
+    S = len(labels)
+    fig = go.Figure([go.Scatter(x=list(range(S)), y=np.asarray(v, np.float32), name=f"{k} mask",
+                                mode="lines+markers", marker=dict(size=4),
+                                customdata=labels, hovertemplate="%{customdata}: %{y} keys"
+                                "<extra>%{fullData.name}</extra>") for k, v in visible.items()])
+    if 0 < n_image < S:
+        fig.add_vline(x=n_image - 0.5, line=dict(color="#ff9500", width=1, dash="dot"),
+                      annotation_text="text starts", annotation_position="top left")
+    fig.update_layout(title=dict(text="How many keys each query may see", font=dict(size=14)),
+                      height=320, margin=dict(l=0, r=0, t=30, b=0),
+                      legend=dict(orientation="h", y=1.12, x=1, xanchor="right"),
+                      yaxis_title="visible keys")
+    fig.update_xaxes(title=dict(text="query token (image tokens first, then text)",
+                                font=dict(size=12)), tickmode="array",
+                     tickvals=[labels.index(t) for t in ticks],
+                     ticktext=[_short(t) for t in ticks], tickfont=dict(size=9))
+    return fig

@@ -122,6 +122,7 @@ CAPTION = "caption"  # str: the caption to score (text_input)
 CAPTION_SCORES = "caption_scores"  # table: the typed caption's word probabilities
 # pages/shape_trace.py
 SHAPE_TABLE = "shape_table"  # table: the shape trace
+SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
 PARAM_TABLE = "param_table"  # table: parameters by component
 COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
 # pages/segmentation.py

@@ -1,8 +1,10 @@
-"""The shape trace as a table: each step's operation, equation, shape, parameters and FLOPs.
+"""The shape trace as a table: each step's operation, equation, shape, parameters and cost.
 
-FLOPs count the matrix multiplications (2·m·k·n for an [m, k] @ [k, n] product), which is
-what dominates a transformer and what torch's FLOP counter counts; softmax, LayerNorm, GELU
-and additions are O(S·D) each and are listed with 0.
+Cost counts the matrix multiplications, which dominate a transformer, in two conventions:
+multiply-adds (MACs: m·k·n for an [m, k] @ [k, n] product, what papers quote, e.g. "17.6
+GFLOPs" for ViT-B/16) and FLOPs = 2 × MACs (one multiply and one add each, what torch's FLOP
+counter counts: 35.1 G for ViT-B/16). Softmax, LayerNorm, GELU, pooling and additions are
+O(S·D) each and are listed with 0.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ def stage_rows(c: ViTConfig, n_text: int = 0) -> list[dict]:
     N, D, H, dk, F, L = c.num_patches, c.embed_dim, c.num_heads, c.head_dim, c.mlp_hidden, c.depth
     S = c.num_image_tokens + n_text
     CPP = c.in_chans * c.patch_size**2
-    cls = "+1 CLS " if c.class_token else ""
+    cls = "".join(f"+{n} " for n in c.prefix_names)
+    first = "; ".join(f"x_{n.lower()}" for n in c.prefix_names)
     rows = [
         dict(step="patchify", op="cut into P×P patches, flatten", eq="X_p = U(X_img)",
              shape=f"{N} × {CPP}", params=0, flops=0, times=1),
         dict(step="patch embedding", op="linear projection", eq="X_p W_E + b",
              shape=f"{N} × {D}", params=CPP * D + D, flops=_mm(N, CPP, D), times=1),
         dict(step="tokens", op=f"{cls}+ positions" + (" + text" if n_text else ""),
-             eq="z_0 = [x_cls; X_p W_E] + E_pos", shape=f"{S} × {D}",
+             eq=f"z_0 = [{first + '; ' if first else ''}X_p W_E] + E_pos", shape=f"{S} × {D}",
              params=c.num_prefix_tokens * D + c.num_image_tokens * D
              + (c.vocab_size * D + c.max_text_len * D if c.has_text else 0), flops=0, times=1),
         dict(step="LN1", op="LayerNorm per token", eq="LN(X)", shape=f"{S} × {D}",
@@ -54,14 +57,23 @@ def stage_rows(c: ViTConfig, n_text: int = 0) -> list[dict]:
              params=F * D + D, flops=_mm(S, F, D), times=L),
         dict(step="residual", op="add", eq="X_out = X' + mlp_out", shape=f"{S} × {D}",
              params=0, flops=0, times=L),
-        dict(step="final LN", op="LayerNorm per token", eq="X_f = LN_f(X_L)",
+        dict(step="final LN", op="none: fc_norm after pooling instead" if c.fc_norm else
+             "LayerNorm per token", eq="X_f = X_L" if c.fc_norm else "X_f = LN_f(X_L)",
              shape=f"{S} × {D}", params=0 if c.fc_norm else 2 * D, flops=0, times=1),
     ]
     if c.num_classes:
-        rows.append(dict(step="class head", op="CLS (or mean) -> K logits", eq="x_cls W_c + b_c",
-                         shape=f"{c.num_classes}", params=D * c.num_classes + c.num_classes
+        K, heads = c.num_classes, 2 if c.dist_token and c.global_pool != "avg" else 1
+        if c.global_pool == "avg":
+            op = "mean of the patch tokens" + (", fc_norm" if c.fc_norm else "") + " -> K logits"
+            eq = ("LN_fc(mean X_f,p) W_c + b_c" if c.fc_norm else "mean(X_f,p) W_c + b_c")
+        elif heads == 2:
+            op, eq = "CLS and DIST, two heads, averaged", "½(x_cls W_c + b_c + x_dist W_d + b_d)"
+        else:
+            op, eq = "CLS -> K logits", "x_cls W_c + b_c"
+        rows.append(dict(step="class head", op=op, eq=eq, shape=f"{K}",
+                         params=(D * K + K) * (2 if c.dist_token else 1)
                          + (2 * D if c.fc_norm else 0),
-                         flops=_mm(1, D, c.num_classes), times=1))
+                         flops=heads * _mm(1, D, K), times=1))
     if c.has_text:
         tied = c.tie_text_head
         rows.append(dict(step="text head", op="text positions -> V logits",
@@ -79,15 +91,29 @@ def stage_rows(c: ViTConfig, n_text: int = 0) -> list[dict]:
 
 
 def total_flops(c: ViTConfig, n_text: int = 0) -> int:
+    """FLOPs of one forward pass: 2 per multiply-add (torch.utils.flop_counter's convention)."""
     return sum(r["flops"] * r["times"] for r in stage_rows(c, n_text))
+
+
+def total_macs(c: ViTConfig, n_text: int = 0) -> int:
+    """Multiply-adds of one forward pass (the convention of the literature's "GFLOPs")."""
+    return total_flops(c, n_text) // 2
 
 
 def total_params(c: ViTConfig) -> int:
     return sum(r["params"] * r["times"] for r in stage_rows(c))
 
 
-def attention_share(c: ViTConfig) -> float:
+def attention_share(c: ViTConfig, n_text: int = 0) -> float:
     """The share of all counted FLOPs spent on Q Kᵀ and A V (the part quadratic in S)."""
-    rows = stage_rows(c)
+    rows = stage_rows(c, n_text)
     quad = sum(r["flops"] * r["times"] for r in rows if r["step"] in ("scores", "A V"))
-    return quad / max(1, total_flops(c))
+    return quad / max(1, total_flops(c, n_text))
+
+
+def si(n: float) -> str:
+    """A count with an SI prefix and 3 significant figures: 35127656448 -> '35.1 G'."""
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}"
+    return f"{n:.3g}"

@@ -33,16 +33,17 @@ def next_token_logits(model, pixels, ids, mask=None) -> torch.Tensor:
 @torch.inference_mode()
 def greedy_ids(model, pixels, max_new_tokens: int | None = None, mask=None) -> torch.Tensor:
     """Greedy captions for a batch: [B, steps] ids after [SOS] (for evaluation)."""
+    tok = tokenizer_for(model)
     B = pixels.shape[0]
     room = model.config.max_text_len  # input lengths 1..max_text_len
     steps = min(max_new_tokens or room, room)
-    ids = torch.full((B, 1), 1, dtype=torch.long)  # [SOS]
+    ids = torch.full((B, 1), tok.sos_id, dtype=torch.long)  # [SOS]
     done = torch.zeros(B, dtype=torch.bool)
     for _ in range(steps):
         nxt = next_token_logits(model, pixels, ids, mask).argmax(-1)
-        nxt = torch.where(done, torch.zeros_like(nxt), nxt)  # [PAD] after [EOS]
+        nxt = torch.where(done, torch.full_like(nxt, tok.pad_id), nxt)  # [PAD] after [EOS]
         ids = torch.cat([ids, nxt[:, None]], dim=1)
-        done |= nxt == 2
+        done |= nxt == tok.eos_id
         if done.all():
             break
     return ids[:, 1:]
@@ -90,7 +91,7 @@ def generate(model, pixels, max_new_tokens: int | None = None, temperature: floa
 
 @dataclass
 class Scored:
-    words: list[str]  # the caption's words as tokenized, then [EOS]
+    words: list[str]  # the caption's words as tokenized, then [EOS] unless the text was cut
     probs: list[float]  # P(word | image, earlier words) under teacher forcing
     unknown: list[bool]  # True where the word became [UNK]
     notice: str  # one sentence about unknown words / truncation ("" if none)
@@ -100,7 +101,8 @@ def score_text(model, pixels, text: str, mask=None) -> Scored:
     """Teacher forcing: feed [SOS] + the caption and read each next word's probability.
 
     The logits at text position t are the model's guess for token t + 1, so one forward pass
-    scores every word of the caption (and [EOS] after it, when there is room).
+    scores every word of the caption, and [EOS] after it when the caption ended there; a caption
+    cut to fit the text positions did not end there, so its [EOS] is not scored.
     """
     from ..trace import run_trace
 
@@ -110,10 +112,57 @@ def score_text(model, pixels, text: str, mask=None) -> Scored:
 
 
 def score_logits(tok, enc, logits: torch.Tensor) -> Scored:
-    """Each word's probability from the [T, V] logits of a pass that was fed `enc.ids`."""
+    """Each word's probability from the [T, V] logits of a pass that was fed `enc.ids`.
+
+    Position t predicts token t + 1; the last position predicts [EOS] only when the whole caption
+    fitted (when it was cut, what follows is the next word that was cut off, not [EOS])."""
     probs = logits.softmax(-1)
-    targets = enc.ids[1:] + [tok.eos_id]
-    words = enc.words[1:] + ["[EOS]"]
-    n = len(enc.ids)  # position t predicts targets[t]
-    return Scored(words=words[:n], probs=[float(probs[t, targets[t]]) for t in range(n)],
-                  unknown=[targets[t] == tok.unk_id for t in range(n)], notice=enc.notice)
+    targets, words = enc.ids[1:], enc.words[1:]
+    notice = enc.notice
+    if enc.truncated:
+        notice += " [EOS] is not scored, because the caption does not end there."
+    else:
+        targets, words = targets + [tok.eos_id], words + ["[EOS]"]
+    n = len(targets)  # position t predicts targets[t]
+    return Scored(words=words, probs=[float(probs[t, targets[t]]) for t in range(n)],
+                  unknown=[targets[t] == tok.unk_id for t in range(n)], notice=notice.strip())
+
+
+def caption_note(scored: Scored) -> str:
+    """One sentence on a scored caption, worded from its probabilities: the least and the most
+    likely word, and whether the model agrees with the caption."""
+    if not scored.words:
+        return "There is nothing to score: type a caption."
+    pairs = list(zip(scored.words, scored.probs, strict=True))
+    low = min(pairs, key=lambda wp: wp[1])
+    high = max(pairs, key=lambda wp: wp[1])
+    if low[1] >= 0.5:
+        return (f"Every word gets at least {low[1]:.1%} (the least likely is “{low[0]}”), so "
+                f"the model agrees with this caption for this image.")
+    doubted = [w for w, p in pairs if p < 0.1]
+    listed = ", ".join(f"“{w}”" for w in doubted[:4]) + (" …" if len(doubted) > 4 else "")
+    return (f"The least likely word is “{low[0]}” at {low[1]:.1%}, the most likely “{high[0]}” "
+            f"at {high[1]:.1%}"
+            + (f"; the model doubts {listed} (under 10 %) after the words before them."
+               if doubted else "."))
+
+
+def learning_curve(card: str, metric: str = "exact_match") -> dict[int, float]:
+    """A model card's held-out learning curve (its "| step | metric | ..." table) as
+    {step: value}; {} when the card has none."""
+    import re
+
+    lines = card.splitlines()
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == "step" and metric in cells:
+            col = cells.index(metric)
+            out = {}
+            for row in lines[i + 2:]:
+                parts = [c.strip() for c in row.strip().strip("|").split("|")]
+                if not row.startswith("|") or len(parts) <= col or not re.fullmatch(r"\d+",
+                                                                                   parts[0]):
+                    break
+                out[int(parts[0])] = float(parts[col])
+            return out
+    return {}

@@ -47,3 +47,59 @@ def segment(model, pixels: torch.Tensor) -> torch.Tensor:
         raise ValueError("This model has no segmentation head.")
     c = model.config
     return class_map(run_trace(model, pixels)["seg_logits"], c.grid, c.img_size)
+
+
+def boundary_stats(labels: torch.Tensor, patch_size: int) -> dict:
+    """Where the class map's edges lie: count every pair of neighbouring pixels (left-right and
+    up-down) whose classes differ, split into pairs that straddle a patch boundary and pairs
+    inside one patch.
+
+    Args:
+        labels: [H, W] class index per pixel.
+    Returns:
+        dict(changes, on_boundary, inside, pairs: all neighbouring pairs, boundary_pairs: those
+        that straddle a patch boundary (where edges would all lie on a blocky, patch-sized map)).
+    """
+    lab = torch.as_tensor(labels)
+    H, W = lab.shape
+    h_diff = lab[:, 1:] != lab[:, :-1]  # [H, W-1]: between column x and x + 1
+    v_diff = lab[1:, :] != lab[:-1, :]  # [H-1, W]: between row y and y + 1
+    h_cut = (torch.arange(1, W) % patch_size) == 0  # column x+1 starts a new patch
+    v_cut = (torch.arange(1, H) % patch_size) == 0
+    on = int(h_diff[:, h_cut].sum()) + int(v_diff[v_cut, :].sum())
+    changes = int(h_diff.sum()) + int(v_diff.sum())
+    return {"changes": changes, "on_boundary": on, "inside": changes - on,
+            "pairs": H * (W - 1) + (H - 1) * W,
+            "boundary_pairs": H * int(h_cut.sum()) + W * int(v_cut.sum())}
+
+
+def boundary_note(stats: dict, cells: int) -> str:
+    """One or two sentences, from `boundary_stats`, on whether the class edges follow the patch
+    grid. `cells` is the head's r (it predicts r x r cells per patch)."""
+    n, on = stats["changes"], stats["on_boundary"]
+    chance = stats["boundary_pairs"] / max(1, stats["pairs"])
+    if n == 0:
+        return ("The class map is a single class here, so it has no edges to compare with the "
+                "patch grid.")
+    share = on / n
+    text = (f"Of the {n:,} neighbouring-pixel pairs where the class changes, {on:,} ({share:.0%}) "
+            f"straddle a patch boundary and {stats['inside']:,} lie inside a patch; only "
+            f"{chance:.1%} of all pixel pairs straddle one.")
+    if share >= 0.5:
+        return text + " So here the edges do follow the patch grid."
+    lean = (f", although they sit on patch boundaries {share / chance:.0f}× as often as edges "
+            f"placed at random would" if chance and share >= 2 * chance else "")
+    return (text + f" So most edges cut through patches instead of following the grid{lean}: "
+            f"each patch token predicts {cells}×{cells} cells, and the cells' scores are blended "
+            f"bilinearly before the most likely class is taken.")
+
+
+def pca_variance(tokens: torch.Tensor, k: int = 3) -> torch.Tensor:
+    """The share of the tokens' variance that each of their first k principal components
+    explains (the PCA behind `tokens.pca_rgb`): [N, D] -> [k]."""
+    x = tokens.double() - tokens.double().mean(0, keepdim=True)
+    s = torch.linalg.svdvals(x) ** 2
+    out = torch.zeros(k, dtype=torch.float64)
+    m = min(k, s.numel())
+    out[:m] = s[:m] / s.sum().clamp_min(1e-300)
+    return out

@@ -1,0 +1,706 @@
+"""Attention, masks, logits, shape trace and segmentation pages: every number they show against an
+independent computation from the raw trace tensors (numpy, float64, hand formulas, torch's FLOP
+counter), every computed note on two inputs where its wording must differ, and every page on
+every model family (bundled, untrained preset, and the fixture repos) without an exception."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+from torch.utils.flop_counter import FlopCounterMode
+
+from tests.test_app import APP
+from ui import figures, keys
+from vit_core import ViT, ViTConfig, allowed_keys, load_image, load_model, preprocess, run_trace
+from vit_core.io.base import ModelInfo
+from vit_core.io.checkpoints import save_checkpoint
+from vit_core.io.text import Tokenizer
+
+HUB = Path(__file__).parent / "fixtures" / "hub"
+FIXTURES = [str(HUB / r) for r in (
+    "tiny-org/vit-cls", "tiny-org/vit-headless", "tiny-org/deit-cls", "tiny-org/deit-distilled",
+    "tiny-org/vit-1block-1head-p14", "timm/vit_tiny_cls.test", "timm/vit_tiny_avg_fcnorm.test",
+    "timm/vit_tiny_avg_nocls.test")]
+DEIT, AVG_FC, NOCLS, HEADLESS, ONE = (str(HUB / r) for r in (
+    "tiny-org/deit-distilled", "timm/vit_tiny_avg_fcnorm.test", "timm/vit_tiny_avg_nocls.test",
+    "tiny-org/vit-headless", "tiny-org/vit-1block-1head-p14"))
+PAGES = ["attention", "masks", "logits", "shapes", "segmentation"]
+
+
+# ---------------------------------------------------------------- driving the pages
+def open_page(page: str, model: str = "shapes-classifier", mask: str | None = None,
+              upload: bytes | None = None) -> AppTest:
+    """Open `page` on `model` (a name or a checkpoint path) and check it really ran that model."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    if model.startswith("/"):
+        at.session_state[keys.LOADED_PATHS] = [model]
+    at.session_state[keys.MODEL] = model
+    if mask:
+        at.session_state[keys.MASK] = mask
+    at.query_params["page"] = page
+    at.run()
+    if upload is not None:
+        at.sidebar.file_uploader[0].upload("photo.png", upload, "image/png")
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state[keys.MODEL] == model  # not silently replaced by the default
+    return at
+
+
+def charts(at) -> dict[str, dict]:
+    out = {}
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        out[spec["layout"].get("title", {}).get("text", f"untitled {len(out)}")] = spec
+    return out
+
+
+def chart(at, starts: str) -> dict:
+    found = [s for t, s in charts(at).items() if t.startswith(starts)]
+    assert len(found) == 1, (starts, list(charts(at)))
+    return found[0]
+
+
+def text(at) -> str:
+    parts = [m.value for kind in ("markdown", "caption", "info", "warning", "subheader")
+             for m in getattr(at, kind)]
+    parts += [im.caption for el in at.get("image") for im in el.proto.imgs]
+    return "\n".join(parts)
+
+
+def arr(v) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(v, dict):
+        import base64
+
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
+    return np.asarray(v)
+
+
+def note(at) -> str:
+    return next(i.value for i in at.info if i.value.startswith("What to notice"))
+
+
+def traced(at, model_name: str, mask=None, text_ids=None):
+    """The trace of the page's image, run here (not read from the app's cache)."""
+    model = load_model(model_name)
+    pixels = preprocess(load_image(at.session_state[keys.INPUT].data), model.config)
+    return model, run_trace(model, pixels, mask=mask, text_ids=text_ids)
+
+
+def softmax64(z) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def png(colour=(128, 128, 128), size=300) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def local_model(tmp_path_factory) -> str:
+    """A constructed model whose every patch attends to itself: zero patch embedding, random
+    positions, W_Q = W_K = 10 I, and sublayers that write nothing back (so both layers agree)."""
+    c = ViTConfig(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=3,
+                  class_names=("a", "b", "c"))
+    m = ViT(c)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        m.patch_embed.proj.weight.zero_()
+        m.patch_embed.proj.bias.zero_()
+        m.pos_embed.copy_(torch.randn(m.pos_embed.shape, generator=g))
+        for b in m.blocks:
+            b.attn.qkv.weight.zero_()
+            b.attn.qkv.bias.zero_()
+            b.attn.qkv.weight[:32] = 10 * torch.eye(32)
+            b.attn.qkv.weight[32:64] = 10 * torch.eye(32)
+            b.attn.proj.weight.zero_()
+            b.mlp.fc2.weight.zero_()
+    m.info = ModelInfo("local", "file", True, "every patch attends to itself")
+    return str(save_checkpoint(m, tmp_path_factory.mktemp("local") / "local.safetensors"))
+
+
+# ---------------------------------------------------------------- every page on every model
+def ran_that_model(at, page: str, model_name: str) -> None:
+    """Something on the page that only this model's geometry produces."""
+    c = load_model(model_name).config
+    S = c.num_image_tokens
+    if page == "attention":
+        assert any(t.endswith(f"{S}×{S}") for t in charts(at)), list(charts(at))
+    elif page == "shapes":
+        df = at.dataframe[0].value
+        assert df.set_index("step").loc["tokens", "traced shape"] == f"{S} × {c.embed_dim}"
+    elif page == "segmentation":
+        assert f"their {c.grid}×{c.grid} grid" in text(at)
+    elif page == "logits":
+        if c.num_classes:
+            assert any(f"of {c.num_classes} classes" in t for t in charts(at))
+        elif c.has_text:
+            assert any(s.value.startswith("[SOS]") for s in at.subheader)
+        else:
+            assert any(f"({c.embed_dim} dimensions)" in t for t in charts(at))
+    elif page == "masks":
+        clf = model_name if c.num_classes else "shapes-classifier"
+        label = Path(clf).name if clf.startswith("/") else clf
+        assert any(label in t for t in charts(at)), list(charts(at))
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-prefix",
+                                   "shapes-captioner-causal", "vit-ti16", *FIXTURES],
+                         ids=lambda m: Path(m).name)
+def test_every_page_opens_on_every_model(page, model):
+    at = open_page(page, model)
+    ran_that_model(at, page, model)
+    assert any(i.value.startswith("What to notice") for i in at.info)
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("model,mask", [("shapes-classifier", "causal"),
+                                        ("shapes-classifier", "prefix"),
+                                        ("shapes-captioner-causal", "prefix"),
+                                        (NOCLS, "causal"), (DEIT, "causal")],
+                         ids=lambda v: Path(v).name)
+def test_every_page_opens_under_the_sidebar_mask(page, model, mask):
+    at = open_page(page, model, mask=mask)
+    assert at.session_state[keys.MASK] == mask
+    ran_that_model(at, page, model)
+
+
+# ---------------------------------------------------------------- attention page
+def np_distance(P: np.ndarray, g: int, ps: int, pre: int) -> np.ndarray:
+    """[H, S, S] -> [H] mean attention distance, patch block re-normalised, by hand."""
+    N = g * g
+    xy = np.array([((r + 0.5) * ps, (c + 0.5) * ps) for r in range(g) for c in range(g)])
+    D = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
+    A = P[:, pre:pre + N, pre:pre + N].astype(np.float64)
+    A = A / A.sum(-1, keepdims=True)
+    return (A * D).sum(-1).mean(-1)
+
+
+def np_baseline(g: int, ps: int, causal: bool) -> float:
+    """Even spread over the patches a patch query may see (causal: patches up to itself)."""
+    N = g * g
+    xy = np.array([((r + 0.5) * ps, (c + 0.5) * ps) for r in range(g) for c in range(g)])
+    D = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1))
+    vis = np.tril(np.ones((N, N))) if causal else np.ones((N, N))
+    return float(((D * vis).sum(-1) / vis.sum(-1)).mean())
+
+
+def np_entropy(P: np.ndarray) -> np.ndarray:
+    P = P.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1)), 0.0)
+    return -plogp.sum(-1).mean(-1)
+
+
+@pytest.mark.parametrize("model_name,mask", [("shapes-classifier", None),
+                                             ("shapes-classifier", "causal"), (DEIT, None),
+                                             (NOCLS, "causal")], ids=lambda v: Path(str(v)).name)
+def test_mean_distance_and_its_baseline_by_hand(model_name, mask):
+    at = open_page("attention", model_name, mask=mask)
+    model, tr = traced(at, model_name, mask=mask)
+    c = model.config
+    spec = chart(at, "Mean attention distance")
+    heads = {d["name"]: arr(d["y"]) for d in spec["data"] if d["name"].startswith("head")}
+    dashed = [d for d in spec["data"] if d["name"].startswith("spread evenly")][0]
+    expected = np.stack([np_distance(tr[f"blocks.{i}.attn.pattern"].numpy(), c.grid,
+                                     c.patch_size, c.num_prefix_tokens) for i in range(c.depth)])
+    for h in range(c.num_heads):
+        np.testing.assert_allclose(heads[f"head {h}"], expected[:, h], rtol=1e-4)
+    base = np_baseline(c.grid, c.patch_size, causal=mask == "causal")
+    assert dashed["y"][0] == pytest.approx(base, rel=1e-6)
+    assert dashed["line"]["dash"] == "dash" and f"{base:.1f} px" in dashed["name"]
+    said = note(at)
+    assert f"would give {base:.1f} px" in said
+    assert f"{expected.min():.0f}–{expected.max():.0f} px" in said
+    if model_name == "shapes-classifier" and mask is None:
+        assert "115.5 px" in said  # 7 × 7 patches of 32 px, the issue's number
+
+
+def test_the_even_spread_baseline_for_a_2x2_grid_by_hand():
+    from vit_core.explain.attention import uniform_distance
+
+    # corners of a 2 x 2 grid of 10 px patches: distances 0, 10, 10, 10√2 from each
+    assert uniform_distance(2, 10) == pytest.approx((20 + 10 * math.sqrt(2)) / 4)
+    # causal over patches 0..3: patch 0 sees itself (0), 1 sees {0, 1} (5), 2 sees {0,1,2}
+    # ((10 + 10√2) / 3), 3 sees all (same as full)
+    allowed = allowed_keys("causal", 5)  # CLS + 4 patches
+    expected = (0 + 5 + (10 + 10 * math.sqrt(2)) / 3 + (20 + 10 * math.sqrt(2)) / 4) / 4
+    assert uniform_distance(2, 10, allowed, prefix=1) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("model_name,mask,kind", [
+    ("shapes-classifier", None, "full"), ("shapes-classifier", "causal", "causal"),
+    ("shapes-captioner-prefix", None, "prefix")])
+def test_entropy_and_its_maximum_under_each_mask(model_name, mask, kind):
+    at = open_page("attention", model_name, mask=mask)
+    model, tr = traced(at, model_name, mask=mask)
+    c = model.config
+    S = c.num_image_tokens
+    spec = chart(at, "Attention entropy")
+    shown = arr(spec["data"][0]["z"]).astype(np.float64)
+    expected = np.stack([np_entropy(tr[f"blocks.{i}.attn.pattern"].numpy())
+                         for i in range(c.depth)])
+    np.testing.assert_allclose(shown, expected, rtol=1e-4, atol=1e-5)
+    # causal: query i sees i + 1 keys; full and prefix without text: all S keys
+    top = (np.mean([math.log(i + 1) for i in range(S)]) if kind == "causal" else math.log(S))
+    assert spec["layout"]["title"]["text"].endswith(f"max for the {kind} mask = {top:.2f})")
+    assert f"({kind} mask) gives {top:.2f} nats" in note(at)
+
+
+def test_max_entropy_of_the_prefix_mask_with_text_by_hand():
+    from vit_core.explain.attention import max_entropy
+
+    n_img, n_txt = 50, 7  # image rows see the 50 image tokens; text row t sees 50 + t + 1
+    hand = (n_img * math.log(n_img) + sum(math.log(n_img + t + 1) for t in range(n_txt)))
+    assert max_entropy(allowed_keys("prefix", n_img, n_txt)) == pytest.approx(
+        hand / (n_img + n_txt))
+    causal = sum(math.log(i + 1) for i in range(n_img + n_txt)) / (n_img + n_txt)
+    assert max_entropy(allowed_keys("causal", n_img, n_txt)) == pytest.approx(causal)
+
+
+def np_rollout(patterns: list[np.ndarray]) -> np.ndarray:
+    S = patterns[0].shape[-1]
+    joint = np.eye(S)
+    for P in patterns:
+        a = 0.5 * np.eye(S) + 0.5 * P.astype(np.float64).mean(0)
+        a = a / a.sum(-1, keepdims=True)
+        joint = a @ joint
+    return joint
+
+
+@pytest.mark.parametrize("model_name", ["shapes-classifier", DEIT, NOCLS],
+                         ids=lambda v: Path(v).name)
+def test_rollout_numbers_by_hand(model_name):
+    at = open_page("attention", model_name)
+    model, tr = traced(at, model_name)
+    c = model.config
+    pre, N = c.num_prefix_tokens, c.num_patches
+    R = np_rollout([tr[f"blocks.{i}.attn.pattern"].numpy() for i in range(c.depth)])
+    shown = text(at)
+    if pre:
+        row = R[0] / R[0].sum()
+        for i, n in enumerate(c.prefix_names):
+            assert f"{row[i]:.1%} on the {n} input" in shown
+        assert f"{row[pre:].sum():.1%} on the {N} patches" in shown
+        assert f"its 5 strongest patches give {np.sort(row[pre:])[::-1][:5].sum():.1%}" in shown
+    else:
+        row = R.mean(0) / R.mean(0).sum()
+        assert f"5 strongest input patches give {np.sort(row)[::-1][:5].sum():.1%}" in shown
+
+
+def test_attention_notes_differ_between_everywhere_and_local_heads(local_model):
+    everywhere = note(open_page("attention", "vit-ti16"))
+    local = note(open_page("attention", local_model))
+    assert "look everywhere" in everywhere and "look locally" not in everywhere
+    assert "look locally" in local and "look everywhere" not in local
+    assert "spreads its attention almost evenly" in everywhere
+    assert "most focused head" in local and "almost evenly" not in local
+    assert "≈ 1 key." in local  # every patch attends to itself alone
+
+
+def test_cls_and_dist_are_named_on_the_attention_matrix():
+    deit = open_page("attention", DEIT)
+    spec = chart(deit, "Layer 1, head 0")
+    ticks = spec["layout"]["xaxis"]["ticktext"]
+    assert ticks[:2] == ["CLS", "DIST"] and "p0" in ticks  # 18 tokens: every one named
+    lines = sorted({s["x0"] for s in spec["layout"]["shapes"] if s.get("xref") == "x"})
+    assert lines == [0.5, 1.5]  # DIST starts at token 1, the patches at token 2
+    shown = text(deit)
+    assert "CLS is token 0 and DIST is token 1" in shown
+    assert "Bright = where the DIST token reads from" in shown
+    big = open_page("attention", "vit-ti16")
+    ticks = chart(big, "Layer 11, head 0")["layout"]["yaxis"]["ticktext"]
+    assert ticks[0] == "CLS" and "p0" not in ticks and "p14" in ticks  # p0 would cover CLS
+    nocls = open_page("attention", NOCLS)
+    assert "CLS" not in chart(nocls, "Layer 0, head 0")["layout"]["xaxis"]["ticktext"]
+    assert "no CLS token, so there is no CLS attention to map" in text(nocls)
+    assert "Layer 0**: this model has a single block" in text(nocls)
+
+
+def test_a_long_deit_sequence_prints_one_tick_for_cls_and_dist():
+    labels = figures.token_labels(ViTConfig(dist_token=True))  # 198 tokens
+    ticks, tick_text = figures.prefix_ticks(labels, 14, ("CLS", "DIST"))
+    assert ticks[0] == "CLS" and "DIST" not in ticks and tick_text == {"CLS": "CLS, DIST"}
+    fig = figures.matrix_heatmap(np.zeros((198, 198)), "t", x_title="k", y_title="q",
+                                 value_name="v", row_labels=labels, col_labels=labels,
+                                 row_ticks=ticks, col_ticks=ticks, tick_text=tick_text)
+    assert fig.layout.xaxis.ticktext[0] == "CLS, DIST"
+
+
+# ---------------------------------------------------------------- logits page
+def test_top_k_under_temperature_by_hand():
+    at = open_page("logits")
+    at.slider(key=keys.CLASS_TEMPERATURE).set_value(2.5).run()
+    model, tr = traced(at, "shapes-classifier")
+    names = list(model.config.class_names)
+    p = softmax64(tr.logits.numpy() / 2.5)
+    bars = chart(at, "top 5 of 10 classes at T = 2.5")["data"][0]
+    order = np.argsort(-p)[:5][::-1]
+    assert bars["y"] == [names[i] for i in order]
+    np.testing.assert_allclose(arr(bars["x"]), p[order], rtol=1e-5)
+    assert bars["text"] == [f"{p[i]:.1%}" for i in order]
+    best = int(np.argmax(p))
+    assert f"**{names[best]}** with {p[best]:.1%} at T = 2.5" in text(at)
+    h = -(p * np.log(p)).sum()
+    assert f"the entropy is {h:.2f} nats of a possible {math.log(10):.2f}" in note(at)
+
+
+@pytest.mark.parametrize("model_name,k", [("shapes-classifier", 10), ("vit-ti16", 15)])
+def test_raw_logits_are_named_by_class(model_name, k):
+    at = open_page("logits", model_name)
+    model, tr = traced(at, model_name)
+    K = model.config.num_classes
+    names = list(model.config.class_names) or [f"class {i}" for i in range(K)]
+    z = tr.logits.double().numpy()
+    bars = chart(at, "the raw logits")["data"][0]
+    order = np.argsort(-z)[:k][::-1]
+    assert bars["y"] == [names[i] for i in order]
+    np.testing.assert_allclose(arr(bars["x"]), z[order], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("model_name", ["shapes-classifier", AVG_FC, NOCLS, DEIT],
+                         ids=lambda v: Path(v).name)
+def test_logit_lens_last_row_equals_the_logits_on_the_page(model_name):
+    at = open_page("logits", model_name)
+    model, tr = traced(at, model_name)
+    c = model.config
+    names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
+    p = softmax64(tr.logits.numpy())
+    lens = chart(at, "P(class) if the network stopped")["data"]
+    bars = chart(at, "top ")["data"][0]
+    on_page = dict(zip(bars["y"], arr(bars["x"]), strict=True))
+    assert len(lens) == min(3, c.num_classes)
+    for line in lens:
+        y = arr(line["y"])
+        assert len(y) == c.depth + 1
+        assert y[-1] == pytest.approx(p[names.index(line["name"])], abs=1e-5)
+        assert y[-1] == pytest.approx(on_page[line["name"]], abs=1e-5)
+    reads = {"shapes-classifier": "Only the final CLS token is used",
+             AVG_FC: "(CLS is left out), the mean goes through one more LayerNorm (fc_norm)",
+             NOCLS: "final patch tokens are averaged, the mean goes through",
+             DEIT: "the final DIST token (after the final LayerNorm) each go through"}
+    assert reads[model_name] in text(at)
+    if model_name == NOCLS:
+        assert "CLS is left out" not in text(at)
+
+
+def test_logit_lens_by_hand_for_an_average_pool_model():
+    """Row l of the lens: block l's output, LayerNorm'd and averaged as the model's head does."""
+    model = load_model(AVG_FC)
+    tr = run_trace(model, torch.randn(1, 3, 48, 48, generator=torch.Generator().manual_seed(1)))
+    from vit_core.explain.lens import logit_lens
+
+    lens = logit_lens(model, tr).double()
+    x = tr["blocks.0.resid_post"].double()[1:].mean(0)  # patches only, CLS left out
+    ln = model.fc_norm
+    x = (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + ln.eps) * ln.weight.double() + \
+        ln.bias.double()
+    torch.testing.assert_close(lens[1], x @ model.head.weight.double().T + model.head.bias,
+                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lens[-1], tr.logits.double(), atol=1e-5, rtol=1e-5)
+
+
+def test_logits_notes_differ_between_a_trained_and_a_random_model():
+    trained, random = note(open_page("logits")), note(open_page("logits", "vit-ti16"))
+    assert "the model is confident" in trained and "close to uniform (1/" not in trained
+    assert "close to uniform (1/1000 = 0.1% each)" in random
+    assert "Every read-out is close to uniform" in random
+    assert "leads from" in trained or "stays on top at every depth" in trained
+
+
+def test_a_headless_model_shows_its_final_cls_vector():
+    at = open_page("logits", HEADLESS)
+    model, tr = traced(at, HEADLESS)
+    shown = text(at)
+    assert "has no class head, so there are no class logits" in shown
+    strip = chart(at, "the final CLS vector (36 dimensions)")["data"][0]
+    v = tr["ln_final"][0].double().numpy()
+    np.testing.assert_allclose(arr(strip["z"]).ravel(), v, rtol=1e-5, atol=1e-6)
+    assert f"Its norm is {np.linalg.norm(v):.2f}" in shown
+    patches = tr["ln_final"][1:].double().numpy()
+    cos = patches @ v / (np.linalg.norm(patches, axis=1) * np.linalg.norm(v))
+    assert f"patch {int(np.argmax(cos))} ({cos.max():.2f})" in shown
+
+
+def test_captioner_temperature_and_top_k_by_hand():
+    at = open_page("logits", "shapes-captioner-prefix")
+    at.slider(key=keys.TEMPERATURE).set_value(0.7).run()
+    at.number_input(key=keys.TOP_K).set_value(3).run()
+    at.button(key=keys.GEN_NEXT).click().run()
+    first = [h.value for h in at.subheader if h.value.startswith("[SOS]")][0].split()[1]
+    model = load_model("shapes-captioner-prefix")
+    tok = Tokenizer(model.config.vocab)
+    ids = [tok.sos_id, tok.index[first]]
+    _, tr = traced(at, "shapes-captioner-prefix", text_ids=ids)
+    z = tr.logits[-1].double().numpy()
+    keep = np.argsort(-z)[:3]
+    p = np.zeros_like(z)
+    p[keep] = softmax64(z[keep] / 0.7)
+    bars = chart(at, "P(word 2 | image, words before) at T = 0.7")["data"][0]
+    shown = dict(zip(bars["y"], arr(bars["x"]), strict=True))
+    for i in np.argsort(-p)[:8]:
+        assert shown[tok.vocab[i]] == pytest.approx(p[i], abs=1e-6)
+    assert "Top-k = 3: only the 3 most likely words keep any probability" in text(at)
+
+
+def test_a_cut_caption_does_not_score_eos():
+    at = open_page("logits", "shapes-captioner-prefix")
+    long = "a red ball on the grass at the top on the left and more"
+    at.text_input(key=keys.CAPTION).set_value(long).run()
+    df = at.dataframe[0].value
+    model = load_model("shapes-captioner-prefix")
+    T = model.config.max_text_len
+    words = long.split()[:T - 1]
+    assert list(df.iloc[:, 0]) == words  # no [EOS]: the caption goes on after the cut
+    tok = Tokenizer(model.config.vocab)
+    ids = [tok.sos_id] + [tok.index[w] for w in words]
+    _, tr = traced(at, "shapes-captioner-prefix", text_ids=ids)
+    p = softmax64(tr.logits.numpy())
+    expected = [f"{p[t, ids[t + 1]]:.2%}" for t in range(len(words))]
+    assert list(df.iloc[:, 1]) == expected
+    assert any("[EOS] is not scored" in w.value for w in at.warning)
+    at.text_input(key=keys.CAPTION).set_value("a red ball").run()  # fits: [EOS] is scored
+    assert list(at.dataframe[0].value.iloc[:, 0]) == ["a", "red", "ball", "[EOS]"]
+
+
+def test_caption_notes_differ_between_a_fitting_and_a_wrong_caption():
+    at = open_page("logits", "shapes-captioner-prefix")
+    assert "the model agrees with this caption" in note(at)  # the sample is a red ball
+    at.text_input(key=keys.CAPTION).set_value("a blue star on the snow").run()
+    said = note(at)
+    assert "the model doubts" in said and "“blue”" in said and "agrees" not in said
+
+
+def test_greedy_ids_use_the_tokenizers_ids(monkeypatch):
+    from vit_core.explain import generation
+
+    class Tok:
+        sos_id, eos_id, pad_id = 5, 7, 9
+
+    seen = []
+
+    def fake_logits(model, pixels, ids, mask=None):
+        seen.append(ids.clone())
+        out = torch.zeros(ids.shape[0], 10)
+        out[0, 7] = 1  # image 0 ends at once; image 1 writes word 3 and then ends
+        out[1, 3 if ids.shape[1] == 1 else 7] = 1
+        return out
+
+    monkeypatch.setattr(generation, "tokenizer_for", lambda model: Tok())
+    monkeypatch.setattr(generation, "next_token_logits", fake_logits)
+    model = type("M", (), {"config": ViTConfig(num_classes=0, vocab_size=10, max_text_len=5)})()
+    out = generation.greedy_ids(model, torch.zeros(2, 3, 4, 4))
+    assert (seen[0][:, 0] == 5).all()  # [SOS] from the tokenizer
+    assert out.tolist() == [[7, 9], [3, 7]]  # stops at its [EOS]; [PAD] after it
+
+
+# ---------------------------------------------------------------- masks page
+def test_mask_figures_name_their_tokens_and_count_visible_keys_by_hand():
+    at = open_page("masks")
+    spec = chart(at, "causal: 57×57")
+    ticks = spec["layout"]["xaxis"]["ticktext"]
+    assert ticks[0] == "CLS" and "[SOS]" in ticks and "red" in ticks and "grass" in ticks
+    assert spec["layout"]["xaxis"]["title"]["text"].startswith("key token")
+    assert spec["layout"]["yaxis"]["title"]["text"].startswith("query token")
+    lines = {d["name"]: arr(d["y"]).tolist() for d in chart(at, "How many keys")["data"]}
+    n_img, S = 50, 57
+    assert lines["causal mask"] == [i + 1 for i in range(S)]
+    assert lines["prefix mask"] == [n_img] * n_img + [n_img + t + 1 for t in range(S - n_img)]
+
+
+@pytest.mark.parametrize("model_name", ["shapes-classifier", DEIT, NOCLS, AVG_FC],
+                         ids=lambda v: Path(v).name)
+def test_the_classifier_under_a_causal_mask_is_described_truly(model_name):
+    at = open_page("masks", model_name)
+    model, tr = traced(at, model_name, mask="causal")
+    c = model.config
+    names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
+    p = softmax64(tr.logits.numpy())
+    label = f"file: {Path(model_name).name}" if "/" in model_name else model_name
+    bars = chart(at, f"{label}, causal")
+    np.testing.assert_allclose(sorted(arr(bars["data"][0]["x"])), sorted(np.sort(p)[::-1][:5]),
+                               rtol=1e-5)
+    # the same model on another picture: the page says whether the image still matters
+    from ui.state import sample_bytes, sample_seeds
+
+    other = next(sample_bytes(s) for s in sample_seeds()
+                 if sample_bytes(s) != at.session_state[keys.INPUT].data)
+    tr2 = run_trace(model, preprocess(load_image(other), c), mask="causal")
+    gap = float((tr2.logits - tr.logits).abs().max())
+    shown = text(at)
+    if c.global_pool == "avg":  # the head reads the patches: the last one sees everything
+        assert gap > 1e-3
+        assert "still depends on the image" in shown and "for any picture" not in shown
+        assert f"different (by up to {gap:.2f})" in shown
+        assert ("This model has no CLS token" in shown) == (not c.class_token)
+    else:  # the head reads CLS (and DIST), which see only the prefix tokens
+        assert gap < 1e-5
+        assert f"**{names[int(np.argmax(p))]}** ({p.max():.1%}) for any picture" in shown
+        assert "the same (largest difference" in shown
+        assert ("DIST only CLS and itself" in shown) == c.dist_token
+
+
+def test_masks_page_uses_the_bundled_classifier_for_a_headless_model():
+    at = open_page("masks", HEADLESS)
+    assert "has no class head, so this part uses shapes-classifier" in text(at)
+
+
+# ---------------------------------------------------------------- shape trace page
+def torch_flops(config: ViTConfig) -> int:
+    with torch.device("meta"):
+        model = ViT(config)
+        x = torch.empty(1, config.in_chans, config.img_size, config.img_size)
+    with FlopCounterMode(display=False) as counter:
+        model(x)
+    return counter.get_total_flops()
+
+
+def parse_si(s: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)(?: ([kMGT]))?", s)
+    return float(m.group(1)) * {None: 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
+
+
+@pytest.mark.parametrize("model_name", ["vit-ti16", "shapes-classifier", DEIT, AVG_FC, NOCLS],
+                         ids=lambda v: Path(v).name)
+def test_macs_and_flops_against_torchs_counter_and_hand_formulas(model_name):
+    at = open_page("shapes", model_name)
+    c = load_model(model_name).config
+    flops = torch_flops(c)
+    metrics = {m.label: m.value for m in at.metric}
+    label = next(k for k in metrics if k.endswith("FLOPs (2 × MACs)") and "ViT-B" not in k)
+    assert parse_si(metrics[label]) == pytest.approx(flops, rel=5e-3)
+    macs = next(v for k, v in metrics.items() if k.endswith("(MACs)") and "ViT-B" not in k)
+    assert parse_si(macs) == pytest.approx(flops / 2, rel=5e-3)
+    assert metrics["ViT-B/16 multiply-adds (MACs)"] == "17.6 G"  # the literature's number
+    assert metrics["ViT-B/16 FLOPs (2 × MACs)"] == "35.1 G"
+    cost = at.dataframe[1].value.set_index("step")
+    L, S, D, H, dk = c.depth, c.num_image_tokens, c.embed_dim, c.num_heads, c.head_dim
+    hand = {"Q, K, V": L * S * D * 3 * D, "scores": L * H * S * S * dk,
+            "A V": L * H * S * S * dk, "W_O": L * S * D * D,
+            "MLP up": L * S * D * c.mlp_hidden, "MLP down": L * S * c.mlp_hidden * D,
+            "patch embedding": c.num_patches * c.in_chans * c.patch_size**2 * D,
+            "class head": (2 if c.dist_token else 1) * D * c.num_classes}
+    for step, n in hand.items():
+        assert parse_si(cost.loc[step, "MACs (all layers)"]) == pytest.approx(n, rel=5e-3), step
+        assert parse_si(cost.loc[step, "FLOPs = 2 × MACs"]) == pytest.approx(2 * n, rel=5e-3)
+    assert parse_si(cost.loc["MLP up", "ViT-B/16 MACs"]) == pytest.approx(
+        12 * 197 * 768 * 3072, rel=5e-3)
+
+
+def test_flop_totals_equal_torchs_counter_for_every_family():
+    from vit_core.explain.flops import total_flops, total_macs, total_params
+
+    for name in (DEIT, AVG_FC, NOCLS, ONE, HEADLESS):
+        c = load_model(name).config
+        assert total_flops(c) == torch_flops(c) == 2 * total_macs(c), name
+        assert total_params(c) == sum(p.numel() for p in ViT(c).parameters()), name
+
+
+def test_shape_notes_differ_with_the_patch_sizes_a_model_allows():
+    ti = note(open_page("shapes", "vit-ti16"))
+    deit = note(open_page("shapes", DEIT))
+    c = load_model("vit-ti16").config
+
+    def share(c):  # Q Kᵀ and A V multiply-adds over all of them, torch's count halved
+        return 2 * c.depth * c.num_heads * c.num_image_tokens**2 * c.head_dim / (
+            torch_flops(c) / 2)
+
+    assert f"at P = 16 the quadratic part (QKᵀ and AV) is {share(c):.0%}" in ti
+    assert f"at P = 8 it is {share(c.replace(patch_size=8)):.0%}" in ti
+    assert "at P = 8 the quadratic part" in deit and "; at P =" not in deit  # 8 is its smallest
+
+
+# ---------------------------------------------------------------- segmentation page
+def np_boundary_counts(labels: np.ndarray, P: int) -> tuple[int, int]:
+    """(class changes between neighbouring pixels, of which across a patch boundary), by loops
+    over the columns and rows."""
+    H, W = labels.shape
+    changes = on = 0
+    for x in range(W - 1):
+        d = int((labels[:, x] != labels[:, x + 1]).sum())
+        changes += d
+        on += d if (x + 1) % P == 0 else 0
+    for y in range(H - 1):
+        d = int((labels[y] != labels[y + 1]).sum())
+        changes += d
+        on += d if (y + 1) % P == 0 else 0
+    return changes, on
+
+
+def test_segmentation_boundary_statistic_and_pca_by_hand():
+    at = open_page("segmentation")
+    model, tr = traced(at, "shapes-classifier")
+    c = model.config
+    g, r, K = c.grid, c.seg_upsample, c.seg_classes
+    s = tr["seg_logits"].double()  # [N, K, r, r] -> [K, g r, g r], cell (i, j) of patch (pr, pc)
+    grid = torch.zeros(K, g * r, g * r, dtype=torch.float64)
+    for n in range(g * g):
+        pr, pc = divmod(n, g)
+        grid[:, pr * r:(pr + 1) * r, pc * r:(pc + 1) * r] = s[n]
+    up = F.interpolate(grid[None], size=(c.img_size,) * 2, mode="bilinear", align_corners=False)
+    labels = up[0].argmax(0).numpy()
+    changes, on = np_boundary_counts(labels, c.patch_size)
+    said = note(at)
+    assert f"Of the {changes:,} neighbouring-pixel pairs where the class changes, {on:,} " \
+           f"({on / changes:.0%}) straddle a patch boundary and {changes - on:,} lie inside" in said
+    chance = (2 * c.img_size * (g - 1)) / (2 * c.img_size * (c.img_size - 1))
+    assert f"only {chance:.1%} of all pixel pairs straddle one" in said
+    df = at.dataframe[0].value
+    names = ["background"] + list(c.class_names)
+    shares = {names[k]: f"{(labels == k).mean():.1%}" for k in np.unique(labels)}
+    assert dict(zip(df["class"], df["share of the image"], strict=True)) == shares
+    x = tr["ln_final"][1:].double().numpy()
+    sv = np.linalg.svd(x - x.mean(0), compute_uv=False) ** 2
+    v = sv[:3] / sv.sum()
+    assert f"explain {v[0]:.0%}, {v[1]:.0%} and {v[2]:.0%} of the variance" in text(at)
+
+
+def test_segmentation_notes_differ_between_a_scene_and_a_plain_image():
+    scene = note(open_page("segmentation"))
+    plain = note(open_page("segmentation", upload=png((255, 255, 255))))
+    assert "most edges cut through patches" in scene and "single class" not in scene
+    assert "single class here" in plain
+
+
+def test_the_boundary_note_says_when_edges_follow_the_grid():
+    from vit_core.explain.segmentation import boundary_note, boundary_stats
+
+    blocky = torch.zeros(32, 32, dtype=torch.long)
+    blocky[8:24, 8:16] = 1  # whole 8 px patches
+    stats = boundary_stats(blocky, 8)
+    assert (stats["changes"], stats["on_boundary"]) == np_boundary_counts(blocky.numpy(), 8)
+    assert stats["changes"] == stats["on_boundary"] == 2 * 16 + 2 * 8
+    assert "the edges do follow the patch grid" in boundary_note(stats, 1)
+    disc = torch.zeros(32, 32, dtype=torch.long)
+    yy, xx = torch.meshgrid(torch.arange(32), torch.arange(32), indexing="ij")
+    disc[(yy - 13.3) ** 2 + (xx - 13.3) ** 2 < 30] = 1
+    assert "most edges cut through patches" in boundary_note(boundary_stats(disc, 8), 4)
+
+
+def test_the_class_map_legend_shows_each_class_colour():
+    img = Image.new("RGB", (240, 240), "white")
+    palette = figures.class_palette(10)
+    out = np.asarray(figures.with_legend(img, [("background 70%", tuple(palette[0])),
+                                               ("ball 30%", tuple(palette[1]))]))
+    assert out.shape[0] > 240  # the legend sits under the map
+    legend = out[240:].reshape(-1, 3)
+    for colour in palette[:2]:
+        assert (legend == colour).all(1).sum() > 100  # a swatch of that exact colour

@@ -18,8 +18,9 @@ st.title("10 · Experiments")
 st.write(
     "The best way to see what a part of the model does is to take it away. Pick an "
     "intervention below: the model runs again on the same image with that one change, and the "
-    f"two results are compared. Both runs use the {run_mask} attention mask"
-    f"{'' if mask else ', the one this model was trained with'} (sidebar)."
+    f"two results are compared. Unless the change is the mask itself, both runs use the "
+    f"{run_mask} attention mask{'' if mask else ', the one this model was trained with'} "
+    "(sidebar)."
 )
 tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)  # CLS, DIST if any
 st.latex(r"\mathrm{MSA}(X) = \big[\,m_1\,\mathrm{head}_1;\ \dots;\ m_H\,\mathrm{head}_H"
@@ -140,117 +141,131 @@ elif kind == "mask":
                 + (f" and {n_text} text tokens" if n_text else " tokens")),
                 key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
 
+# ---------------------------------------------------------------- the two results
+def compare(after, diff: float) -> bool | None:
+    """Draw the two results and say how they differ; True if the answer moved (None: this
+    model gives no answer, only tokens)."""
+    if c.num_classes:
+        names = list(c.class_names) or [f"class {k}" for k in range(c.num_classes)]
+        p0, p1 = tr.logits.softmax(-1), after.logits.softmax(-1)
+        top = list(dict.fromkeys(p0.topk(min(5, c.num_classes)).indices.tolist()
+                                 + p1.topk(min(5, c.num_classes)).indices.tolist()))
+        top.sort(key=lambda k: -float(p0[k]))
+        st.plotly_chart(figures.before_after_bars(
+            [names[k] for k in top], p0[top].numpy(), p1[top].numpy(),
+            title=f"Top classes before and after ({choice.lower()})",
+            value_title="probability (softmax of the logits)"), key=keys.EXP_COMPARE)
+        st.write(ex.describe_class_change(p0, p1, names)
+                 + f" The largest change of any logit is {diff:.3g}.")
+        b0 = int(p0.argmax())
+        return int(p1.argmax()) != b0 or abs(float(p1[b0] - p0[b0])) >= ex.SAME_P
+    elif c.has_text:
+        gen1 = state.experiment_caption(inp, name, kind, arg, mask)
+        st.plotly_chart(figures.caption_pair(
+            gen0.words, gen0.chosen, gen1.words, gen1.chosen, f"before: “{gen0.text}”",
+            f"after ({choice.lower()}): “{gen1.text}”",
+            "The caption each run writes, word by word (greedy)"), key=keys.EXP_COMPARE)
+        st.write(ex.describe_caption_change(gen0, gen1))
+        s0, s1 = score_logits(tok, enc, tr.logits), score_logits(tok, enc, after.logits)
+        st.plotly_chart(figures.before_after_bars(
+            [f"{i + 1}. {w}" for i, w in enumerate(s0.words)], s0.probs, s1.probs,
+            title="The caption before, fed to both runs: P(each word | image, the words before it)",
+            value_title="P(word)"), key=keys.EXP_WORDS)
+        m0, m1 = sum(s0.probs) / len(s0.probs), sum(s1.probs) / len(s1.probs)
+        st.write(f"Fed the caption written before the change, the changed model gives its "
+                 f"words {ex.pct(m1)} on average (unchanged: {ex.pct(m0)}); the largest change "
+                 f"of any text logit is {diff:.3g}.")
+        return gen0.ids != gen1.ids
+    else:
+        sims, sentence = ex.describe_similarity(tr, after)
+        st.plotly_chart(figures.similarity_bars(
+            [f"final {k}" for k in sims], list(sims.values()),
+            "How far the final tokens moved"), key=keys.EXP_COMPARE)
+        st.write(sentence)
+    return None
+
+
+# ---------------------------------------------------------------- what to notice, from the numbers
+def notice(after, diff: float, moved: bool | None) -> str:
+    """The note under the results: true for any model, or worded from these two runs."""
+    what = ("logits" if c.num_classes else "text logits" if c.has_text
+            else "final " + " and ".join(ex.summary(tr)))
+    answer = "caption" if c.has_text else "answer"
+    if kind == "heads":
+        layer, k = arg[0][0], len(arg)
+        note = (f"with all {H} heads of block {layer} off, only W_O's bias is left of that block's "
+                "attention output: in that block no token takes anything from another token."
+                if k == H else
+                f"heads work side by side and their outputs are added through W_O, so switching "
+                f"off {k} of block {layer}'s {H} heads removes {k} of {H} terms from that sum.")
+    elif kind == "occlude":
+        rgb = ", ".join(f"{round(255 * m)}" for m in c.mean)
+        note = (f"the {len(arg)} greyed patches hold the normalisation mean, RGB ({rgb}), in every "
+                "pixel; the rest of the image is untouched. Grey out the object to see whether the "
+                "answer rests on it, and the background to check that it does not.")
+    elif kind in ("positions", "shuffle"):
+        note = ("the pixels are the same; only E_pos is left out, so the model no longer knows "
+                "where each patch is." if kind == "positions" else
+                "every patch keeps its pixels but moves to another cell, where it is given that "
+                "cell's position embedding.")
+        if run_mask == "causal" and ex.reads_only_prefix(c):
+            note += (" Under the causal mask CLS sees only itself, so the answer cannot depend on "
+                     "where the patches are.")
+        elif moved is not None:
+            note += (f" For this image the {answer} {'changed' if moved else 'hardly changed'}, so "
+                     f"it {'depends' if moved else 'hardly depends'} on where the patches are.")
+    elif kind == "shuffle_no_positions":
+        plain = state.experiment(inp, name, "positions", (), text_ids, mask)
+        d = ex.max_difference(after, plain)
+        same = d < ex.SAME_OUTPUT
+        note = (f"compared with 'Remove position embeddings' on the unshuffled image, the largest "
+                f"difference in the {what} is {d:.2g}: "
+                + ("exactly the same. " if d == 0 else "the same up to float rounding. "
+                   if same else "they differ. "))
+        if run_mask != "causal" and same:
+            note += (f"Without positions, and with every image token seeing every other "
+                     f"({run_mask} mask), shuffling only reorders the patch tokens, and nothing "
+                     "that reads them can tell one order from the other.")
+        elif run_mask == "causal" and same and ex.reads_only_prefix(c):
+            note += ("But only because under the causal mask CLS sees nothing but itself: the "
+                     "answer does not depend on the image at all.")
+        elif run_mask == "causal" and not same:
+            note += ("Under the causal mask patch i sees only the patches before it, so the order "
+                     "matters even without positions.")
+    else:  # another mask
+        new = arg[0]
+        if ex.same_image_masks(model, run_mask, new, n_text):
+            note = (f"with {'no' if not n_text else n_text} text tokens, the {new} mask allows "
+                    f"exactly the keys the {run_mask} mask does, so both runs are the same "
+                    f"(largest difference {diff:.2g}).")
+        elif new == "causal" and ex.reads_only_prefix(c):
+            p1 = after.logits.softmax(-1)
+            names = list(c.class_names) or [f"class {k}" for k in range(c.num_classes)]
+            note = ("under the causal mask CLS (token 0) may attend only to itself"
+                    + (", and DIST only to CLS and itself" if c.dist_token else "")
+                    + ", so what reaches the class head no longer depends on the image: this model "
+                    f"now answers {names[int(p1.argmax())]} ({ex.pct(float(p1.max()))}) for every "
+                    "picture.")
+        elif new == "causal":
+            note = ("under the causal mask each token sees only itself and the tokens before it: "
+                    "patch i no longer sees the patches after it.")
+        elif new == "full" and n_text:
+            note = ("under the full mask every text position also sees the words after it, so fed "
+                    "the caption before, each position can see the very word it is asked to "
+                    "predict.")
+        else:
+            note = (f"under the {new} mask the image tokens see each other in both directions"
+                    + ("; the text stays causal." if n_text and new == "prefix" else "."))
+    return note
+
+
 if (kind == "heads" or kind == "occlude") and not arg:
     st.info("What to notice: nothing is switched off or greyed out yet, so both runs would be "
             "the same; " + ("pick a head above." if kind == "heads" else
                             "click a patch on the grid."))
-    st.stop()
-
-# ---------------------------------------------------------------- the two results
-after = state.experiment(inp, name, kind, arg, text_ids, mask)
-diff = ex.max_difference(tr, after)
-st.subheader("Before and after")
-moved = None  # did the answer change (classifier: top class or its probability; captioner)
-if c.num_classes:
-    names = list(c.class_names) or [f"class {k}" for k in range(c.num_classes)]
-    p0, p1 = tr.logits.softmax(-1), after.logits.softmax(-1)
-    top = list(dict.fromkeys(p0.topk(min(5, c.num_classes)).indices.tolist()
-                             + p1.topk(min(5, c.num_classes)).indices.tolist()))
-    top.sort(key=lambda k: -float(p0[k]))
-    st.plotly_chart(figures.before_after_bars(
-        [names[k] for k in top], p0[top].numpy(), p1[top].numpy(),
-        title=f"Top classes before and after ({choice.lower()})",
-        value_title="probability (softmax of the logits)"), key=keys.EXP_COMPARE)
-    st.write(ex.describe_class_change(p0, p1, names)
-             + f" The largest change of any logit is {diff:.3g}.")
-    b0 = int(p0.argmax())
-    moved = int(p1.argmax()) != b0 or abs(float(p1[b0] - p0[b0])) >= ex.SAME_P
-elif c.has_text:
-    gen1 = state.experiment_caption(inp, name, kind, arg, mask)
-    st.plotly_chart(figures.caption_pair(
-        gen0.words, gen0.chosen, gen1.words, gen1.chosen, f"before: “{gen0.text}”",
-        f"after ({choice.lower()}): “{gen1.text}”",
-        "The caption each run writes, word by word (greedy)"), key=keys.EXP_COMPARE)
-    st.write(ex.describe_caption_change(gen0, gen1))
-    s0, s1 = score_logits(tok, enc, tr.logits), score_logits(tok, enc, after.logits)
-    st.plotly_chart(figures.before_after_bars(
-        [f"{i + 1}. {w}" for i, w in enumerate(s0.words)], s0.probs, s1.probs,
-        title="The caption before, fed to both runs: P(each word | image, the words before it)",
-        value_title="P(word)"), key=keys.EXP_WORDS)
-    m0, m1 = sum(s0.probs) / len(s0.probs), sum(s1.probs) / len(s1.probs)
-    st.write(f"Fed the caption written before the change, the changed model gives its words "
-             f"{ex.pct(m1)} on average (unchanged: {ex.pct(m0)}); the largest change of any text "
-             f"logit is {diff:.3g}.")
-    moved = gen0.ids != gen1.ids
 else:
-    sims, sentence = ex.describe_similarity(tr, after)
-    st.plotly_chart(figures.similarity_bars(
-        [f"final {k}" for k in sims], list(sims.values()),
-        "How far the final tokens moved"), key=keys.EXP_COMPARE)
-    st.write(sentence)
-
-# ---------------------------------------------------------------- what to notice, from the numbers
-what = ("logits" if c.num_classes else "text logits" if c.has_text
-        else "final " + " and ".join(ex.summary(tr)))
-answer = "caption" if c.has_text else "answer"
-if kind == "heads":
-    layer, k = arg[0][0], len(arg)
-    note = (f"with all {H} heads of block {layer} off, only W_O's bias is left of that block's "
-            "attention output: in that block no token takes anything from another token."
-            if k == H else
-            f"heads work side by side and their outputs are added through W_O, so switching off "
-            f"{k} of block {layer}'s {H} heads removes {k} of {H} terms from that sum.")
-elif kind == "occlude":
-    rgb = ", ".join(f"{round(255 * m)}" for m in c.mean)
-    note = (f"the {len(arg)} greyed patches hold the normalisation mean, RGB ({rgb}), in every "
-            "pixel; the rest of the image is untouched. Grey out the object to see whether the "
-            "answer rests on it, and the background to check that it does not.")
-elif kind in ("positions", "shuffle"):
-    note = ("the pixels are the same; only E_pos is left out, so the model no longer knows "
-            "where each patch is." if kind == "positions" else
-            "every patch keeps its pixels but moves to another cell, where it is given that "
-            "cell's position embedding.")
-    if moved is not None:
-        note += (f" For this image the {answer} {'changed' if moved else 'hardly changed'}, so "
-                 f"it {'depends' if moved else 'hardly depends'} on where the patches are.")
-elif kind == "shuffle_no_positions":
-    plain = state.experiment(inp, name, "positions", (), text_ids, mask)
-    d = ex.max_difference(after, plain)
-    same = d < ex.SAME_OUTPUT
-    note = (f"compared with 'Remove position embeddings' on the unshuffled image, the largest "
-            f"difference in the {what} is {d:.2g}: "
-            + ("the same up to float rounding. " if same else "they differ. "))
-    if run_mask != "causal" and same:
-        note += (f"Without positions, and with every image token seeing every other ({run_mask} "
-                 "mask), shuffling only reorders the patch tokens, and nothing that reads them "
-                 "can tell one order from the other.")
-    elif run_mask == "causal" and same and ex.reads_only_prefix(c):
-        note += ("But only because under the causal mask CLS sees nothing but itself: the "
-                 "answer does not depend on the image at all.")
-    elif run_mask == "causal" and not same:
-        note += ("Under the causal mask patch i sees only the patches before it, so the order "
-                 "matters even without positions.")
-else:  # another mask
-    new = arg[0]
-    if ex.same_image_masks(model, run_mask, new, n_text):
-        note = (f"with {'no' if not n_text else n_text} text tokens, the {new} mask allows "
-                f"exactly the keys the {run_mask} mask does, so both runs are the same (largest "
-                f"difference {diff:.2g}).")
-    elif new == "causal" and ex.reads_only_prefix(c):
-        p1 = after.logits.softmax(-1)
-        note = ("under the causal mask CLS (token 0) may attend only to itself"
-                + (", and DIST only to CLS and itself" if c.dist_token else "")
-                + ", so what reaches the class head no longer depends on the image: this model "
-                f"now answers {names[int(p1.argmax())]} ({ex.pct(float(p1.max()))}) for every "
-                "picture.")
-    elif new == "causal":
-        note = ("under the causal mask each token sees only itself and the tokens before it: "
-                "patch i no longer sees the patches after it.")
-    elif new == "full" and n_text:
-        note = ("under the full mask every text position also sees the words after it, so fed "
-                "the caption before, each position can see the very word it is asked to "
-                "predict.")
-    else:
-        note = (f"under the {new} mask the image tokens see each other in both directions"
-                + ("; the text stays causal." if n_text and new == "prefix" else "."))
-st.info("What to notice: " + note)
+    after = state.experiment(inp, name, kind, arg, text_ids, mask)
+    diff = ex.max_difference(tr, after)
+    st.subheader("Before and after")
+    moved = compare(after, diff)
+    st.info("What to notice: " + notice(after, diff, moved))

@@ -186,8 +186,8 @@ def test_shuffling_without_positions_states_the_measured_difference():
     plain = run_trace(model, x, positions=False).logits
     d = float((shuffled.double() - plain.double()).abs().max())
     said = note(at)
-    assert f"the largest difference in the logits is {d:.2g}: the same up to float rounding" in (
-        said)
+    same = "exactly the same" if d == 0 else "the same up to float rounding"
+    assert f"the largest difference in the logits is {d:.2g}: {same}" in said
     assert "(full mask)" in said
 
 
@@ -261,7 +261,7 @@ def test_the_sidebar_mask_reaches_both_captioner_runs():
     model = load_model("shapes-captioner-prefix")
     prefix = open_page("shapes-captioner-prefix", kind="positions")
     causal = open_page("shapes-captioner-prefix", kind="positions", mask="causal")
-    assert "Both runs use the causal attention mask" in text(causal)
+    assert "both runs use the causal attention mask (sidebar)" in text(causal)
     x = pixels(causal, model)
     for at, mask in ((prefix, "prefix"), (causal, "causal")):
         before, after = greedy(model, x, mask=mask), greedy(model, x, mask=mask, positions=False)
@@ -269,6 +269,12 @@ def test_the_sidebar_mask_reaches_both_captioner_runs():
         vocab = model.config.vocab
         assert pair[0]["x"] == [f"{i + 1}. {vocab[t]}" for i, t in enumerate(before)], mask
         assert pair[1]["x"] == [f"{i + 1}. {vocab[t]}" for i, t in enumerate(after)], mask
+        # the caption before, fed to the run without positions, under the same mask
+        fed = [1] + before[:-1] if before[-1] == 2 else [1] + before
+        probs = run_trace(model, x, text_ids=fed, mask=mask, positions=False).logits.softmax(-1)
+        expected = [float(probs[t, before[t]]) for t in range(len(before))]
+        shown = list(bars(chart(at, keys.EXP_WORDS))["after"].values())
+        assert shown == pytest.approx(expected, abs=1e-5), mask
     assert chart(prefix, keys.EXP_WORDS) != chart(causal, keys.EXP_WORDS)
 
 

@@ -193,7 +193,8 @@ def notice(after, diff: float, moved: bool | None) -> str:
     answer = "caption" if c.has_text else "answer"
     if kind == "heads":
         layer, k = arg[0][0], len(arg)
-        note = (f"with all {H} heads of block {layer} off, only W_O's bias is left of that block's "
+        note = (f"with {'the only head' if H == 1 else f'all {H} heads'} of block {layer} off, "
+                "only W_O's bias is left of that block's "
                 "attention output: in that block no token takes anything from another token."
                 if k == H else
                 f"heads work side by side and their outputs are added through W_O, so switching "

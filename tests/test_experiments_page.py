@@ -60,6 +60,11 @@ def chart(at, key: str) -> dict:
     return json.loads(matches[0].proto.spec)
 
 
+def pct(p: float) -> str:
+    """How the page prints a probability: one decimal, three significant digits under 1 %."""
+    return f"{100 * p:.1f} %" if p >= 0.01 else f"{100 * p:.3g} %"
+
+
 def text(at) -> str:
     return " ".join(m.value for m in at.markdown)
 
@@ -132,9 +137,8 @@ def test_greyed_patches_before_and_after_equal_a_hand_greyed_image():
     top0, top1 = max(p0, key=p0.get), max(p1, key=p1.get)
     assert top0 == "ball" and top1 != top0  # greying the middle of the ball changes the answer
     said = text(at)
-    assert (f"The prediction changed from **{top0}** ({100 * p0[top0]:.1f} %) to **{top1}** "
-            f"({100 * p1[top1]:.1f} %); P({top0}) went from {100 * p0[top0]:.1f} % to "
-            f"{100 * p1[top0]:.1f} %.") in said
+    assert (f"The prediction changed from **{top0}** ({pct(p0[top0])}) to **{top1}** "
+            f"({pct(p1[top1])}); P({top0}) went from {pct(p0[top0])} to {pct(p1[top0])}.") in said
     largest = float((after.logits.double() - before.double()).abs().max())
     assert f"The largest change of any logit is {largest:.3g}." in said
     # the altered input drawn is the hand-greyed one, with the greyed patches outlined
@@ -173,7 +177,7 @@ def test_the_note_says_whether_the_answer_moved_from_the_numbers():
                              if d.get("mode") == "text"][0]["text"]]
     p0 = class_probs(model, run_trace(model, x).logits)
     p1 = class_probs(model, run_trace(model, shuffle_by_hand(x, perm, 32, 7)).logits)
-    assert f"fell from {100 * p0['box']:.1f} % to {100 * p1['box']:.1f} %" in said
+    assert f"fell from {pct(p0['box'])} to {pct(p1['box'])}" in said
 
 
 def test_shuffling_without_positions_states_the_measured_difference():
@@ -200,7 +204,7 @@ def test_the_causal_mask_note_is_true_for_any_picture():
     blank = class_probs(model, run_trace(model, torch.zeros(1, 3, 224, 224), mask="causal").logits)
     assert blank == pytest.approx(causal, abs=1e-6)  # a grey picture gets the same answer
     top = max(causal, key=causal.get)
-    assert f"now answers {top} ({100 * causal[top]:.1f} %) for every picture" in note(at)
+    assert f"now answers {top} ({pct(causal[top])}) for every picture" in note(at)
 
 
 # ---------------------------------------------------------------- clicking the grid

@@ -366,10 +366,17 @@ def patch_set_grid(crop: Image.Image, patch_size: int, chosen, show_index: bool 
                    title: str = "") -> go.Figure:
     """patch_grid (clickable, a patch index in each cell) with a set of patches outlined."""
     fig = patch_grid(crop, patch_size, None, show_index)
-    _outline(fig, patch_size, crop.size[0] // patch_size, chosen)
+    g = crop.size[0] // patch_size
+    fig.update_traces(textfont_size=_cell_font(g), selector=dict(mode="text+markers"))
+    _outline(fig, patch_size, g, chosen)
     if title:
         fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
     return fig
+
+
+def _cell_font(g: int) -> int:
+    """A label size that fits a cell of a g x g grid drawn ~400 px wide."""
+    return max(8, min(16, 160 // g))
 
 
 def _outline(fig: go.Figure, patch_size: int, g: int, patches, colour: str = "#ffd60a") -> None:
@@ -396,8 +403,7 @@ def labelled_patches(img: Image.Image, patch_size: int, title: str, labels=None,
         cx, cy = np.meshgrid(centres, centres)
         fig.add_trace(go.Scatter(
             x=cx.ravel(), y=cy.ravel(), mode="text", text=[str(t) for t in labels],
-            textfont=dict(color="white", size=max(7, min(14, patch_size // 2))),
-            hoverinfo="skip", showlegend=False))
+            textfont=dict(color="white", size=_cell_font(g)), hoverinfo="skip", showlegend=False))
     _outline(fig, patch_size, g, outlined)
     fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
     return fig
@@ -407,7 +413,10 @@ def before_after_bars(labels: list[str], before, after, *, title: str, value_tit
                       names=("before", "after"), percent: bool = True) -> go.Figure:
     """Paired horizontal bars: each label's value before and after a change, first label on
     top; the legend names the two runs and every bar prints its value."""
-    fmt = (lambda v: f"{v:.1%}") if percent else (lambda v: f"{v:.3g}")
+    def fmt(v: float) -> str:  # under 1 %, three significant digits: the changes stay visible
+        return (f"{100 * v:.1f}%" if v >= 0.01 else f"{100 * v:.3g}%") if percent else f"{v:.3g}"
+
+    top = max([float(x) for x in before] + [float(x) for x in after] + [1e-12])
     fig = go.Figure([go.Bar(y=labels, x=[float(x) for x in v], name=name, orientation="h",
                             text=[fmt(float(x)) for x in v], textposition="outside",
                             cliponaxis=False, marker_color=colour)
@@ -416,8 +425,9 @@ def before_after_bars(labels: list[str], before, after, *, title: str, value_tit
     fig.update_layout(title=dict(text=title, font=dict(size=14)), barmode="group",
                       height=90 + 46 * len(labels), margin=dict(l=0, r=40, t=60, b=0),
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
-                      xaxis=dict(title=value_title, range=[0, 1.08] if percent else None,
-                                 tickformat=".0%" if percent else None),
+                      xaxis=dict(title=value_title,
+                                 range=[0, min(1.08, 1.2 * top)] if percent else None,
+                                 tickformat=(".0%" if top > 0.05 else ".2%") if percent else None),
                       yaxis=dict(autorange="reversed"))
     return fig
 
@@ -458,7 +468,7 @@ def head_switches(depth: int, num_heads: int, off) -> go.Figure:
                                       "switched off", font=dict(size=14)))
     fig.update_xaxes(title=dict(text="head", font=dict(size=12)))
     fig.update_yaxes(title=dict(text="block (layer)", font=dict(size=12)))
-    return _heat_layout(fig, min(420, 80 + 26 * depth), square=False)
+    return _heat_layout(fig, min(420, max(170, 90 + 26 * depth)), square=False)
 
 
 def similarity_bars(names: list[str], values, title: str) -> go.Figure:

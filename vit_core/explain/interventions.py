@@ -178,7 +178,9 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def pct(p: float) -> str:
-    return f"{100 * p:.1f} %"
+    """A probability in percent: one decimal, or three significant digits under 1 % (an
+    untrained model's 1000 classes sit near 0.1 %, where one decimal would hide every change)."""
+    return f"{100 * p:.1f} %" if p >= 0.01 else f"{100 * p:.3g} %"
 
 
 def describe_class_change(p0: torch.Tensor, p1: torch.Tensor, names: list[str]) -> str:

@@ -1,16 +1,36 @@
 """Interventions against independent computations."""
 
+import io
+
+import pytest
 import torch
 
 from tests.test_model import SMALL, randomised
-from vit_core import run_trace
+from vit_core import generate, load_image, load_model, preprocess, run_trace
 from vit_core.explain.interventions import (
+    SAME_OUTPUT,
     ablate_heads,
+    alter,
+    caption,
+    describe_class_change,
+    describe_similarity,
+    max_difference,
     occlude,
+    run,
     shuffle_patches,
     with_mask,
     without_positions,
 )
+
+
+def scene_png() -> bytes:
+    """The app's first sample scene, a red ball on the grass, as PNG bytes."""
+    from vit_core.scenes import world
+
+    buf = io.BytesIO()
+    seed = world.find_seed("a red ball on the grass", start=world.HELDOUT_BASE)
+    world.make_scene(seed).image.save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def manual_forward_without_attention(model, x, skip_layer: int) -> torch.Tensor:
@@ -63,3 +83,97 @@ def test_causal_mask_makes_the_classifier_blind():
     a = with_mask(model, torch.randn(1, 3, 32, 32), "causal")
     b = with_mask(model, torch.randn(1, 3, 32, 32), "causal")
     torch.testing.assert_close(a.logits, b.logits)  # CLS at position 0 sees only itself
+
+
+def test_shuffling_without_positions_matters_under_a_causal_mask():
+    """Without positions the patch tokens are permutation-equivariant only when every image
+    token sees every other: under a causal mask patch i sees only the patches before it."""
+    model = randomised(SMALL.replace(global_pool="avg"))  # the output reads every patch token
+    x = torch.randn(1, 3, 32, 32)
+    for mask, equal in (("full", True), ("prefix", True), ("causal", False)):
+        shuffled, _ = shuffle_patches(model, x, seed=4, positions=False, mask=mask)
+        plain = without_positions(model, x, mask=mask)
+        assert shuffled.mask_kind == plain.mask_kind == mask
+        assert torch.allclose(shuffled.logits, plain.logits, atol=1e-5) == equal, mask
+        assert (max_difference(shuffled, plain) < SAME_OUTPUT) == equal, mask
+
+
+def test_the_sidebar_mask_is_kept_except_by_the_mask_experiment():
+    model = randomised(SMALL)
+    x = torch.randn(1, 3, 32, 32)
+    for kind, arg in (("heads", ((0, 1),)), ("occlude", (3,)), ("positions", ()),
+                      ("shuffle", (1,)), ("shuffle_no_positions", (1,))):
+        assert run(model, x, kind, arg, mask="causal").mask_kind == "causal"
+    assert run(model, x, "mask", ("prefix",), mask="causal").mask_kind == "prefix"
+
+
+def test_altered_pixels_are_the_hand_made_ones():
+    model = randomised(SMALL)
+    x = torch.randn(1, 3, 32, 32)
+    grey = alter(model, x, "occlude", (0, 5)).pixels
+    by_hand = x.clone()
+    for p in (0, 5):  # 4 x 4 grid of 8-pixel patches
+        r, c = divmod(p, 4)
+        by_hand[:, :, 8 * r:8 * r + 8, 8 * c:8 * c + 8] = 0
+    assert torch.equal(grey, by_hand)
+    shuffled = alter(model, x, "shuffle", (2,))
+    for i, src in enumerate(shuffled.perm.tolist()):  # cell i holds patch perm[i]
+        (r, c), (sr, sc) = divmod(i, 4), divmod(src, 4)
+        assert torch.equal(shuffled.pixels[0, :, 8 * r:8 * r + 8, 8 * c:8 * c + 8],
+                           x[0, :, 8 * sr:8 * sr + 8, 8 * sc:8 * sc + 8])
+    with pytest.raises(ValueError, match="patches 0 to 15"):
+        alter(model, x, "occlude", (16,))
+    with pytest.raises(ValueError, match="Unknown intervention"):
+        alter(model, x, "melt")
+
+
+def test_a_headless_model_is_compared_by_its_final_tokens():
+    model = randomised(SMALL.replace(num_classes=0))
+    x = torch.randn(1, 3, 32, 32)
+    before, after = run_trace(model, x), ablate_heads(model, x, [(1, 0)])
+    assert "logits" not in before
+    f0, f1 = before["ln_final"].double(), after["ln_final"].double()
+    cls = float(f0[0] @ f1[0] / (f0[0].norm() * f1[0].norm()))
+    mean0, mean1 = f0[1:].mean(0), f1[1:].mean(0)
+    mean = float(mean0 @ mean1 / (mean0.norm() * mean1.norm()))
+    sims, sentence = describe_similarity(before, after)
+    assert sims == pytest.approx({"CLS": cls, "mean patch token": mean}, abs=1e-6)
+    assert f"{cls:.3f} for CLS" in sentence and f"{mean:.3f} for mean patch token" in sentence
+    expected = max(float((f0[0] - f1[0]).abs().max()), float((mean0 - mean1).abs().max()))
+    assert max_difference(before, after) == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_caption_is_written_with_the_intervention_in_place():
+    """The caption under an intervention equals a greedy loop written here, calling the model
+    with the head switched off (or on greyed pixels)."""
+    model = load_model("shapes-captioner-prefix")
+    x = preprocess(load_image(scene_png()), model.config)
+    keep = torch.ones(model.config.depth, model.config.num_heads)
+    keep[5] = 0  # every head of the last block
+    ids = [1]
+    with torch.no_grad():
+        for _ in range(model.config.max_text_len):
+            nxt = int(model(x, torch.tensor([ids]), head_mask=keep)[0, -1].argmax())
+            ids.append(nxt)
+            if nxt == 2:
+                break
+    gen = caption(model, x, "heads", tuple((5, h) for h in range(model.config.num_heads)))
+    assert gen.ids == ids[1:]
+    grey = x.clone()
+    grey[:, :, 64:160, 64:160] = 0  # patches 16-18, 23-25, 30-32 of the 7 x 7 grid
+    assert caption(model, x, "occlude", (16, 17, 18, 23, 24, 25, 30, 31, 32)).ids == generate(
+        model, grey).ids
+
+
+def test_the_verdict_is_worded_from_the_numbers():
+    names = ["ball", "box", "star"]
+    p = torch.tensor
+    same = describe_class_change(p([0.9, 0.05, 0.05]), p([0.895, 0.06, 0.045]), names)
+    assert same.startswith("The prediction did not change: **ball**, 90.0 % before and 89.5 %")
+    assert "(-0.50 points)" in same
+    fell = describe_class_change(p([0.9, 0.05, 0.05]), p([0.6, 0.3, 0.1]), names)
+    assert fell.startswith("The top class is still **ball**, but its probability fell from "
+                           "90.0 % to 60.0 % (-30.0 points).")
+    changed = describe_class_change(p([0.9, 0.05, 0.05]), p([0.2, 0.7, 0.1]), names)
+    assert changed == ("The prediction changed from **ball** (90.0 %) to **box** (70.0 %); "
+                       "P(ball) went from 90.0 % to 20.0 %.")

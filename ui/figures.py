@@ -644,3 +644,152 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
                      tickvals=[labels.index(t) for t in ticks],
                      ticktext=[_short(t) for t in ticks], tickfont=dict(size=9))
     return fig
+
+
+# ---------------------------------------------------------------- the experiments page
+def patch_set_grid(crop: Image.Image, patch_size: int, chosen, show_index: bool = True,
+                   title: str = "") -> go.Figure:
+    """patch_grid (clickable, a patch index in each cell) with a set of patches outlined."""
+    fig = patch_grid(crop, patch_size, None, show_index)
+    g = crop.size[0] // patch_size
+    fig.update_traces(textfont_size=_cell_font(g), selector=dict(mode="text+markers"))
+    _outline(fig, patch_size, g, chosen)
+    if title:
+        fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
+    return fig
+
+
+def _cell_font(g: int) -> int:
+    """A label size that fits a cell of a g x g grid drawn ~400 px wide."""
+    return max(8, min(16, 160 // g))
+
+
+def _outline(fig: go.Figure, patch_size: int, g: int, patches, colour: str = "#ffd60a") -> None:
+    """Outline the given patches, and pin the axes to the image (markers would widen them)."""
+    for p in sorted(patches):
+        r, c = divmod(int(p), g)
+        fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5,
+                      y0=r * patch_size - 0.5, y1=(r + 1) * patch_size - 0.5,
+                      line=dict(color=colour, width=3))
+    size = g * patch_size
+    fig.update_xaxes(range=[-0.5, size - 0.5])
+    fig.update_yaxes(range=[size - 0.5, -0.5])
+
+
+def labelled_patches(img: Image.Image, patch_size: int, title: str, labels=None,
+                     outlined=()) -> go.Figure:
+    """An input image with its patch grid, a label in each cell (e.g. where a shuffled patch
+    came from) and some patches outlined; not clickable."""
+    g = img.size[0] // patch_size
+    fig = patch_grid(img, patch_size, None, show_index=False)
+    fig.data = fig.data[:2]  # the image and its grid lines, without patch_grid's click layer
+    if labels is not None:
+        centres = (np.arange(g) + 0.5) * patch_size - 0.5
+        cx, cy = np.meshgrid(centres, centres)
+        fig.add_trace(go.Scatter(
+            x=cx.ravel(), y=cy.ravel(), mode="text", text=[str(t) for t in labels],
+            textfont=dict(color="white", size=_cell_font(g)), hoverinfo="skip", showlegend=False))
+    _outline(fig, patch_size, g, outlined)
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
+    return fig
+
+
+def before_after_bars(labels: list[str], before, after, *, title: str, value_title: str,
+                      names=("before", "after"), percent: bool = True) -> go.Figure:
+    """Paired horizontal bars: each label's value before and after a change, first label on
+    top; the legend names the two runs and every bar prints its value."""
+    def fmt(v: float) -> str:  # under 1 %, three significant digits: the changes stay visible
+        return (f"{100 * v:.1f}%" if v >= 0.01 else f"{100 * v:.3g}%") if percent else f"{v:.3g}"
+
+    top = max([float(x) for x in before] + [float(x) for x in after] + [1e-12])
+    fig = go.Figure([go.Bar(y=labels, x=[float(x) for x in v], name=name, orientation="h",
+                            text=[fmt(float(x)) for x in v], textposition="outside",
+                            cliponaxis=False, marker_color=colour)
+                     for v, name, colour in zip((before, after), names, ("#8e8e93", "#ff2d55"),
+                                                strict=True)])
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), barmode="group",
+                      height=90 + 46 * len(labels), margin=dict(l=0, r=40, t=60, b=0),
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
+                      xaxis=dict(title=value_title,
+                                 range=[0, min(1.08, 1.2 * top)] if percent else None,
+                                 tickformat=(".0%" if top > 0.05 else ".2%") if percent else None),
+                      yaxis=dict(autorange="reversed"))
+    return fig
+
+
+def caption_pair(before_words: list[str], before_probs, after_words: list[str], after_probs,
+                 before_title: str, after_title: str, title: str) -> go.Figure:
+    """Two captions one above the other: each word, in reading order, with the probability it
+    had when it was chosen."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, subplot_titles=(before_title, after_title),
+                        vertical_spacing=0.28)
+    for row, (words, probs, colour) in enumerate(
+            [(before_words, before_probs, "#8e8e93"), (after_words, after_probs, "#ff2d55")], 1):
+        fig.add_trace(go.Bar(x=[f"{i + 1}. {w}" for i, w in enumerate(words)], y=list(probs),
+                             text=[f"{p:.0%}" for p in probs], textposition="auto",
+                             marker_color=colour, showlegend=False), row=row, col=1)
+        fig.update_yaxes(range=[0, 1], tickformat=".0%", title="P(word) when chosen", row=row,
+                         col=1)
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=500,
+                      margin=dict(l=0, r=0, t=80, b=0))
+    return fig
+
+
+def head_switches(depth: int, num_heads: int, off) -> go.Figure:
+    """Every head of the model as a cell, layer by head: switched-off heads dark."""
+    z = np.ones((depth, num_heads))
+    for layer, head in off:
+        z[layer, head] = 0
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"head {h}" for h in range(num_heads)], y=[f"block {b}" for b in range(depth)],
+        zmin=0, zmax=1, colorscale=[[0, "#1f1f3a"], [0.5, "#1f1f3a"], [0.5, "#9fd3a8"],
+                                    [1, "#9fd3a8"]], xgap=2, ygap=2,
+        colorbar=dict(thickness=10, tickvals=[0.25, 0.75], ticktext=["off", "on"],
+                      title=dict(text="switched", side="right", font=dict(size=11))),
+        hovertemplate="%{y}, %{x}<extra></extra>"))
+    fig.update_layout(title=dict(text=f"The model's {depth} × {num_heads} heads: dark ones are "
+                                      "switched off", font=dict(size=14)))
+    fig.update_xaxes(title=dict(text="head", font=dict(size=12)))
+    fig.update_yaxes(title=dict(text="block (layer)", font=dict(size=12)))
+    return _heat_layout(fig, min(420, max(170, 90 + 26 * depth)), square=False)
+
+
+def similarity_bars(names: list[str], values, title: str) -> go.Figure:
+    """Cosine similarity per final token (before vs after), 1 meaning unchanged."""
+    fig = go.Figure(go.Bar(y=names, x=[float(v) for v in values], orientation="h",
+                           text=[f"{v:.3f}" for v in values], textposition="auto"))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=110 + 40 * len(names),
+                      margin=dict(l=0, r=0, t=30, b=0), yaxis=dict(autorange="reversed"),
+                      xaxis=dict(title="cosine similarity, before vs after (1 = unchanged)",
+                                 range=[min(0.0, min(values)), 1.0]))
+    return fig
+
+
+def token_mask(allowed: np.ndarray, config, words: list[str] | None, title: str) -> go.Figure:
+    """mask_figure with every token named on its axes (CLS / DIST, the first patch of each row,
+    the words) and a note in the title of what light and dark mean."""
+    n_image = config.num_image_tokens
+    fig = mask_figure(allowed, n_image, title + "<br><sup>light: may attend (M = 0) · dark: "
+                                                "blocked (M = −∞)</sup>")
+    labels = token_labels(config, words)
+    index = {lab: i for i, lab in enumerate(labels)}
+    # the plot is ~260 px tall in a half-width column: keep ticks at least ~14 px apart, giving
+    # way in this order: CLS / DIST, the first text token, patch rows, the other words
+    gap = max(1, int(np.ceil(14 * len(labels) / 260)))
+    first_text = [lab for lab in labels if lab.startswith("text 0:")]
+    candidates = list(config.prefix_names) + first_text + token_ticks(labels, config.grid)
+    kept: list[str] = []
+    for lab in dict.fromkeys(candidates):
+        if all(abs(index[lab] - index[k]) >= gap for k in kept):
+            kept.append(lab)
+    ticks = sorted(kept, key=index.get)
+    for axis, name in (("x", "key token j (what is looked at)"),
+                       ("y", "query token i (who looks)")):
+        update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+        update(title=dict(text=name, font=dict(size=12)), tickmode="array",
+               tickvals=[index[t] for t in ticks], ticktext=[_short(t) for t in ticks],
+               tickfont=dict(size=9))
+    fig.update_layout(margin=dict(t=60))
+    return fig

@@ -129,13 +129,16 @@ COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
 SEG_TABLE = "seg_table"  # table: class shares
 # pages/experiments.py
 EXP_KIND = "exp_kind"  # str: the intervention (radio)
-EXP_HEADS = "exp_heads"  # list[str]: heads to switch off (multiselect)
-EXP_PATCHES = "exp_patches"  # list[int]: patches to grey out (multiselect)
+EXP_HEADS = "exp_heads"  # list[int]: heads of the chosen block to switch off (multiselect)
+EXP_OCCLUDED = "_exp_occluded"  # list[int]: patches to grey out (toggled by clicks on EXP_GRID)
+EXP_GRID = "exp_grid"  # chart: clickable patch grid (a click toggles a patch in EXP_OCCLUDED)
+EXP_CLEAR = "exp_clear"  # button: grey out no patch
 EXP_SEED = "exp_seed"  # int: shuffle seed (number_input)
 EXP_MASK = "exp_mask"  # str: the other mask (selectbox)
-EXP_BEFORE = "exp_before"  # chart: prediction before
-EXP_AFTER = "exp_after"  # chart: prediction after
-EXP_CAPTION = "exp_caption"  # table: caption scores before and after
+EXP_INPUT = "exp_input"  # chart: the input before the change (image, heads or mask)
+EXP_ALTERED = "exp_altered"  # chart: the input after the change
+EXP_COMPARE = "exp_compare"  # chart: top classes / captions / final tokens before and after
+EXP_WORDS = "exp_words"  # chart: the caption before, each word's probability before and after
 
 
 # ---------------------------------------------------------------- keys built at run time

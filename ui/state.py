@@ -202,34 +202,39 @@ def trace_npz(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_M
 
 
 @held
-def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None, _pixels):
-    ids = None if text is None else torch.tensor(text)
-    return worker.run(_run_experiment, get_model(model_name), kind, arg, ids, _pixels)
+def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None,
+                mask: str | None, _pixels):
+    return worker.run(_run_experiment, get_model(model_name), kind, arg, text, mask, _pixels)
 
 
-def _run_experiment(model, kind: str, arg: tuple, ids, _pixels):
-    from vit_core.explain import interventions as ex
+def _run_experiment(model, kind: str, arg: tuple, text: tuple | None, mask: str | None, _pixels):
+    from vit_core.explain import interventions
 
-    if kind == "heads":
-        return ex.ablate_heads(model, _pixels, list(arg), ids)
-    if kind == "occlude":
-        return ex.occlude(model, _pixels, list(arg), ids)
-    if kind == "positions":
-        return ex.without_positions(model, _pixels, ids)
-    if kind == "shuffle":
-        return ex.shuffle_patches(model, _pixels, seed=arg[0], text_ids=ids)[0]
-    if kind == "shuffle_no_positions":
-        return ex.shuffle_patches(model, _pixels, seed=arg[0], text_ids=ids, positions=False)[0]
-    if kind == "mask":
-        return ex.with_mask(model, _pixels, arg[0], ids)
-    raise ValueError(f"unknown experiment {kind}")
+    return interventions.run(model, _pixels, kind, arg, text_ids=text, mask=mask)
 
 
-def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids=None):
-    """A cached intervention trace (see vit_core.explain.interventions) for this image and model."""
+def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids=None,
+               mask: str | None = None):
+    """A cached intervention trace (vit_core.explain.interventions.run) for this image, model,
+    intervention, text and mask (the mask of the run before the change: the sidebar's)."""
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
-    return _experiment(inp.key, model_name, kind, tuple(arg), text,
+    return _experiment(inp.key, model_name, kind, tuple(arg), text, mask,
                        prepare(inp, model_name).pixels)
+
+
+@held
+def _experiment_caption(key: str, model_name: str, kind: str, arg: tuple, mask: str | None,
+                        _pixels):
+    from vit_core.explain import interventions
+
+    return worker.run(interventions.caption, get_model(model_name), _pixels, kind, arg, mask)
+
+
+def experiment_caption(inp: Input, model_name: str, kind: str, arg: tuple = (),
+                       mask: str | None = None):
+    """The greedy caption with an intervention in place, cached like `experiment`."""
+    return _experiment_caption(inp.key, model_name, kind, tuple(arg), mask,
+                               prepare(inp, model_name).pixels)
 
 
 @held

@@ -1,54 +1,233 @@
-"""Interventions for the experiments page: change one thing, rerun, compare the logits.
+"""Interventions for the experiments page: change one thing, rerun, compare the two results.
 
-Each function returns a fresh Trace; the model itself is never modified, so a cached model
-shared by many sessions stays intact.
+Each run function returns a fresh Trace (or Generation); the model itself is never modified, so a
+cached model shared by many sessions stays intact. `alter` says what an intervention feeds the
+model (the altered pixels, the mask, the head switches, positions on or off); `run` and `caption`
+run it; the comparison helpers below read the two results and word what changed from numbers.
+
+Kinds (the `arg` each takes):
+    "heads"                 ((layer, head), ...) to switch off
+    "occlude"               (patch, ...) to grey out
+    "positions"             ()  leave out the image position embeddings
+    "shuffle"               (seed,) rearrange the patches, positions still added
+    "shuffle_no_positions"  (seed,) rearrange the patches and leave out the positions
+    "mask"                  (kind,) run with this attention mask instead
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from ..masks import allowed_keys
 from ..patches import patchify, unpatchify
 from ..trace import Trace, run_trace
+from .generation import Generation, generate
+
+KINDS = ("heads", "occlude", "positions", "shuffle", "shuffle_no_positions", "mask")
+SAME_P = 0.01  # a top-class probability that moved less than one percentage point "did not move"
+SAME_OUTPUT = 1e-3  # outputs this close (largest absolute difference) are equal up to rounding
 
 
-def ablate_heads(model, pixels, heads: list[tuple[int, int]], text_ids=None) -> Trace:
+# ---------------------------------------------------------------- the interventions
+def ablate_heads(model, pixels, heads: list[tuple[int, int]], text_ids=None,
+                 mask=None) -> Trace:
     """Switch off the given (layer, head) pairs: their outputs are zeroed before W_O."""
-    c = model.config
-    keep = torch.ones(c.depth, c.num_heads)
-    for layer, head in heads:
-        keep[layer, head] = 0.0
-    return run_trace(model, pixels, text_ids, head_mask=keep)
+    return run(model, pixels, "heads", tuple(heads), text_ids, mask)
 
 
-def occlude(model, pixels, patches: list[int], text_ids=None) -> Trace:
+def occlude(model, pixels, patches: list[int], text_ids=None, mask=None) -> Trace:
     """Grey out the given patches (set them to the normalised mean, i.e. 0) and rerun."""
-    P = model.config.patch_size
-    flat = patchify(pixels[0], P).clone()
-    flat[patches] = 0.0
-    grid = model.config.grid
-    return run_trace(model, unpatchify(flat, P, (grid, grid))[None], text_ids)
+    return run(model, pixels, "occlude", tuple(patches), text_ids, mask)
 
 
-def shuffle_patches(model, pixels, seed: int = 0, text_ids=None,
-                    positions: bool = True) -> tuple[Trace, torch.Tensor]:
+def shuffle_patches(model, pixels, seed: int = 0, text_ids=None, positions: bool = True,
+                    mask=None) -> tuple[Trace, torch.Tensor]:
     """Rearrange the image's patches in a random order; returns (trace, permutation).
 
-    With positions=False too, attention cannot tell the orders apart: the CLS output and the
-    logits come out the same as without positions on the original image.
+    With positions=False, and a mask that lets every image token see every other (full or
+    prefix), attention cannot tell the orders apart: the outputs come out the same as without
+    positions on the original image. Under a causal mask they do not: patch i sees only the
+    patches before it, so the order matters even without positions.
     """
-    P, grid = model.config.patch_size, model.config.grid
-    flat = patchify(pixels[0], P)
-    perm = torch.randperm(flat.shape[0], generator=torch.Generator().manual_seed(seed))
-    shuffled = unpatchify(flat[perm], P, (grid, grid))[None]
-    return run_trace(model, shuffled, text_ids, positions=positions), perm
+    kind = "shuffle" if positions else "shuffle_no_positions"
+    altered = alter(model, pixels, kind, (seed,), mask)
+    return _run(model, altered, text_ids), altered.perm
 
 
-def without_positions(model, pixels, text_ids=None) -> Trace:
+def without_positions(model, pixels, text_ids=None, mask=None) -> Trace:
     """Leave out the image position embeddings: the model loses where each patch was."""
-    return run_trace(model, pixels, text_ids, positions=False)
+    return run(model, pixels, "positions", (), text_ids, mask)
 
 
 def with_mask(model, pixels, kind: str, text_ids=None) -> Trace:
     """Run with another attention mask than the one the model was trained with."""
-    return run_trace(model, pixels, text_ids, mask=kind)
+    return run(model, pixels, "mask", (kind,), text_ids)
+
+
+@dataclass(frozen=True)
+class Altered:
+    """One intervention made concrete: what the model is fed, and how it is run."""
+
+    pixels: torch.Tensor  # [1, C, H, W] normalised input after the change
+    mask: str | None  # attention mask of the run (None: the model's own)
+    head_mask: torch.Tensor | None  # [L, H] 1 keeps a head, 0 switches it off
+    positions: bool  # image position embeddings added
+    perm: torch.Tensor | None  # shuffles: grid cell i shows original patch perm[i]
+
+
+def permutation(n: int, seed: int) -> torch.Tensor:
+    """The shuffle's order for `n` patches: cell i of the shuffled image shows patch perm[i]."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(int(seed)))
+
+
+def alter(model, pixels, kind: str, arg: tuple = (), mask=None) -> Altered:
+    """What intervention `kind` (see the module docstring) feeds the model.
+
+    Args:
+        pixels: the preprocessed image [1, C, H, W] (or [C, H, W]).
+        mask: the mask of the run before the change (the sidebar's; None: the model's own);
+            kept for every kind except "mask", which replaces it with arg[0].
+    """
+    c = model.config
+    if pixels.dim() == 3:
+        pixels = pixels[None]
+    P, g = c.patch_size, c.grid
+    head_mask, positions, perm = None, True, None
+    if kind == "heads":
+        head_mask = torch.ones(c.depth, c.num_heads)
+        for layer, head in arg:
+            head_mask[int(layer), int(head)] = 0.0
+    elif kind == "occlude":
+        bad = [p for p in arg if not 0 <= int(p) < c.num_patches]
+        if bad:
+            raise ValueError(f"This model has patches 0 to {c.num_patches - 1}, not {bad}.")
+        flat = patchify(pixels[0], P).clone()
+        flat[[int(p) for p in arg]] = 0.0  # normalised 0 is the normalisation mean: mid-grey
+        pixels = unpatchify(flat, P, (g, g))[None]
+    elif kind == "positions":
+        positions = False
+    elif kind in ("shuffle", "shuffle_no_positions"):
+        perm = permutation(c.num_patches, arg[0] if arg else 0)
+        pixels = unpatchify(patchify(pixels[0], P)[perm], P, (g, g))[None]
+        positions = kind == "shuffle"
+    elif kind == "mask":
+        mask = arg[0]
+    else:
+        raise ValueError(f"Unknown intervention '{kind}'; choose one of {', '.join(KINDS)}.")
+    return Altered(pixels, mask, head_mask, positions, perm)
+
+
+def _run(model, altered: Altered, text_ids=None) -> Trace:
+    return run_trace(model, altered.pixels, text_ids, mask=altered.mask,
+                     head_mask=altered.head_mask, positions=altered.positions)
+
+
+def run(model, pixels, kind: str, arg: tuple = (), text_ids=None, mask=None) -> Trace:
+    """The traced pass with intervention `kind` applied (the sidebar's `mask` kept)."""
+    return _run(model, alter(model, pixels, kind, arg, mask), text_ids)
+
+
+class _Intervened:
+    """A model that always runs with an intervention's head switches and positions setting,
+    so that `generate` writes its caption with the intervention in place."""
+
+    def __init__(self, model, altered: Altered):
+        self.model, self.altered = model, altered
+        self.config = model.config
+
+    def __call__(self, pixels, text_ids=None, mask=None):
+        return self.model(pixels, text_ids, mask=mask, head_mask=self.altered.head_mask,
+                          positions=self.altered.positions)
+
+
+def caption(model, pixels, kind: str, arg: tuple = (), mask=None) -> Generation:
+    """The greedy caption a text model writes with intervention `kind` applied."""
+    altered = alter(model, pixels, kind, arg, mask)
+    return generate(_Intervened(model, altered), altered.pixels, mask=altered.mask)
+
+
+# ---------------------------------------------------------------- comparing two runs
+def summary(trace: Trace) -> dict[str, torch.Tensor]:
+    """What every model has at the end, classifier or not: its final prefix tokens (CLS, DIST)
+    and the mean of its final patch tokens (after the final LayerNorm)."""
+    c = trace.config
+    final, pre = trace["ln_final"], c.num_prefix_tokens
+    out = {name: final[i] for i, name in enumerate(c.prefix_names)}
+    out["mean patch token"] = final[pre:pre + c.num_patches].mean(0)
+    return out
+
+
+def outputs(trace: Trace) -> torch.Tensor:
+    """The model's output to compare runs by: its logits, or (headless) the summary tokens."""
+    if "logits" in trace:
+        return trace.logits
+    return torch.stack(list(summary(trace).values()))
+
+
+def max_difference(a: Trace, b: Trace) -> float:
+    """The largest absolute difference between the two runs' outputs (see `outputs`)."""
+    return float((outputs(a).double() - outputs(b).double()).abs().max())
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Cosine similarity of two vectors, in float64 (1: same direction)."""
+    a, b = a.double().flatten(), b.double().flatten()
+    return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-30))
+
+
+def pct(p: float) -> str:
+    """A probability in percent: one decimal, or three significant digits under 1 % (an
+    untrained model's 1000 classes sit near 0.1 %, where one decimal would hide every change)."""
+    return f"{100 * p:.1f} %" if p >= 0.01 else f"{100 * p:.3g} %"
+
+
+def describe_class_change(p0: torch.Tensor, p1: torch.Tensor, names: list[str]) -> str:
+    """One sentence, decided from the numbers, on how the prediction moved from p0 to p1."""
+    b0, b1 = int(p0.argmax()), int(p1.argmax())
+    before, after, new = float(p0[b0]), float(p1[b0]), float(p1[b1])
+    points = round(100 * (after - before), 2) + 0.0  # + 0.0: never print "-0.00"
+    if b0 != b1:
+        return (f"The prediction changed from **{names[b0]}** ({pct(before)}) to "
+                f"**{names[b1]}** ({pct(new)}); P({names[b0]}) went from {pct(before)} to "
+                f"{pct(after)}.")
+    if abs(after - before) < SAME_P:
+        return (f"The prediction did not change: **{names[b0]}**, {pct(before)} before and "
+                f"{pct(after)} after ({points:+.2f} points).")
+    return (f"The top class is still **{names[b0]}**, but its probability "
+            f"{'fell' if after < before else 'rose'} from {pct(before)} to {pct(after)} "
+            f"({points:+.1f} points).")
+
+
+def describe_caption_change(before: Generation, after: Generation) -> str:
+    """One sentence on how the greedy caption moved (words compared one by one)."""
+    if before.ids == after.ids:
+        return f"The caption did not change: “{before.text}”."
+    first = next((i for i, (a, b) in enumerate(zip(before.ids, after.ids, strict=False))
+                  if a != b), min(len(before.ids), len(after.ids)))
+    return (f"The caption changed from “{before.text}” to “{after.text}”: they part at word "
+            f"{first + 1}.")
+
+
+def describe_similarity(before: Trace, after: Trace) -> tuple[dict[str, float], str]:
+    """For a model without a head: cosine similarities of the summary tokens before vs after,
+    and the sentence that says so."""
+    s0, s1 = summary(before), summary(after)
+    sims = {name: cosine(s0[name], s1[name]) for name in s0}
+    parts = " and ".join(f"{v:.3f} for {name}" for name, v in sims.items())
+    return sims, ("This model has no classifier or text head, so there is no prediction to "
+                  "compare; instead, how far its final tokens turned: cosine similarity before "
+                  f"vs after {parts} (1.000 would be unchanged).")
+
+
+def same_image_masks(model, a: str, b: str, n_text: int = 0) -> bool:
+    """True when masks `a` and `b` allow exactly the same keys for this model and text length."""
+    n = model.config.num_image_tokens
+    return torch.equal(allowed_keys(a, n, n_text), allowed_keys(b, n, n_text))
+
+
+def reads_only_prefix(config) -> bool:
+    """True when the output is read from the prefix tokens (CLS, DIST) alone: under a causal
+    mask those see only themselves, so the output cannot depend on the image."""
+    return config.class_token and config.global_pool == "token" and config.num_classes > 0

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, keys, show, state
+from ui import figures, keys, models, show, state
 from ui.tables import stage_table
 from vit_core.io.images import describe_preprocessing
 
@@ -51,6 +51,9 @@ with right:
         shown = (f"all {c.num_classes} classes" if c.num_classes <= 5 else
                  f"the 5 most likely of {c.num_classes} classes")
         st.caption(f"Bars: P(class) after softmax, {shown}. " + how)
+        sure = models.sureness_note(model, float(probs.max()), inp.label)
+        if sure:
+            st.caption(sure)
     elif c.has_text:
         caption_slot = st.empty()  # filled last: a caption is one forward pass per word
     else:
@@ -96,3 +99,6 @@ if c.has_text:
         st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
         st.caption("Each bar: how sure the model was of that word when it wrote it "
                    "([EOS] ends the caption). The Logits page steps through it.")
+        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
+        if sure:
+            st.caption(sure)

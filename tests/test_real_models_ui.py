@@ -143,3 +143,23 @@ def test_the_sureness_note_compares_this_image_with_the_models_own_scenes():
     assert low.endswith("less sure than on 19 in 20 of those scenes.")
     assert high.endswith("about as sure as on its own scenes.") and "this scene" in high
     assert models.sureness_note(load_model("vit-ti16"), 0.5, "sample: x") is None  # no record
+
+
+def test_the_overview_says_how_sure_the_model_is_on_a_photo_and_on_its_scenes():
+    import json
+
+    from vit_core.io.checkpoints import BUNDLED_DIR
+
+    q = json.loads((BUNDLED_DIR / "shapes-classifier.confidence.json").read_text())["quantiles"]
+    at = open_app(page="overview")
+    at.sidebar.file_uploader[0].upload("cat.jpg", photo_bytes(), "image/jpeg")
+    at.run()
+    notes = [c.value for c in at.caption if c.value.startswith("How sure: on this photo")]
+    assert len(notes) == 1, [c.value for c in at.caption]
+    from vit_core import load_image, load_model, preprocess, run_trace
+
+    model = load_model("shapes-classifier")  # the same photo through the model, here
+    top = float(run_trace(model, preprocess(load_image(photo_bytes()), model.config))
+                .logits.softmax(-1).max())
+    assert f"gives its top class {top:.0%}" in notes[0]
+    assert f"median was {q['0.5']:.0%}" in notes[0]

@@ -4,7 +4,7 @@ Captioner: next-token distributions, generation step by step, and a typed captio
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, show, state
+from ui import figures, keys, models, show, state
 from vit_core.explain.generation import caption_note
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
@@ -69,7 +69,7 @@ elif not c.has_text:
     summary = headless_summary(tr)
     tok = summary["token"]
     D = c.embed_dim
-    st.write(f"{state.model_label(name)} has no class head, so there are no class logits: its "
+    st.write(f"{models.plain_label(name)} has no class head, so there are no class logits: its "
              f"output is the final token vectors themselves ({D} numbers each). Here is the "
              f"final {tok} vector, the one that stands for the whole image.")
     st.latex(rf"z_\mathrm{{out}} = \mathrm{{LN}}(z_L^\mathrm{{{tok.split()[0]}}})\in"

@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui import figures, keys, state
+from ui import models as picker
 from vit_core import allowed_keys, bundled_models
 from vit_core.explain.generation import learning_curve, tokenizer_for
 
@@ -104,7 +105,7 @@ clf_name = name if model.config.num_classes else fallback
 clf = state.get_model(clf_name)
 k = clf.config
 if clf_name != name:
-    st.write(f"{state.model_label(name)} has no class head, so this part uses {clf_name}.")
+    st.write(f"{picker.plain_label(name)} has no class head, so this part uses {clf_name}.")
 names = list(k.class_names) or [f"class {i}" for i in range(k.num_classes)]
 full = state.trace(inp, clf_name, mask="full").logits.softmax(-1).numpy()
 causal_logits = state.trace(inp, clf_name, mask="causal").logits
@@ -116,7 +117,7 @@ other = state.make_input(f"sample: {state.sample_caption(other_seed)}",
 other_logits = state.trace(other, clf_name, mask="causal").logits
 gap = float((other_logits - causal_logits).abs().max())
 left, right = st.columns(2)
-label = state.model_label(clf_name)
+label = picker.plain_label(clf_name)
 left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)"),
                   key=keys.CLF_FULL)
 right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask"),

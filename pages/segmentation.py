@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, show, state
+from ui import figures, keys, models, show, state
 from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
 
 inp, name, model, prep, tr = state.load_current()
@@ -60,7 +60,7 @@ with right:
                       for k in order], hide_index=True, key=keys.SEG_TABLE)
         stats = boundary_stats(labels, P)
     else:
-        st.info(f"{state.model_label(name)} has no segmentation head, so there is no class map; "
+        st.info(f"{models.plain_label(name)} has no segmentation head, so there is no class map; "
                 f"the bundled shapes-classifier has one.")
 if stats is not None:
     st.info("What to notice: " + boundary_note(stats, c.seg_upsample))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, keys, state
+from ui import figures, keys, models, state
 from vit_core import PRESETS
 from vit_core.explain.flops import (
     attention_share,
@@ -50,7 +50,7 @@ for r in mine:
                   "ViT-B/16 shape": b16.get("shape", "—"),
                   "ViT-B/16 MACs": si(b16["flops"] // 2 * b16["times"]) if b16 else "—",
                   "ViT-B/16 FLOPs": si(b16["flops"] * b16["times"]) if b16 else "—"})
-st.subheader(f"{state.model_label(name)}, step by step")
+st.subheader(f"{models.plain_label(name)}, step by step")
 st.dataframe(steps, hide_index=True, key=keys.SHAPE_TABLE, height=38 + 35 * len(steps))
 st.subheader("What each step costs, next to ViT-B/16")
 st.dataframe(costs, hide_index=True, key=keys.SHAPE_COST_TABLE, height=38 + 35 * len(costs))
@@ -60,7 +60,7 @@ st.caption("MACs: multiply-adds of the matrix multiplications (m·k·n for an [m
            "torch.utils.flop_counter. Softmax, LayerNorm, GELU, pooling and additions are not "
            "counted. G = 10⁹, M = 10⁶, k = 10³.")
 macs, ref_macs = total_macs(c, tr.n_text), total_macs(ref)
-label = state.model_label(name).split(" (")[0]
+label = models.plain_label(name).split(" (")[0]
 m = st.columns(3)
 m[0].metric(f"{label} parameters", f"{total_params(c) / 1e6:.2f} M")
 m[1].metric(f"{label} multiply-adds (MACs)", si(macs))

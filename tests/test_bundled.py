@@ -6,6 +6,8 @@ the causal one (same size, data and steps) must caption too. Seeds here (200 sce
 seed 3) were never used in training; a broken or stale checkpoint fails this file.
 """
 
+import json
+
 import pytest
 
 from vit_core import BUNDLED_DIR, bundled_models, default_model_name, load_model
@@ -16,7 +18,12 @@ def test_models_ship_as_safetensors_within_30_mb_with_cards():
     assert set(bundled_models()) == {"shapes-classifier", "shapes-captioner-prefix",
                                      "shapes-captioner-causal"}
     files = list(BUNDLED_DIR.glob("*"))
-    assert all(f.suffix in (".safetensors", ".md") for f in files), files
+    # weights, model cards, and how sure each model is on its own world (for the overview)
+    assert all(f.suffix in (".safetensors", ".md") or f.name.endswith(".confidence.json")
+               for f in files), files
+    for name in bundled_models():
+        sure = json.loads((BUNDLED_DIR / f"{name}.confidence.json").read_text())
+        assert sure["n"] >= 200 and 0 < sure["quantiles"]["0.05"] <= sure["quantiles"]["0.5"] <= 1
     total = sum(f.stat().st_size for f in files if f.suffix == ".safetensors")
     assert total <= 30 * 2**20, total
     for name in bundled_models():

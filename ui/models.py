@@ -179,3 +179,8 @@ def sureness_note(model, sure_here: float, input_label: str) -> str | None:
     return (f"How sure: on {where} {model.info.name} gives {what} {sure_here:.0%}; on "
             f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
             f"20 were above {q['0.05']:.0%}: {verdict}.")
+
+
+def plain_label(name: str) -> str:
+    """The picker's label without the fetch status, for sentences on the pages."""
+    return label(name).split(" · ")[0]

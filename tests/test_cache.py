@@ -142,7 +142,7 @@ def test_the_app_s_traces_experiments_and_images_share_one_budget(small_app_cach
         assert lru.held <= lru.budget
     # the most recent stay: the last image's experiment, trace and prepared image
     last = inputs[-1].key
-    assert ("_experiment", last, MODEL, "positions", (), None) in lru
+    assert ("_experiment", last, MODEL, "positions", (), None, None) in lru  # text, mask
     assert ("_trace", last, MODEL, None, None) in lru
     assert ("_prepare", last, MODEL) in lru
     assert ("_trace", inputs[0].key, MODEL, None, None) not in lru  # the oldest went

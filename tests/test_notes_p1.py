@@ -522,6 +522,28 @@ def test_overview_notice_counts_are_this_models(model):
     assert f"{net.config.num_heads} head" in note and f"{net.config.depth} block" in note
 
 
+@pytest.mark.parametrize("model,embed,logits,ln_final", [
+    (CLF, "[CLS; patch_embed] + E_pos", "from the final CLS token", "final LayerNorm"),
+    (FIX["deit-distilled"], "[CLS; DIST; patch_embed] + E_pos", "the mean of the CLS head",
+     "final LayerNorm"),
+    (FIX["vit_tiny_avg_nocls.test"], "block 0 input: [patch_embed] + E_pos",
+     "mean of the final patch tokens (after fc_norm)", "no final LayerNorm in this model"),
+    (CAP, "[CLS; patch_embed] + E_pos (then text tokens", "none here: this pass was fed no text",
+     "final LayerNorm"),
+])
+def test_the_stage_table_describes_this_model(model, embed, logits, ln_final):
+    at = at_page("overview", model)
+    net, tr = reference(at)
+    df = at.dataframe[0].value
+    said = dict(zip(df["tensor"], df["what it is"], strict=True))
+    shapes = dict(zip(df["tensor"], df["shape"], strict=True))
+    assert embed in said["embed"] and ln_final in said["ln_final"]
+    assert shapes["embed"] == " × ".join(map(str, tr["embed"].shape))
+    if net.config.fc_norm:  # fc_norm models have no final norm: ln_final is the last block's
+        assert torch.equal(tr["ln_final"], tr[f"blocks.{net.config.depth - 1}.resid_post"])
+    assert logits in said["logits"]
+
+
 # ---------------------------------------------------------------- shared widgets
 def test_a_one_block_one_head_model_gets_sentences_and_keeps_the_shared_values():
     p14 = FIX["vit-1block-1head-p14"]
@@ -554,7 +576,7 @@ def _one_of_everything():
 
 
 def test_controls_with_a_single_layer_head_and_patch_draw_no_widget():
-    at = AppTest.from_function(_one_of_everything).run()
+    at = AppTest.from_function(_one_of_everything, default_timeout=120).run()
     assert not at.exception
     assert not at.slider and not at.number_input
     said = " ".join(m.value for m in at.markdown)

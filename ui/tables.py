@@ -19,5 +19,29 @@ def stage_table(tr, blocks: tuple[int, ...] | None = None) -> list[dict]:
             continue
         symbols, meaning = TRACE_NAMES[name_pattern(name)]
         rows.append({"tensor": name, "shape": " × ".join(map(str, tr[name].shape)),
-                     "in symbols": symbols, "what it is": meaning})
+                     "in symbols": symbols,
+                     "what it is": for_this_model(name, meaning, tr.config, tr.n_text)})
     return rows
+
+
+def for_this_model(name: str, meaning: str, c, n_text: int = 0) -> str:
+    """TRACE_NAMES' general meaning, said for this model: which prefix tokens it has, whether
+    it has a final LayerNorm, and where its logits come from."""
+    if name == "embed":
+        prefix = "".join(f"{n}; " for n in c.prefix_names)
+        return (f"block 0 input: [{prefix}patch_embed] + E_pos"
+                + (" (then text tokens + P_txt)" if c.has_text else ""))
+    if name == "ln_final" and c.fc_norm:
+        return ("no final LayerNorm in this model (it normalises after pooling, with "
+                "fc_norm): the last block's output, unchanged")
+    if name == "logits":
+        if c.has_text:
+            return ("next-token logits at each text position" + (
+                "" if n_text else " (none here: this pass was fed no text)"))
+        if c.global_pool == "avg":
+            return "class logits from the mean of the final patch tokens" + (
+                " (after fc_norm)" if c.fc_norm else "")
+        if c.dist_token:
+            return "class logits: the mean of the CLS head's and the DIST head's"
+        return "class logits from the final CLS token"
+    return meaning

@@ -10,6 +10,7 @@ from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
     distribution_note,
     headless_summary,
+    lens_leaders,
     lens_note,
     readout,
     readout_path,
@@ -53,7 +54,7 @@ if c.num_classes:
         st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
     st.subheader("The logit lens: how the answer forms with depth")
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
-    top = np.argsort(-probs)[:3]
+    top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
     st.plotly_chart(figures.line_chart(
         ["embed"] + [f"block {i}" for i in range(c.depth)],
         {names[k]: lens[:, k] for k in top},
@@ -61,8 +62,8 @@ if c.num_classes:
         "probability"), key=keys.LOGITS_LENS)
     st.caption(f"Each point sends the residual stream after that block down the same path as "
                f"the answer ({readout_path(c)}), as if the network stopped there; the last "
-               f"point is exactly the prediction above. Lines: the {len(top)} classes the model "
-               f"ranks highest at the end.")
+               f"point is exactly the prediction above. Lines: the classes the model ranks "
+               f"highest at the end, and any class that is on top at some depth.")
     st.info("What to notice: " + distribution_note(probs, names, T) + " "
             + lens_note(lens, names))
 elif not c.has_text:

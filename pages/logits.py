@@ -77,14 +77,15 @@ elif not c.has_text:
              rf"\mathbb{{R}}^{{{D}}}")
     st.plotly_chart(figures.vector_strip(
         summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
-        x_title="dimension of D", value_name="value"), key=keys.LOGITS_RAW)
+        x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
     g = c.grid
     left, right = st.columns(2)
     with left:
-        show.image(figures.overlay(prep.crop, summary["similarity"].reshape(g, g).numpy()),
-                   f"cosine similarity of each final patch vector with the {tok} vector "
-                   f"(bright = more alike, scaled to this map)", "final-token-similarity",
-                   width=320)
+        sim = summary["similarity"].reshape(g, g).numpy()
+        show.image(figures.with_scale(figures.overlay(prep.crop, sim), float(sim.min()),
+                                      float(sim.max()), "cosine similarity", fmt="{:.2f}"),
+                   f"cosine similarity of each final patch vector with the {tok} vector",
+                   "final-token-similarity", width=320)
     with right:
         dims = ", ".join(f"{i} ({v:+.2f})" for i, v in summary["top_dims"])
         near = ", ".join(f"patch {i} ({s:.2f})" for i, s in summary["nearest"])

@@ -73,8 +73,8 @@ elif not c.has_text:
     st.write(f"{state.model_label(name)} has no class head, so there are no class logits: its "
              f"output is the final token vectors themselves ({D} numbers each). Here is the "
              f"final {tok} vector, the one that stands for the whole image.")
-    st.latex(rf"z_\mathrm{{out}} = \mathrm{{LN}}(z_L^\mathrm{{{tok.split()[0]}}})\in"
-             rf"\mathbb{{R}}^{{{D}}}")
+    ln = "" if c.fc_norm else r"\mathrm{LN}"
+    st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in\mathbb{{R}}^{{{D}}}")
     st.plotly_chart(figures.vector_strip(
         summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
         x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)

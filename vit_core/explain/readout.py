@@ -15,7 +15,8 @@ def readout(c: ViTConfig) -> str:
     """How this model's class head turns the final tokens into K logits, as one sentence."""
     K = c.num_classes
     if c.global_pool == "avg":
-        return (f"The {c.num_patches} final patch tokens are averaged"
+        return (f"The {c.num_patches} final patch tokens"
+                + ("" if c.fc_norm else ", after the final LayerNorm,") + " are averaged"
                 + (" (CLS is left out)" if c.class_token else "")
                 + (", the mean goes through one more LayerNorm (fc_norm)," if c.fc_norm else "")
                 + f" and one linear layer gives one score (logit) per class, {K} in all.")

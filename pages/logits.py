@@ -10,6 +10,7 @@ from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
     distribution_note,
     headless_summary,
+    lens_leaders,
     lens_note,
     readout,
     readout_path,
@@ -53,7 +54,7 @@ if c.num_classes:
         st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
     st.subheader("The logit lens: how the answer forms with depth")
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
-    top = np.argsort(-probs)[:3]
+    top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
     st.plotly_chart(figures.line_chart(
         ["embed"] + [f"block {i}" for i in range(c.depth)],
         {names[k]: lens[:, k] for k in top},
@@ -61,8 +62,8 @@ if c.num_classes:
         "probability"), key=keys.LOGITS_LENS)
     st.caption(f"Each point sends the residual stream after that block down the same path as "
                f"the answer ({readout_path(c)}), as if the network stopped there; the last "
-               f"point is exactly the prediction above. Lines: the {len(top)} classes the model "
-               f"ranks highest at the end.")
+               f"point is exactly the prediction above. Lines: the classes the model ranks "
+               f"highest at the end, and any class that is on top at some depth.")
     st.info("What to notice: " + distribution_note(probs, names, T) + " "
             + lens_note(lens, names))
 elif not c.has_text:
@@ -72,18 +73,19 @@ elif not c.has_text:
     st.write(f"{models.plain_label(name)} has no class head, so there are no class logits: its "
              f"output is the final token vectors themselves ({D} numbers each). Here is the "
              f"final {tok} vector, the one that stands for the whole image.")
-    st.latex(rf"z_\mathrm{{out}} = \mathrm{{LN}}(z_L^\mathrm{{{tok.split()[0]}}})\in"
-             rf"\mathbb{{R}}^{{{D}}}")
+    ln = "" if c.fc_norm else r"\mathrm{LN}"
+    st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in\mathbb{{R}}^{{{D}}}")
     st.plotly_chart(figures.vector_strip(
         summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
-        x_title="dimension of D", value_name="value"), key=keys.LOGITS_RAW)
+        x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
     g = c.grid
     left, right = st.columns(2)
     with left:
-        show.image(figures.overlay(prep.crop, summary["similarity"].reshape(g, g).numpy()),
-                   f"cosine similarity of each final patch vector with the {tok} vector "
-                   f"(bright = more alike, scaled to this map)", "final-token-similarity",
-                   width=320)
+        sim = summary["similarity"].reshape(g, g).numpy()
+        show.image(figures.with_scale(figures.overlay(prep.crop, sim), float(sim.min()),
+                                      float(sim.max()), "cosine similarity", fmt="{:.2f}"),
+                   f"cosine similarity of each final patch vector with the {tok} vector",
+                   "final-token-similarity", width=320)
     with right:
         dims = ", ".join(f"{i} ({v:+.2f})" for i, v in summary["top_dims"])
         near = ", ".join(f"patch {i} ({s:.2f})" for i, s in summary["nearest"])

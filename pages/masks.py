@@ -44,21 +44,25 @@ st.write(f"{captioners[0]}: **{n_img}** image tokens ({pre_names + ' + ' if pre_
          f"{cc.num_patches} patches) + **{n_txt}** text tokens ([SOS] + {n_txt - 1} words) = "
          f"S = **{S}**.")
 cap_labels = figures.token_labels(cc, enc.words)
-cap_ticks = figures.token_ticks(cap_labels, cc.grid)
+mask_ticks = figures.spaced_ticks(cap_labels, cc.grid, 190)  # three masks side by side
 cols = st.columns(3)
 for col, kind in zip(cols, ("full", "causal", "prefix"), strict=True):
     allowed = allowed_keys(kind, n_img, n_txt)
     col.plotly_chart(figures.mask_figure(allowed.numpy(), n_img,
                                          f"{kind}: {S}×{S} (light: may look; dark: −∞)",
-                                         labels=cap_labels, ticks=cap_ticks),
+                                         labels=cap_labels, ticks=mask_ticks),
                      key=keys.mask_kind(kind))
 visible = {k: allowed_keys(k, n_img, n_txt).sum(1).numpy() for k in ("causal", "prefix")}
-st.plotly_chart(figures.visible_keys_chart(visible, cap_labels, cap_ticks, n_img),
+st.plotly_chart(figures.visible_keys_chart(visible, cap_labels,
+                                           figures.spaced_ticks(cap_labels, cc.grid, 760),
+                                           n_img),
                 key=keys.MASK_VISIBLE)
 first = (f"{cc.prefix_names[0]} (token 0) sees only itself and patch p (token p + "
          f"{cc.num_prefix_tokens}) sees p + {cc.num_prefix_tokens + 1} tokens"
          if cc.num_prefix_tokens else "patch 0 sees only itself and patch p sees p + 1 tokens")
-st.caption(f"On the axes pN is patch N. Under the causal mask token i sees i + 1 tokens: "
+st.caption(f"On the axes pN is patch N; the text rows and columns are [SOS] and then, in "
+           f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some are "
+           f"printed). Under the causal mask token i sees i + 1 tokens: "
            f"{first}. Under the prefix mask every image token sees all {n_img} image tokens. "
            f"A text token sees the same keys under both: every image token, and the text up to "
            f"itself.")
@@ -75,12 +79,12 @@ cols = st.columns(len(runs))
 for col, (m, kind) in zip(cols, runs, strict=True):
     t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
     tl = figures.token_labels(models[m].config, enc.words)
+    live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 300)
     col.plotly_chart(figures.matrix_heatmap(
         t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
         zmid=None, height=380, x_title="key token (what is looked at)",
         y_title="query token (who looks)", value_name="attention weight",
-        row_labels=tl, col_labels=tl, row_ticks=figures.token_ticks(tl, models[m].config.grid),
-        col_ticks=figures.token_ticks(tl, models[m].config.grid),
+        row_labels=tl, col_labels=tl, row_ticks=live_ticks, col_ticks=live_ticks,
         boundaries=(models[m].config.num_prefix_tokens, models[m].config.num_image_tokens)),
         key=keys.mask_live(m, kind))
     info = models[m].info
@@ -118,10 +122,10 @@ other_logits = state.trace(other, clf_name, mask="causal").logits
 gap = float((other_logits - causal_logits).abs().max())
 left, right = st.columns(2)
 label = picker.plain_label(clf_name)
-left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)"),
-                  key=keys.CLF_FULL)
-right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask"),
-                   key=keys.CLF_CAUSAL)
+left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)",
+                                    x_title="probability"), key=keys.CLF_FULL)
+right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",
+                                     x_title="probability"), key=keys.CLF_CAUSAL)
 win = f"**{names[int(np.argmax(causal))]}** ({causal.max():.1%})"
 compare = (f"On another picture (“{state.sample_caption(other_seed)}”) its causal logits are "
            + (f"the same (largest difference {gap:.1g})" if gap < 1e-4 else

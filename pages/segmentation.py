@@ -17,8 +17,8 @@ st.write(
     f"Classification keeps one summary of the image and throws away where things are. "
     f"Segmentation wants a label for every pixel, so it does the opposite: {drop}, and put "
     f"them back on their {g}×{g} grid. That grid is a feature map, like a CNN's, "
-    f"except every cell has already seen the whole image through attention. A small head labels "
-    f"each cell, and the labels are upsampled to pixels."
+    f"except every cell has already seen the whole image through attention. A small head scores "
+    f"each cell for every class, and the scores are upsampled to pixels."
 )
 K = rf"K_\mathrm{{seg}}={c.seg_classes}" if c.seg_classes else "K"
 st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in \mathbb{{R}}^{{{N}\times{D}}}"
@@ -31,8 +31,10 @@ with left:
     share = pca_variance(tr["ln_final"][pre:pre + N])
     show.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
                                                            c.img_size)], cols=2, cell=240),
-               "left: the image; right: each patch's final vector (after the final LayerNorm) "
-               "projected on the first three principal components of this image's "
+               "left: the image; right: each patch's final vector ("
+               + ("this model has no final LayerNorm: its fc_norm comes after pooling"
+                  if c.fc_norm else "after the final LayerNorm")
+               + ") projected on the first three principal components of this image's "
                f"{N} patch vectors, shown as red, green and blue (each scaled to 0–1 over the "
                "patches)", "patch-token-pca")
     st.caption(f"The three components explain {share[0]:.0%}, {share[1]:.0%} and "

@@ -17,10 +17,10 @@ c = model.config
 ref = PRESETS["vit-b16"]
 st.title("8 · The shape trace")
 st.write(
-    "Every step of the forward pass in one table: what it does, its equation, the shape of "
-    "what it produces (read from the tensors your image just produced), how many parameters "
-    "it has and what its matrix multiplications cost. Block steps are listed once and happen "
-    "in every layer. The notes' reference model, ViT-B/16, is shown alongside."
+    "Every step of the forward pass: what it does, its equation, the shape of what it "
+    "produces (read from the tensors your image just produced) and how many parameters it has; "
+    "then what its matrix multiplications cost, next to the notes' reference model, ViT-B/16. "
+    "Block steps are listed once and happen in every layer."
 )
 S, D, N = tr["embed"].shape[0], c.embed_dim, c.num_patches
 st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"

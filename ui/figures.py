@@ -197,6 +197,22 @@ def _axis(fig: go.Figure, axis: str, title: str, labels, ticks, text=None) -> No
            ticktext=[(text or {}).get(t, _short(t)) for t in shown], tickfont=dict(size=9))
 
 
+def spaced_ticks(labels: list[str], grid: int, span_px: float, min_px: float = 12) -> list[str]:
+    """Ticks for a token axis `span_px` pixels long that never print over each other: CLS /
+    DIST first, then [SOS] and the words, then the first patch of each grid row, each kept only
+    if it is at least `min_px` from every tick kept before it."""
+    per = span_px / max(1, len(labels))
+    prefix = [i for i, t in enumerate(labels) if not t.startswith(("patch ", "text "))]
+    words = [i for i, t in enumerate(labels) if t.startswith("text ")]
+    rows = [i for i, t in enumerate(labels) if t.startswith("patch ")
+            and int(t.split()[1]) % grid == 0]
+    kept: list[int] = []
+    for i in prefix + words + rows:
+        if all(abs(i - j) * per >= min_px for j in kept):
+            kept.append(i)
+    return [labels[i] for i in sorted(kept)]
+
+
 def prefix_ticks(labels: list[str], grid: int, prefix_names: tuple[str, ...]) -> tuple[list,
                                                                                      dict]:
     """Ticks for a big token axis that keep CLS / DIST readable: token_ticks without patch 0
@@ -380,7 +396,7 @@ def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
 
 
 def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "inferno",
-               fmt: str = "{:.1%}", font_size: int = 14) -> Image.Image:
+               fmt: str = "{:.1%}", font_size: int = 11) -> Image.Image:
     """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
     both printed, and what the colour is (an overlay's colour bar, readable without hovering)."""
     from PIL import ImageDraw, ImageFont
@@ -540,7 +556,7 @@ def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
 
 
 def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]],
-                font_size: int = 15) -> Image.Image:
+                font_size: int = 11) -> Image.Image:
     """The image with a legend under it: one colour swatch and its name per entry, in rows
     that fit the image's width (what each colour of a class map means, readable without
     hovering)."""
@@ -642,7 +658,8 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
     fig.update_xaxes(title=dict(text="query token (image tokens first, then text)",
                                 font=dict(size=12)), tickmode="array",
                      tickvals=[labels.index(t) for t in ticks],
-                     ticktext=[_short(t) for t in ticks], tickfont=dict(size=9))
+                     ticktext=[_short(t) for t in ticks], tickfont=dict(size=10),
+                     tickangle=-90)
     return fig
 
 

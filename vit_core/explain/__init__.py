@@ -1,5 +1,6 @@
 """Explanations computed from a trace or from the weights: attention rollout, distance and
 entropy (`attention`), W_E components and position similarity (`embeddings`), the logit lens
 (`lens`), token statistics and PCA colours (`tokens`), FLOPs and parameters (`flops`),
-interventions (`interventions`), caption generation and scoring (`generation`) and the
-segmentation pivot (`segmentation`). Pure torch; no streamlit."""
+interventions (`interventions`), caption generation and scoring (`generation`), the
+segmentation pivot (`segmentation`) and what a head reads and how sure it is (`readout`).
+Pure torch; no streamlit."""

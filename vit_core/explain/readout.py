@@ -15,7 +15,8 @@ def readout(c: ViTConfig) -> str:
     """How this model's class head turns the final tokens into K logits, as one sentence."""
     K = c.num_classes
     if c.global_pool == "avg":
-        return (f"The {c.num_patches} final patch tokens are averaged"
+        return (f"The {c.num_patches} final patch tokens"
+                + ("" if c.fc_norm else ", after the final LayerNorm,") + " are averaged"
                 + (" (CLS is left out)" if c.class_token else "")
                 + (", the mean goes through one more LayerNorm (fc_norm)," if c.fc_norm else "")
                 + f" and one linear layer gives one score (logit) per class, {K} in all.")
@@ -66,9 +67,14 @@ def distribution_note(probs: torch.Tensor, names: list[str], temperature: float)
     return text + ": the model hedges between a few classes."
 
 
+def lens_leaders(lens_probs: torch.Tensor) -> list[int]:
+    """The class on top at each depth of the lens, each once, in order of first appearance."""
+    return list(dict.fromkeys(int(k) for k in torch.as_tensor(lens_probs).argmax(1)))
+
+
 def lens_note(lens_probs: torch.Tensor, names: list[str]) -> str:
-    """The logit lens told in numbers: the first read-out, where the final answer takes the
-    lead for good, and how sure it ends.
+    """The logit lens told in numbers: the first read-out, any other class that led on the way
+    (and how high it got), where the final answer takes the lead for good, and how sure it ends.
 
     Args:
         lens_probs: [L + 1, K] probabilities; row 0 read after the embedding, row l + 1 after
@@ -87,11 +93,17 @@ def lens_note(lens_probs: torch.Tensor, names: list[str]) -> str:
     while lead > 0 and int(top[lead - 1]) == final:
         lead -= 1
     h0 = entropy(P[0])
-    text = (f"Read after the embedding the top guess is {names[first]} at {float(P[0, first]):.0%} "
-            f"(entropy {h0:.2f} of a possible {math.log(K):.2f} nats"
+    text = (f"Read after the embedding the top guess is {names[first]} at "
+            f"{float(P[0, first]):.0%} (entropy {h0:.2f} of a possible {math.log(K):.2f} nats"
             + (", close to uniform)" if near_uniform(P[0]) else ")"))
     if lead == 0:
         return text + (f" and it stays on top at every depth, ending at {float(P[-1, final]):.0%}.")
+    rivals = [k for k in lens_leaders(P[:lead]) if k != final]
+    if rivals:  # the strongest class that led before the final answer took over
+        best = max(rivals, key=lambda k: float(P[:lead, k].max()))
+        at = int(P[:lead, best].argmax())
+        text += (f"; {names[best]} leads on the way, up to {float(P[at, best]):.0%} after "
+                 f"{where[at]}")
     return text + (f"; {names[final]} leads from {where[lead]} on and ends at "
                    f"{float(P[-1, final]):.0%}.")
 

@@ -98,6 +98,7 @@ def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     assert not app.exception
     assert len(app.error) == 1 and "\n" not in app.error[0].value
     assert "damaged" in app.error[0].value
+    assert app.error[0].value.endswith("Showing a sample scene instead of broken.png.")
     # the sidebar says what is really shown: the sample scene the picker names, not the upload
     seed = app.sidebar.selectbox(key="sample").value
     caption = ui_state.sample_caption(seed)

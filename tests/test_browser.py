@@ -30,9 +30,14 @@ STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp
 
 
 @pytest.fixture(scope="module")
-def server():
+def served():
     with serve() as srv:
-        yield srv.url
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served.url
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +64,92 @@ def assert_local(requests: list[str]):
 def assert_no_exception(page, where: str):
     assert page.locator("[data-testid='stException']").count() == 0, where
     assert page.locator("h1").count() >= 1, where
+
+
+# KaTeX draws what it cannot parse in red instead of raising: a .katex-error span, coloured
+# #cc0000 (also the colour of an unknown command inside a formula that otherwise parsed).
+KATEX_ERRORS_JS = """() => {
+  const bad = [];
+  document.querySelectorAll('.katex-error').forEach(e => bad.push(
+      'katex-error: ' + (e.getAttribute('title') || e.textContent).slice(0, 160)));
+  document.querySelectorAll('body *').forEach(e => {
+    if (getComputedStyle(e).color === 'rgb(204, 0, 0)')
+      bad.push('#cc0000: ' + (e.textContent || '').slice(0, 80));
+  });
+  return bad;
+}"""
+
+
+# Known problems another developer is fixing on their page (stage -> text of the problem):
+# reported as xfail while they last, and the test passes once the fix is merged.
+WAITING = {"mlp": r"\quadG"}  # pages/mlp.py joins "\quad" and "G = ..." into "\quadG"
+
+
+def open_stage(page, slug: str) -> None:
+    """Go to a stage through the sidebar's navigation (the session, and its model, stay)."""
+    nav = page.locator("[data-testid='stSidebarNav'] a")
+    (nav.first if slug == "overview" else
+     page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").first).click()
+    wait_idle(page)
+
+
+def download_trace(page, tmp_path: Path, served) -> Path:
+    """Click 'Download this trace (.npz)' in the sidebar and save what the browser receives."""
+    sidebar = page.locator("[data-testid='stSidebar']")
+    button = sidebar.get_by_role("button", name="Download this trace (.npz)")
+    if not button.is_visible():
+        sidebar.get_by_text("Share and export").click()
+    button.wait_for(state="visible")
+    wait_idle(page)
+    try:
+        with page.expect_download(timeout=120_000) as info:
+            button.click()
+    except playwright.TimeoutError:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "download-failed.png"), full_page=True)
+        pytest.fail("no download after clicking 'Download this trace'; the server said:\n"
+                    + served.log()[-3000:])
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path
+
+
+@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-causal", "vit-ti16"])
+def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served, tmp_path,
+                                                                  model):
+    import numpy as np
+
+    from ui import state
+    from vit_core import load_image, load_model, preprocess, run_trace
+
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{served.url}/?page=overview&model={model}")
+    wait_idle(page)
+    problems = []
+    for slug in STAGES:
+        open_stage(page, slug)
+        if f"model={model}&" not in page.url + "&":
+            problems.append(f"{slug}: the session left {model}: {page.url}")
+        if page.locator("[data-testid='stException']").count():
+            problems.append(f"{slug}: exception: "
+                            f"{page.locator('[data-testid=stException]').first.inner_text()[:300]}")
+        problems += [f"{slug}: {p}" for p in dict.fromkeys(page.evaluate(KATEX_ERRORS_JS))]
+    path = download_trace(page, tmp_path, served)
+    assert path.name.startswith("trace-") and path.suffix == ".npz"
+    data = np.load(path)
+    net = load_model(model)
+    seed = state.sample_seeds()[0]  # a new session shows the first sample scene
+    tr = run_trace(net, preprocess(load_image(state.sample_bytes(seed)), net.config))
+    assert set(data.files) == set(tr.names()) | {"mask"}
+    np.testing.assert_allclose(data["logits"], tr.logits.numpy(), atol=1e-5)
+    assert_local(requests)
+    ctx.close()
+    waiting = [p for p in problems if any(p.startswith(f"{slug}: ") and known in p
+                                          for slug, known in WAITING.items())]
+    assert not set(problems) - set(waiting), "\n".join(problems)
+    if waiting:
+        pytest.xfail("waiting for another developer's fix: " + "; ".join(waiting))
 
 
 def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -31,6 +32,11 @@ def free_port() -> int:
 class Server:
     url: str
     pid: int
+    log_path: Path | None = None  # the server's stdout and stderr
+
+    def log(self) -> str:
+        """What the server printed so far (warnings, tracebacks)."""
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
 
     def rss_mb(self) -> float:
         """Resident memory of the server process, from /proc."""
@@ -49,11 +55,14 @@ class Server:
 def serve(port: int | None = None, timeout: float = 90):
     """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards."""
     port = port or free_port()
+    # The output goes to a file, not a pipe: nobody reads a pipe while the browser works, and a
+    # full pipe (64 KB of warnings) would freeze the server in the middle of a test.
+    log = tempfile.NamedTemporaryFile("wb", prefix="streamlit-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
          str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -65,13 +74,15 @@ def serve(port: int | None = None, timeout: float = 90):
                 time.sleep(0.5)
         else:
             raise RuntimeError("the Streamlit server did not start")
-        yield Server(url, proc.pid)
+        yield Server(url, proc.pid, Path(log.name))
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+        Path(log.name).unlink(missing_ok=True)
 
 
 IDLE_JS = ("() => document.querySelector('h1') && document.querySelector("

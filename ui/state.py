@@ -138,7 +138,9 @@ def image_error(inp: Input, model_name: str) -> str | None:
     try:
         prepare(inp, model_name)
     except ImageError as e:
-        return f"{e} Showing a sample scene instead."
+        what = inp.label.removeprefix("upload: ") if inp.label.startswith("upload: ") else \
+            f"the {inp.label}"
+        return f"{e} Showing a sample scene instead of {what}."
     return None
 
 

@@ -99,8 +99,8 @@ class _Rerun:
         heads = None if self.head_mask is None else self.head_mask[layer]
         with torch.inference_mode(), capture() as store:
             x = x[None].to(self.device)  # (1, S, D), as in the pass
-            if attention_only:  # the first line of Block.forward, for patterns()
-                block.hook_attn_out(block.attn(block.hook_ln1(block.norm1(x)), mask, heads))
+            if attention_only:  # MSA(LN(X)), the first half of Block.forward, for patterns()
+                block.attn(block.norm1(x), mask, heads)
             else:
                 block(x, mask, heads)
         return {name: t[0].cpu() for name, t in store.items()}

@@ -3,7 +3,8 @@
     .venv/bin/python -m benchmarks [--only trace first warm payload memory] [--json FILE]
                                    [--allocator-defaults]
 
-trace    run_trace vs a plain forward (and timm's VisionTransformer when timm is importable)
+trace    run_trace vs a plain forward, timm and Hugging Face's eager ViT (when importable);
+         bytes and RSS per kept trace
 first    upload -> first page rendered: AppTest run time, and in Chromium until notRunning
 warm     each page's rerun with its trace cached, after moving layer / head / patch (AppTest)
 payload  bytes a page visit sends to the browser (websocket frames + media), in Chromium
@@ -44,61 +45,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def bench_trace(models: list[str], runs: int) -> list[dict]:
-    from benchmarks.trace_cost import measure
+def bench_trace(models: list[str], runs: int, keep_freed: bool) -> dict[str, list[dict]]:
+    """Two tables (time with timm / HF eager columns where importable, and memory); see
+    benchmarks/trace_cost.py for what is measured."""
+    from benchmarks.trace_cost import run
 
-    rows = []
-    for name in models:
-        timm_net = timm_twin(name)
-        others = {} if timm_net is None else {"timm": timm_forward(timm_net)}
-        r = measure(name, runs, others)
-        row = {"model": name, "tokens": r["tokens"], "plain ms": f"{r['plain_ms']:.1f}",
-               "run_trace ms": f"{r['trace_ms']:.1f}", "trace / plain": f"{r['ratio']:.3f}",
-               "trace MB": f"{r['trace_mb']:.1f}", "timm ms": "—", "trace / timm": "—"}
-        if "timm" in r["others_ms"]:
-            row["timm ms"] = f"{r['others_ms']['timm']:.1f}"
-            row["trace / timm"] = f"{r['trace_ms'] / r['others_ms']['timm']:.3f}"
-        elif timm_net is None:
-            row["timm ms"] = "timm not installed" if not timm_available() else "no timm twin"
-        rows.append(row)
-    return rows
-
-
-def timm_available() -> bool:
-    try:
-        from timm.models.vision_transformer import VisionTransformer  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
-def timm_twin(name: str):
-    """timm's VisionTransformer holding the same weights (strict load), or None when timm is not
-    importable or the model has a text stream. A segmentation head (which timm's class lacks)
-    is left out of the twin; it costs one small matmul."""
-    if not timm_available():
-        return None
-    from timm.models.vision_transformer import VisionTransformer
-
-    from vit_core import load_model
-
-    model = load_model(name)
-    c = model.config
-    if c.has_text:
-        return None
-    net = VisionTransformer(img_size=c.img_size, patch_size=c.patch_size, embed_dim=c.embed_dim,
-                            depth=c.depth, num_heads=c.num_heads, mlp_ratio=c.mlp_ratio,
-                            num_classes=c.num_classes, global_pool=c.global_pool).eval()
-    weights = {k: v for k, v in model.state_dict().items() if not k.startswith("seg_head.")}
-    net.load_state_dict(weights, strict=True)
-    return net
-
-
-def timm_forward(net):
-    def run(x):
-        with torch.inference_mode():
-            net(x)
-    return run
+    return run(models, runs, keep_freed)
 
 
 def photo() -> bytes:
@@ -252,36 +204,41 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", default=["trace", "first", "warm", "payload", "memory"])
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
     ap.add_argument("--allocator-defaults", action="store_true",
                     help="leave glibc's malloc settings alone (the app keeps freed memory)")
     args = ap.parse_args(argv)
-    allocator = "glibc defaults"
+    allocator, keep_freed = "glibc defaults", False
     if not args.allocator_defaults:
         from ui.process import keep_freed_memory
 
-        allocator = "keeps freed memory, as the app" if keep_freed_memory() else "not glibc"
+        keep_freed = keep_freed_memory()
+        allocator = "keeps freed memory, as the app" if keep_freed else "not glibc"
     default = default_model_name()
     results = {"date": str(date.today()), "machine": f"{platform.machine()}, "
                f"{torch.get_num_threads()} threads", "torch": torch.__version__,
                "allocator": allocator}
     sections = {
-        "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs),
+        "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs, keep_freed),
         "first": lambda: bench_first([default, "vit-b16"] if default != "vit-b16"
                                      else ["vit-b16"]),
         "warm": lambda: bench_warm("vit-b16"),
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
     }
+    results["load"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
-          f"allocator: {allocator}")
+          f"allocator: {allocator} · load {results['load']}")
     for name in args.only:
         t0 = time.time()
         rows = sections[name]()
         results[name] = rows
-        print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{table(rows)}", flush=True)
+        tables = rows if isinstance(rows, dict) else {"": rows}  # a section may print several
+        text = "\n\n".join(f"{title}\n\n{table(t)}" if title else table(t)
+                           for title, t in tables.items())
+        print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{text}", flush=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
 
 

@@ -69,7 +69,7 @@ def test_a_real_trace_reports_the_bytes_it_keeps():
 
     model = load_model("shapes-classifier")
     tr = run_trace(model, preprocess(data.make_scene(3).image, model.config))
-    assert w._nbytes(tr) == tr.nbytes() > 1 << 20
+    assert w._nbytes(tr) == tr.nbytes() > 1 << 19  # a lean trace: the residual stream, 0.9 MB
 
 
 def test_stop_finishes_queued_calls_then_ends_the_thread():

@@ -2,7 +2,7 @@
 
 The model a reader learns from sits at the top: `config` (every number that fixes a shape),
 `model` (forward reads like the equations), `hooks` (how every intermediate gets its name),
-`trace` (one pass, every tensor kept), `masks` and `patches`. Around it:
+`trace` (one pass, every tensor by name), `masks` and `patches`. Around it:
 - `vit_core.io`: reading images, text and checkpoints (ours, timm's, Hugging Face's);
 - `vit_core.explain`: numbers computed from a trace (rollout, distances, lens, PCA, FLOPs,
   interventions, generation, segmentation);

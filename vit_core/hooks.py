@@ -41,10 +41,28 @@ def name_hook_points(model: nn.Module) -> list[str]:
     return names
 
 
+class _Only(dict):
+    """A store that keeps only the given names, and lists every name it was offered in order.
+    The other tensors are not held, so the pass reuses their memory at once."""
+
+    def __init__(self, names):
+        super().__init__()
+        self.names, self.seen = frozenset(names), []
+
+    def __setitem__(self, name: str, x: torch.Tensor) -> None:
+        self.seen.append(name)
+        if name in self.names:
+            super().__setitem__(name, x)
+
+
 @contextmanager
-def capture():
-    """Collect every hook point's tensor computed inside the `with` block into a dict."""
-    store: dict[str, torch.Tensor] = {}
+def capture(only=None):
+    """Collect every hook point's tensor computed inside the `with` block into a dict.
+
+    Args:
+        only: if given, the names to keep; the others are only listed, in order, in `.seen`.
+    """
+    store: dict[str, torch.Tensor] = {} if only is None else _Only(only)
     token = _STORE.set(store)
     try:
         yield store

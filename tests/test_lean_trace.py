@@ -1,0 +1,223 @@
+"""The lean trace against an eager pass that keeps everything.
+
+The reference here does not go through `run_trace`: it runs the model inside `hooks.capture()`,
+which keeps every hook point's tensor. A lean trace must give every name, bit for bit, with the
+same names in the same order, and hold only what was read.
+"""
+
+import random
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.test_model import SMALL, TEXT, randomised
+from vit_core import ViTConfig, load_model, make_mask, run_trace
+from vit_core.hooks import capture
+
+DEIT = Path(__file__).parent / "fixtures" / "hub" / "tiny-org" / "deit-distilled"
+SEG = ViTConfig(img_size=32, patch_size=8, embed_dim=48, depth=3, num_heads=3, num_classes=4,
+                global_pool="avg", fc_norm=True, seg_classes=3, seg_upsample=2)
+WIDE = ViTConfig(img_size=64, patch_size=8, embed_dim=192, depth=3, num_heads=6, num_classes=7)
+IDS = torch.tensor([1, 4, 7, 9, 5])
+
+
+def eager(model, pixels, text_ids=None, mask=None, head_mask=None, positions=True):
+    """Every intermediate of one plain forward pass, by name, in forward order, batch removed."""
+    if isinstance(mask, str) or mask is None:
+        mask = mask or model.config.default_mask
+        n_text = 0 if text_ids is None else len(text_ids)
+        mask = None if mask == "full" else make_mask(mask, model.config.num_image_tokens, n_text)
+    ids = None if text_ids is None else text_ids[None]
+    with torch.inference_mode(), capture() as store:
+        model(pixels, ids, mask="full" if mask is None else mask, head_mask=head_mask,
+              positions=positions)
+    return {name: t[0] for name, t in store.items()}
+
+
+def assert_same(trace, ref):
+    assert trace.names() == list(ref) == list(trace)
+    for name, expected in ref.items():
+        got = trace[name]
+        assert got.shape == expected.shape, name
+        assert torch.equal(got, expected), (name, (got - expected).abs().max())  # bit for bit
+
+
+def deit():
+    return load_model(str(DEIT))
+
+
+CASES = {
+    "classifier": (lambda: randomised(SMALL), {}),
+    "classifier, head_mask": (lambda: randomised(SMALL),
+                              {"head_mask": torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])}),
+    "classifier, no positions": (lambda: randomised(SMALL), {"positions": False}),
+    "captioner, default (prefix)": (lambda: randomised(TEXT), {"text_ids": IDS}),
+    "captioner, full": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "full"}),
+    "captioner, causal": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "causal"}),
+    "captioner, prefix": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "prefix"}),
+    "captioner, causal, head_mask, no positions": (
+        lambda: randomised(TEXT), {"text_ids": IDS, "mask": "causal", "positions": False,
+                                   "head_mask": torch.tensor([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])}),
+    "captioner, custom mask": (lambda: randomised(TEXT),
+                               {"text_ids": IDS, "mask": make_mask("causal", 16, 5) * 0.5}),
+    "deit distilled": (deit, {}),
+    "deit distilled, head_mask, no positions": (
+        deit, {"positions": False, "head_mask": torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])}),
+    "avg pool, fc_norm, segmentation head": (lambda: randomised(SEG), {}),
+    "wider (multithreaded kernels)": (lambda: randomised(WIDE), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_name_is_what_the_eager_pass_computed(case):
+    make, kwargs = CASES[case]
+    model = make()
+    c = model.config
+    torch.manual_seed(1)
+    pixels = torch.randn(1, c.in_chans, c.img_size, c.img_size)
+    ref = eager(model, pixels, **kwargs)
+    assert_same(run_trace(model, pixels, **kwargs), ref)
+    assert_same(run_trace(model, pixels, lean=False, **kwargs), ref)
+    # block by block, kept nowhere: the same tensors again
+    tr = run_trace(model, pixels, **kwargs)
+    for layer, (block, pattern) in enumerate(zip(tr.blocks(), tr.patterns(), strict=True)):
+        prefix = f"blocks.{layer}."
+        assert list(block) == [n.removeprefix(prefix) for n in ref if n.startswith(prefix)]
+        for short, t in block.items():
+            assert torch.equal(t, ref[prefix + short]), prefix + short
+        assert torch.equal(pattern, ref[prefix + "attn.pattern"])
+    residuals = list(tr.residuals())
+    assert len(residuals) == c.depth + 1 and torch.equal(residuals[0], ref["embed"])
+    for layer, r in enumerate(residuals[1:]):
+        assert torch.equal(r, ref[f"blocks.{layer}.resid_post"])
+
+
+@pytest.mark.filterwarnings("ignore:Ignored pooler")
+def test_the_headless_encoder_has_no_logits_and_the_rest_is_exact():
+    model = load_model(str(DEIT.parent / "vit-headless"))
+    c = model.config
+    pixels = torch.randn(1, c.in_chans, c.img_size, c.img_size)
+    ref = eager(model, pixels)
+    assert "logits" not in ref and "logits" not in run_trace(model, pixels)
+    assert_same(run_trace(model, pixels), ref)
+
+
+def held_by(tensors) -> int:
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                for t in tensors}.values())
+
+
+def test_reading_one_name_recomputes_and_keeps_only_its_block():
+    model = randomised(WIDE)
+    pixels = torch.randn(1, 3, 64, 64)
+    ref = eager(model, pixels)
+    tr = run_trace(model, pixels)
+    kept = ["patches", "embed", "logits"] + [f"blocks.{i}.resid_post" for i in range(3)]
+    lean = tr.nbytes()
+    assert lean == held_by(ref[n] for n in kept)
+    full = run_trace(model, pixels, lean=False).nbytes()
+    assert lean < full / 10
+
+    # names, membership, length and the kept names cost nothing
+    assert "blocks.1.attn.pattern" in tr and len(tr) == len(ref) and tr.names() == list(ref)
+    for name in ["embed", "blocks.0.resid_pre", "blocks.2.resid_pre", "blocks.2.resid_post",
+                 "logits", "patches"]:
+        tr[name]
+    assert tr.nbytes() == lean
+
+    # one name of block 1: block 1's internals, and nothing of blocks 0 or 2
+    tr["blocks.1.attn.pattern"]
+    block1 = [n for n in ref if n.startswith("blocks.1.") and not n.endswith("resid_pre")
+              and not n.endswith("resid_post")]
+    grown = tr.nbytes() - lean
+    assert grown == held_by(ref[n] for n in block1)
+    assert grown < (full - lean) / 2
+    for name in block1:  # the rest of block 1 is already there
+        tr[name]
+    assert tr.nbytes() - lean == grown
+
+    # aggregates over all layers keep nothing new
+    sum(p.sum() for p in tr.patterns())
+    sum(b["mlp_out"].sum() for b in tr.blocks())
+    assert tr.nbytes() - lean == grown
+
+    # patch_embed and ln_final: one tensor each
+    tr["patch_embed"]
+    tr["ln_final"]
+    assert tr.nbytes() - lean == grown + held_by([ref["patch_embed"]]) + held_by([ref["ln_final"]])
+
+    # everything read: as much as the trace that keeps everything
+    for name in tr:
+        tr[name]
+    assert tr.nbytes() == full
+
+
+def test_block_view_is_kept_and_read_only():
+    model = randomised(SMALL)
+    tr = run_trace(model, torch.randn(1, 3, 32, 32))
+    lean = tr.nbytes()
+    view = tr.block(1)
+    assert tr.nbytes() > lean
+    assert view["attn.pattern"] is tr["blocks.1.attn.pattern"]
+    assert view["resid_pre"] is tr["blocks.0.resid_post"]
+    with pytest.raises(TypeError):
+        view["ln1"] = torch.zeros(1)
+    with pytest.raises(IndexError, match="blocks 0 to 1"):
+        tr.block(2)
+
+
+def test_eight_threads_reading_one_trace_get_the_same_tensors():
+    model = randomised(WIDE)
+    pixels = torch.randn(1, 3, 64, 64)
+    ref = eager(model, pixels)
+    tr = run_trace(model, pixels)
+    barrier = threading.Barrier(8)
+    results, errors = [None] * 8, []
+
+    def read(i):
+        try:
+            names = list(ref)
+            random.Random(i).shuffle(names)
+            barrier.wait()
+            got = {name: tr[name] for name in names}
+            if i % 2:  # half of them also stream the blocks meanwhile
+                for layer, pattern in enumerate(tr.patterns()):
+                    assert torch.equal(pattern, ref[f"blocks.{layer}.attn.pattern"])
+            results[i] = got
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for got in results:
+        for name, t in got.items():
+            assert torch.equal(t, ref[name]), name
+            assert t is results[0][name], name  # each block recomputed once, by one thread
+
+
+def test_recomputing_with_changed_weights_is_refused():
+    model = randomised(SMALL)
+    tr = run_trace(model, torch.randn(1, 3, 32, 32))
+    tr["blocks.0.ln1"]
+    with torch.no_grad():
+        model.blocks[1].mlp.fc1.weight.mul_(2)
+    tr["blocks.0.attn.z"]  # kept already: still the pass's numbers
+    with pytest.raises(RuntimeError, match="weights changed"):
+        tr["blocks.1.ln1"]
+
+
+def test_the_callers_masks_may_change_after_the_trace():
+    model = randomised(TEXT)
+    pixels = torch.randn(1, 3, 32, 32)
+    mask, heads = make_mask("causal", 16, 5), torch.ones(2, 3)
+    ref = eager(model, pixels, IDS, mask=mask.clone(), head_mask=heads.clone())
+    tr = run_trace(model, pixels, IDS, mask=mask, head_mask=heads)
+    mask.zero_()
+    heads.zero_()
+    assert_same(tr, ref)

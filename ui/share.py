@@ -1,4 +1,5 @@
-"""The view lives in the URL: sample, model, layer, head, patch, mask, stage and presenter mode.
+"""The view lives in the URL: sample or composed scene, model, layer, head, patch, mask, stage
+and presenter mode.
 
 On a session's first run the query parameters are read into session state (values checked and
 clamped), and after the sidebar is drawn the current view is written back, so the browser's
@@ -12,7 +13,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from . import keys, models, state
+from . import composer, keys, models, state
 
 INT_KEYS = (keys.SAMPLE, keys.LAYER, keys.HEAD, keys.PATCH)
 MASKS = ("trained", "full", "causal", "prefix")
@@ -44,6 +45,7 @@ def load_once() -> None:
             pass
     if st.session_state.get(keys.SAMPLE) not in state.sample_seeds():
         st.session_state.pop(keys.SAMPLE, None)
+    composer.load_link(q.get(keys.SCENE))
     if q.get(keys.MASK) in MASKS:
         st.session_state[keys.MASK] = q[keys.MASK]
     if q.get(keys.PRESENTER) in ("1", "true", "on"):
@@ -56,6 +58,8 @@ def current_params(stage: str) -> dict[str, str]:
     inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
         params[keys.SAMPLE] = ss.get(keys.SAMPLE)
+    elif inp is not None and inp.label.startswith("composed"):
+        params[keys.SCENE] = ss.get(keys.SCENE)
     for key in (keys.LAYER, keys.HEAD, keys.PATCH):
         params[key] = ss.get(key)
     if ss.get(keys.MASK, "trained") != "trained":

@@ -7,7 +7,7 @@ import streamlit as st
 import vit_core
 from vit_core.io import hub
 
-from . import keys, models, share, state
+from . import composer, keys, models, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -45,6 +45,7 @@ def draw(stage: str) -> None:
     sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=state.sample_caption,
                  on_change=_drop_upload,
                  help="Generated scenes the bundled models never saw in training.")
+    composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
     sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
                      on_change=_take_upload)
     upload = st.session_state.get(keys.UPLOAD)  # (name, bytes) of the photo in use, if any
@@ -57,13 +58,15 @@ def draw(stage: str) -> None:
         inp = state.make_input(f"upload: {upload[0]}", upload[1])
     elif photo is not None:
         inp = state.make_input("camera photo", photo.getvalue())
+    elif composed is not None:
+        inp = composed
     else:
         seed = st.session_state[keys.SAMPLE]
         inp = state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
     st.session_state[keys.INPUT] = inp
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
     with sb.expander("Share and export"):
-        st.caption("Link to this view (same stage, model, sample, layer, head and patch):")
+        st.caption("Link to this view (same stage, model, scene, layer, head and patch):")
         st.code(share.link(stage), language=None)
         st.download_button("Download this trace (.npz)", lambda: state.trace_npz(
             inp, st.session_state[keys.MODEL]), file_name=f"trace-{inp.key[:8]}.npz",
@@ -93,6 +96,7 @@ def _take_upload() -> None:
 def _drop_upload() -> None:
     """Back to the sample scene (its picker changed, or the stop button was pressed)."""
     st.session_state.pop(keys.UPLOAD, None)
+    composer.stop()
 
 
 def _on_model_change() -> None:

@@ -1,12 +1,22 @@
-"""'Compose a scene' in the sidebar and a composed scene carried in a link, driven with AppTest."""
+"""'Compose a scene' in the sidebar, a composed scene carried in a link, and a share link (with
+its QR code) at an address students can open — driven with AppTest."""
 
+import io
+import socket
+from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
+import pytest
+import segno
 import torch
+from PIL import Image
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import APP
+from ui import models as ui_models
+from ui import share
 from vit_core import generate, load_image, load_model, preprocess
 from vit_core.scenes import world
 
@@ -122,3 +132,112 @@ def test_a_captioner_writes_about_the_composed_scene():
     text = generate(model, preprocess(world.compose(c).image, model.config)).text
     assert text == "a yellow box on the grass at the bottom"  # this one the model gets right
     assert any(f"**“{text}”**" in m.value for m in at.markdown)
+
+
+# ---- a link students can open ----
+
+@pytest.fixture
+def captured_media(monkeypatch) -> dict:
+    """Every file the app hands Streamlit's media store (st.image), by file id."""
+    files, load = {}, MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, data, mimetype, kind, filename=None):
+        file_id = load(self, data, mimetype, kind, filename)
+        files[file_id] = bytes(data) if isinstance(data, bytes | bytearray) else data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return files
+
+
+def qr_modules(png: bytes, size: int) -> np.ndarray:
+    """Read a QR code PNG back into its size x size modules (1 = dark), quiet zone dropped."""
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 128
+    n = size + 8  # 4 light modules each side
+    assert img.shape[0] == img.shape[1] and img.shape[0] % n == 0, img.shape
+    px = img.shape[0] // n
+    centres = (np.arange(n) * px + px // 2)
+    return img[np.ix_(centres, centres)][4:-4, 4:-4].astype(np.uint8)
+
+
+def shown_qr(at, files: dict) -> bytes:
+    """The PNG the sidebar shows as the link's QR code."""
+    (img,) = [i for el in at.sidebar.get("image") for i in el.proto.imgs
+              if i.caption == "QR code of the link above"]
+    return files[img.url.rsplit("/", 1)[1].split(".")[0]]
+
+
+def is_this_machine(host: str) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, 0))  # only an address of one of this machine's interfaces binds
+        except OSError:
+            return False
+    return True
+
+
+def test_listening_on_the_network_links_to_the_lan_address_with_its_qr_code(monkeypatch,
+                                                                            captured_media):
+    monkeypatch.setattr(ui_models, "listen_address", lambda: "0.0.0.0")
+    at = open_app({"page": "attention", "scene": STAR_CODE})
+    url = urlsplit(link(at))
+    if url.hostname == "localhost":
+        pytest.skip("this machine has no network address besides loopback")
+    assert url.hostname not in ("127.0.0.1", "localhost", "::1")
+    assert not url.hostname.startswith("127.") and is_this_machine(url.hostname)
+    assert url.port == 8501 and url.scheme == "http"  # Streamlit's default server.port
+    assert parse_qs(url.query)["scene"] == [STAR_CODE]
+    assert any(c.value == f"Students on this machine's network open it at {url.hostname}, port "
+                          f"8501, or scan the code." for c in at.sidebar.caption)
+    want = segno.make_qr(link(at))
+    got = qr_modules(shown_qr(at, captured_media), want.symbol_size(border=0)[0])
+    assert np.array_equal(got, np.array([list(row) for row in want.matrix], np.uint8))
+
+
+def test_listening_on_this_machine_only_links_to_it_and_says_so(monkeypatch, captured_media):
+    monkeypatch.setattr(ui_models, "listen_address", lambda: "127.0.0.1")
+    at = open_app({"page": "overview"})
+    assert urlsplit(link(at)).hostname == "127.0.0.1"
+    assert any(c.value.startswith("The server listens on this machine only (127.0.0.1), so only "
+                                  "this machine can open the link") for c in at.sidebar.caption)
+    want = segno.make_qr(link(at))
+    got = qr_modules(shown_qr(at, captured_media), want.symbol_size(border=0)[0])
+    assert np.array_equal(got, np.array([list(row) for row in want.matrix], np.uint8))
+
+
+def test_without_a_network_the_link_stays_on_localhost_and_says_so(monkeypatch):
+    monkeypatch.setattr(ui_models, "listen_address", lambda: "0.0.0.0")
+    monkeypatch.setattr(share, "lan_address", lambda: None)
+    at = open_app({"page": "overview"})
+    assert urlsplit(link(at)).hostname == "localhost"
+    assert any(c.value == "This machine has no network address besides localhost, so only it "
+                          "can open the link." for c in at.sidebar.caption)
+
+
+def test_the_lan_address_is_never_loopback(monkeypatch):
+    class NoRoute:  # a machine without a network: the UDP probe cannot pick an interface
+        def __init__(self, *a):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def connect(self, addr):
+            raise OSError("Network is unreachable")
+
+    def machine(*addresses):
+        infos = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, 0)) for a in addresses]
+        return SimpleNamespace(AF_INET=socket.AF_INET, SOCK_DGRAM=socket.SOCK_DGRAM,
+                               socket=NoRoute, gethostname=lambda: "laptop",
+                               getaddrinfo=lambda *a: infos)
+
+    monkeypatch.setattr(share, "socket", machine("127.0.1.1"))
+    share.lan_address.clear()
+    assert share.lan_address() is None  # only loopback: the link falls back to localhost
+    monkeypatch.setattr(share, "socket", machine("127.0.1.1", "10.1.2.3"))
+    share.lan_address.clear()
+    assert share.lan_address() == "10.1.2.3"
+    share.lan_address.clear()

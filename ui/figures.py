@@ -359,3 +359,15 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
     fig.update_xaxes(title=dict(text="key token j (what is looked at)", font=dict(size=12)))
     fig.update_yaxes(title=dict(text="query token i (who looks)", font=dict(size=12)))
     return _heat_layout(fig, 380)
+
+
+def qr_png(text: str, max_px: int = 232) -> bytes:
+    """`text` as a QR code PNG (segno's defaults: the smallest version, error correction L or
+    better), black on white with the standard 4-module quiet zone, whole pixels per module so
+    a phone reads it at any size up to `max_px`."""
+    import segno
+
+    qr = segno.make_qr(text)
+    buf = io.BytesIO()
+    qr.save(buf, kind="png", scale=max(2, max_px // qr.symbol_size(border=4)[0]), border=4)
+    return buf.getvalue()

@@ -67,7 +67,8 @@ def draw(stage: str) -> None:
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
     with sb.expander("Share and export"):
         st.caption("Link to this view (same stage, model, scene, layer, head and patch):")
-        st.code(share.link(stage), language=None)
+        st.code(link := share.link(stage), language=None)
+        share.draw_qr(link)
         st.download_button("Download this trace (.npz)", lambda: state.trace_npz(
             inp, st.session_state[keys.MODEL]), file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key=keys.DOWNLOAD_TRACE,

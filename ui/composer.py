@@ -114,7 +114,9 @@ def draw(sb) -> state.Input | None:
                   help="Changing any control below also makes it the image; choosing a "
                        "sample scene goes back to the samples.")
         c = composition()
-        st.image(state.composed_bytes(c.code), width=112, caption=c.spec.caption)
+        preview, words = st.columns(2, vertical_alignment="center")
+        preview.image(state.composed_bytes(c.code), width=112)
+        words.caption(c.spec.caption)
         if fitted:
             st.caption(fitted)
         left, right = st.columns(2)

@@ -361,7 +361,7 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str) -> go.Figure:
     return _heat_layout(fig, 380)
 
 
-def qr_png(text: str, max_px: int = 232) -> bytes:
+def qr_png(text: str, max_px: int = 200) -> bytes:
     """`text` as a QR code PNG (segno's defaults: the smallest version, error correction L or
     better), black on white with the standard 4-module quiet zone, whole pixels per module so
     a phone reads it at any size up to `max_px`."""

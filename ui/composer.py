@@ -22,7 +22,7 @@ FIELDS = {  # Composition field -> its widget's key
     "background": keys.COMPOSE_BACKGROUND, "position": keys.COMPOSE_POSITION,
     "size": keys.COMPOSE_SIZE, "rotation": keys.COMPOSE_ROTATION,
     "distractors": keys.COMPOSE_DISTRACTORS, "variation": keys.COMPOSE_VARIATION}
-WIDGETS = (keys.COMPOSE, *FIELDS.values())
+WIDGETS = (keys.COMPOSE, *FIELDS.values())  # kept across st.switch_page (controls.SIDEBAR)
 
 
 def load_link(code: str | None) -> None:
@@ -86,15 +86,6 @@ def _colours(background: str) -> list[str]:
     return [c for c in world.COLOURS if c not in world.CLASHES[background]]
 
 
-def _keep() -> None:
-    """The composer's values survive a st.switch_page in the middle of a run (presenter mode),
-    like the other sidebar values (controls.keep_shared)."""
-    ss = st.session_state
-    for key in WIDGETS:
-        if key not in ss and keys.kept(key) in ss:
-            ss[key] = ss[keys.kept(key)]
-
-
 def composition() -> world.Composition:
     """What the controls show now (valid after _fit)."""
     return world.Composition(**{f: st.session_state[k] for f, k in FIELDS.items()})
@@ -104,7 +95,6 @@ def draw(sb) -> state.Input | None:
     """The 'Compose a scene' expander in the sidebar; the composed scene's Input when it is the
     image, else None."""
     ss = st.session_state
-    _keep()
     if ss.get(keys.SCENE_NOTICE):
         sb.warning(ss.pop(keys.SCENE_NOTICE))
     fitted = _fit()
@@ -131,24 +121,21 @@ def draw(sb) -> state.Input | None:
         lo, hi = world.size_range(c.position)
         st.slider(f"Size (px across; {lo}–{hi} {_where(c.position)})", lo, hi,
                   key=keys.COMPOSE_SIZE, on_change=_use,
-                  help="The sizes the world draws: 80–150 px in the centre, 70–124 px in the "
-                       "edge zones.")
+                  help="The sizes the world draws: {}–{} px in the centre, {}–{} px in the "
+                       "edge zones.".format(*world.size_range("centre"), *world.size_range("left")))
         rlo, rhi = world.rotation_range(c.shape)
         st.slider("Rotation (° clockwise" + ("; hearts only tilt)" if c.shape == "heart" else ")"),
                   rlo, rhi, key=keys.COMPOSE_ROTATION, on_change=_use,
-                  help="Hearts only tilt (±34°) in this world, so that they still read as "
-                       "hearts; every other shape turns all the way.")
+                  help=f"Hearts only tilt (±{world.rotation_range('heart')[1]}°) in this world, "
+                       f"so that they still read as hearts; every other shape turns all the way.")
         st.slider("Distractors (pebbles, leaves, twigs)", 0, world.MAX_DISTRACTORS,
                   key=keys.COMPOSE_DISTRACTORS, on_change=_use)
         st.number_input("Variation", 0, world.MAX_VARIATION, step=1,
                         key=keys.COMPOSE_VARIATION, on_change=_use,
                         help="Picks what a seed would: the texture's crop, the lighting, the "
                              "colour's shade and where the distractors lie.")
-    for key in WIDGETS:
-        ss[keys.kept(key)] = ss[key]
     if not ss[keys.COMPOSE]:
         ss.pop(keys.SCENE, None)
         return None
-    c = composition()
     ss[keys.SCENE] = c.code
     return state.make_input(f"composed: {c.spec.caption}", state.composed_bytes(c.code))

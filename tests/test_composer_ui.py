@@ -122,6 +122,10 @@ def test_a_scene_the_world_does_not_draw_falls_back_in_one_sentence():
         assert warning.startswith(f"This link's scene '{code}' cannot be drawn (")
         assert why in warning and warning.endswith("showing a sample scene instead.")
         assert showing(at).startswith("Showing sample:") and "scene" not in at.query_params
+    at = open_app({"page": "overview", "scene": "ball_red_[click](http://x.y)_0_0"})
+    assert [w.value for w in at.sidebar.warning] == [
+        "This link's scene 'ball_red_clickhttpxy_0_0' cannot be drawn (it has characters no "
+        "scene code has); showing a sample scene instead."]  # no link in the sidebar
 
 
 def test_a_captioner_writes_about_the_composed_scene():

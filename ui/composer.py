@@ -10,6 +10,8 @@ toggle off goes back to the sample. A shared link carries the scene as `?scene=C
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from vit_core.scenes import world
@@ -30,10 +32,13 @@ def load_link(code: str | None) -> None:
     a code that names no scene of this world is said in one sentence."""
     if not code:
         return
+    shown = re.sub(r"[^\w-]", "", code, flags=re.ASCII)[:80]  # the notice renders markdown
     try:
+        if shown != code:
+            raise ValueError("it has characters no scene code has")
         c = world.Composition.parse(code)
     except ValueError as e:
-        st.session_state[keys.SCENE_NOTICE] = (f"This link's scene '{code[:80]}' cannot be drawn "
+        st.session_state[keys.SCENE_NOTICE] = (f"This link's scene '{shown}' cannot be drawn "
                                                f"({e}); showing a sample scene instead.")
         return
     for field, key in FIELDS.items():

@@ -146,8 +146,9 @@ def test_a_copied_link_opens_the_same_view(browser, server):
     ctx2, page2 = new_page(browser, requests)
     page2.goto(link)
     wait_idle(page2)
-    slider2 = page2.locator("[data-testid='stSlider'] input[type='range']")
-    assert (slider2.nth(0).input_value(), slider2.nth(1).input_value()) == shown
+    slider2 = "[data-testid='stSlider'] input[aria-label='{}']"  # by name: the sidebar has sliders
+    assert (page2.locator(slider2.format("Layer")).input_value(),
+            page2.locator(slider2.format("Head")).input_value()) == shown
     assert page2.get_by_role("spinbutton", name="Selected patch").input_value() == "23"
     assert_local(requests)
     ctx.close()

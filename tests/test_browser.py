@@ -196,6 +196,23 @@ def test_presenter_mode_next_and_previous(browser, server):
     ctx.close()
 
 
+def test_presenter_mode_keeps_a_composed_scene(browser, server):
+    """st.switch_page drops sidebar widgets' values; the composer's are kept like the others."""
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests, 1600, 900)
+    page.goto(f"{server}/?page=overview&presenter=1&scene=star_blue_sand_right_100_30_2_5")
+    wait_idle(page)
+    words = "composed: a blue star on the sand on the right"
+    assert page.get_by_text(words).count() >= 1
+    page.get_by_role("button", name="Next ▶").click()
+    wait_idle(page)
+    page.get_by_text("Stage 1 / 10").wait_for()
+    assert page.get_by_text(words).count() >= 1
+    assert "scene=star_blue_sand_right_100_30_2_5" in page.url
+    assert_local(requests)
+    ctx.close()
+
+
 def test_a_copied_link_opens_the_same_view(browser, server):
     requests: list[str] = []
     ctx, page = new_page(browser, requests)
@@ -220,8 +237,9 @@ def test_a_copied_link_opens_the_same_view(browser, server):
     ctx2, page2 = new_page(browser, requests)
     page2.goto(link)
     wait_idle(page2)
-    slider2 = page2.locator("[data-testid='stSlider'] input[type='range']")
-    assert (slider2.nth(0).input_value(), slider2.nth(1).input_value()) == shown
+    slider2 = "[data-testid='stSlider'] input[aria-label='{}']"  # by name: the sidebar has sliders
+    assert (page2.locator(slider2.format("Layer")).input_value(),
+            page2.locator(slider2.format("Head")).input_value()) == shown
     assert page2.get_by_role("spinbutton", name="Selected patch").input_value() == "23"
     assert_local(requests)
     ctx.close()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import keys
+from . import composer, keys
 
 SHARED = (keys.LAYER, keys.HEAD, keys.PATCH, keys.KEY_PATCH)
-SIDEBAR = (keys.PRESENTER, keys.MODEL, keys.MASK, keys.SAMPLE)  # widgets drawn on every page
+SIDEBAR = (keys.PRESENTER, keys.MODEL, keys.MASK, keys.SAMPLE,  # widgets drawn on every page
+           *composer.WIDGETS)
 
 
 def keep_shared() -> None:

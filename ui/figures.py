@@ -810,3 +810,15 @@ def token_mask(allowed: np.ndarray, config, words: list[str] | None, title: str)
                tickfont=dict(size=9))
     fig.update_layout(margin=dict(t=60))
     return fig
+
+
+def qr_png(text: str, max_px: int = 200) -> bytes:
+    """`text` as a QR code PNG (segno's defaults: the smallest version, error correction L or
+    better), black on white with the standard 4-module quiet zone, whole pixels per module so
+    a phone reads it at any size up to `max_px`."""
+    import segno
+
+    qr = segno.make_qr(text)
+    buf = io.BytesIO()
+    qr.save(buf, kind="png", scale=max(2, max_px // qr.symbol_size(border=4)[0]), border=4)
+    return buf.getvalue()

@@ -2,8 +2,8 @@
 
 A widget's `key=` is also its session-state key, so both live here. The values are part of the
 app's interface: `AppTest` tests address widgets by them, and the shared-link query parameters
-(model, mask, sample, layer, head, patch, presenter) have the same names. Change a value only
-together with those. Keys that need a part known only at run time (a model name, a file name)
+(model, mask, sample, scene, layer, head, patch, presenter) have the same names. Change a value
+only together with those. Keys that need a part known only at run time (a model name, a file name)
 are built by the small functions at the end, from a prefix defined here.
 """
 
@@ -36,6 +36,18 @@ FETCH_BUTTON = "fetch_button"  # button: fetch the model
 FETCH_CANCEL = "fetch_cancel"  # button: close the fetch form
 UPLOAD_PREFIX = "upload-"  # + upload round: the uploader's key (see upload(); sidebar.upload_key)
 
+# ---------------------------------------------------------------- scene composer
+# Drawn by ui/composer.py in the sidebar's Image section; a shared link fills them (?scene=).
+COMPOSE = "compose"  # bool: the composed scene is the image (toggle; any composer change)
+COMPOSE_SHAPE = "compose_shape"  # str: one of world.CLASS_NAMES (selectbox)
+COMPOSE_COLOUR = "compose_colour"  # str: a colour the background allows (selectbox)
+COMPOSE_BACKGROUND = "compose_background"  # str: one of world.BACKGROUNDS (selectbox)
+COMPOSE_POSITION = "compose_position"  # str: one of world.POSITIONS (selectbox)
+COMPOSE_SIZE = "compose_size"  # int: diameter in px, within world.size_range (slider)
+COMPOSE_ROTATION = "compose_rotation"  # int: degrees clockwise (slider)
+COMPOSE_DISTRACTORS = "compose_distractors"  # int: 0-3 small distractors (slider)
+COMPOSE_VARIATION = "compose_variation"  # int: texture crop, lighting... (number_input)
+
 # ---------------------------------------------------------------- presenter header
 # Drawn by ui/presenter.py when presenter mode is on.
 PRESENTER_EXIT = "presenter_exit"  # button: leave presenter mode
@@ -55,6 +67,8 @@ CHECKPOINT_ERROR = "_checkpoint_error"  # str | None: why the last load failed (
 FETCHING = "_fetching"  # str | None: the model the fetch form is for (sidebar._on_model_change)
 FETCH_ERROR = "_fetch_error"  # str | None: why the last fetch failed (sidebar.fetch_form)
 LINK_NOTICE = "_link_notice"  # str: a shared link's model is not here (share.load_once)
+SCENE = "scene"  # str: code of the composed scene in use, the link's ?scene= (ui/composer.py)
+SCENE_NOTICE = "_scene_notice"  # str: a link's scene cannot be drawn (composer.load_link)
 LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
 LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (sidebar.try_load)
 KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())

@@ -154,7 +154,7 @@ def fetch_into_session(name: str, bar) -> str | None:
 
 def honesty_note(model, input_label: str) -> str | None:
     """One line when a photo meets a bundled shapes model: what it knows, and what to use."""
-    if model.info.source != "bundled" or input_label.startswith("sample"):
+    if model.info.source != "bundled" or input_label.startswith(("sample", "composed")):
         return None
     local = fetched()
     offer = (f"For a photo, pick a real ViT on this machine: {', '.join(local[:3])}." if local

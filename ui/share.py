@@ -1,18 +1,27 @@
-"""The view lives in the URL: sample, model, layer, head, patch, mask, stage and presenter mode.
+"""The view lives in the URL: sample or composed scene, model, layer, head, patch, mask, stage
+and presenter mode.
 
 On a session's first run the query parameters are read into session state (values checked and
 clamped), and after the sidebar is drawn the current view is written back, so the browser's
 address bar is always a link to exactly this view. A query parameter has the name of the
 session key it fills (ui/keys.py).
+
+The shared link (and its QR code) uses an address the class can open: when the server listens
+on the network and the teacher's browser is on localhost, the machine's LAN address and the
+server's port replace the browser's 127.0.0.1.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+import socket
+from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from . import keys, models, state
+from . import composer, figures, keys, models, state
+
+EVERY_INTERFACE = ("", "0.0.0.0", "::")  # server.address values that listen on the network
+PRIVATE_PROBES = ("10.255.255.255", "192.168.255.255", "172.31.255.255")
 
 INT_KEYS = (keys.SAMPLE, keys.LAYER, keys.HEAD, keys.PATCH)
 MASKS = ("trained", "full", "causal", "prefix")
@@ -44,6 +53,7 @@ def load_once() -> None:
             pass
     if st.session_state.get(keys.SAMPLE) not in state.sample_seeds():
         st.session_state.pop(keys.SAMPLE, None)
+    composer.load_link(q.get(keys.SCENE))
     if q.get(keys.MASK) in MASKS:
         st.session_state[keys.MASK] = q[keys.MASK]
     if q.get(keys.PRESENTER) in ("1", "true", "on"):
@@ -56,6 +66,8 @@ def current_params(stage: str) -> dict[str, str]:
     inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
         params[keys.SAMPLE] = ss.get(keys.SAMPLE)
+    elif inp is not None and inp.label.startswith("composed"):
+        params[keys.SCENE] = ss.get(keys.SCENE)
     for key in (keys.LAYER, keys.HEAD, keys.PATCH):
         params[key] = ss.get(key)
     if ss.get(keys.MASK, "trained") != "trained":
@@ -73,7 +85,70 @@ def write(stage: str) -> None:
 
 
 def link(stage: str) -> str:
-    """An absolute link that reopens this view."""
-    base = (st.context.url or "").split("?")[0]
-    root = base[: base.rfind("/") + 1] if base.count("/") > 2 else base.rstrip("/") + "/"
-    return root + "?" + urlencode(current_params(stage))
+    """An absolute link that reopens this view, at the address the class can open."""
+    return root_url()[0] + "?" + urlencode(current_params(stage))
+
+
+@st.cache_resource(ttl=300, show_spinner=False)
+def lan_address() -> str | None:
+    """This machine's IPv4 address on the local network, or None if it has only loopback.
+
+    Found without network access: "connecting" a UDP socket sends nothing, it only makes the
+    kernel pick the interface that would reach a private address; else the host name's
+    addresses. 127.x never counts.
+    """
+    for probe in PRIVATE_PROBES:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((probe, 1))
+                found = s.getsockname()[0]
+        except OSError:
+            continue
+        if not found.startswith("127.") and found != "0.0.0.0":
+            return found
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        return None
+    return next((i[4][0] for i in infos if not i[4][0].startswith("127.")), None)
+
+
+def root_url() -> tuple[str, str]:
+    """(root URL of the app for the class, one sentence on who can open it)."""
+    browser = (st.context.url or "").split("?")[0]
+    parts = urlsplit(browser)
+    listen = models.listen_address()
+    if listen in models.LOOPBACK:
+        return (_browser_root(browser) if browser else _root(listen, parts.scheme),
+                f"The server listens on this machine only ({listen}), so only this machine "
+                f"can open the link: start it with --server.address 0.0.0.0 for the class.")
+    if parts.hostname and parts.hostname not in models.LOOPBACK:
+        return _browser_root(browser), (f"Built from the address your browser uses "
+                                        f"({parts.hostname}): students on the same network "
+                                        f"open it, or scan the code.")
+    lan = lan_address() if listen in EVERY_INTERFACE else listen
+    if lan is None:
+        return _root("localhost", parts.scheme), ("This machine has no network address "
+                                                  "besides localhost, so only it can open "
+                                                  "the link.")
+    return _root(lan, parts.scheme), (f"Students on this machine's network open it at {lan}, "
+                                      f"port {st.get_option('server.port')}, or scan the code.")
+
+
+def _browser_root(browser: str) -> str:
+    """The browser's address without the page's own path segment."""
+    return (browser[: browser.rfind("/") + 1] if browser.count("/") > 2
+            else browser.rstrip("/") + "/")
+
+
+def _root(host: str, scheme: str = "") -> str:
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address
+    path = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{scheme or 'http'}://{host}:{st.get_option('server.port')}/" + (
+        f"{path}/" if path else "")
+
+
+def draw_qr(url: str) -> None:
+    """Who can open the link, and its QR code (under the link in "Share and export")."""
+    st.caption(root_url()[1])
+    st.image(figures.qr_png(url), output_format="PNG", caption="QR code of the link above")

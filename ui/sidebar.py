@@ -9,7 +9,7 @@ import streamlit as st
 import vit_core
 from vit_core.io import hub
 
-from . import keys, models, share, state
+from . import composer, keys, models, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -47,6 +47,7 @@ def draw(stage: str) -> None:
     sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=state.sample_caption,
                  on_change=_drop_upload,
                  help="Generated scenes the bundled models never saw in training.")
+    composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
     sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
                      on_change=_take_upload)
     name = st.session_state[keys.MODEL]
@@ -67,15 +68,18 @@ def draw(stage: str) -> None:
         inp = state.make_input("camera photo", photo.getvalue())
         error = state.image_error(inp, name)
         photo = None if error else photo
-    if upload is None and photo is None:
+    if upload is None and photo is None and composed is not None:
+        inp = composed
+    elif upload is None and photo is None:
         seed = st.session_state[keys.SAMPLE]
         inp = state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
     st.session_state[keys.INPUT] = inp
     st.session_state[keys.INPUT_ERROR] = error  # state.load_current shows it on the page
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
     with sb.expander("Share and export"):
-        st.caption("Link to this view (same stage, model, sample, layer, head and patch):")
-        st.code(share.link(stage), language=None)
+        st.caption("Link to this view (same stage, model, scene, layer, head and patch):")
+        st.code(link := share.link(stage), language=None)
+        share.draw_qr(link)
         # Streamlit calls the data function when the button is clicked, on another thread where
         # st.session_state does not exist: everything it needs is read here, in the script run.
         st.download_button("Download this trace (.npz)", functools.partial(
@@ -106,6 +110,7 @@ def _take_upload() -> None:
 def _drop_upload() -> None:
     """Back to the sample scene (its picker changed, or the stop button was pressed)."""
     st.session_state.pop(keys.UPLOAD, None)
+    composer.stop()
 
 
 def _on_model_change() -> None:

@@ -94,6 +94,14 @@ def sample_caption(seed: int) -> str:
     return world.scene_spec(seed).caption
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def composed_bytes(code: str) -> bytes:
+    """PNG of a composed scene (world.Composition code), drawn by the scenes' own generator."""
+    buf = io.BytesIO()
+    world.compose(world.Composition.parse(code)).image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def make_input(label: str, raw: bytes) -> Input:
     return Input(hashlib.sha256(raw).hexdigest(), label, raw)
 

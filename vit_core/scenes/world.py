@@ -2,14 +2,17 @@
 
 A scene is one clearly visible shape of a named colour on a textured background, placed in one
 of five zones, plus up to three small distractors. Everything (image, mask, caption) follows from
-one integer seed, so any scene can be rebuilt exactly. Never imports streamlit.
+one integer seed, so any scene can be rebuilt exactly: the seed draws a `SceneSpec` (what the
+caption says, and where) and a `Look` (texture crop, lighting, distractors), and `render` draws
+them. A `Composition` chooses the spec by hand instead (the app's "Compose a scene") and is
+drawn by the same `render`. Never imports streamlit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -37,6 +40,9 @@ VOCAB = tuple(sorted({"a", "on", "the", *CLASS_NAMES, *COLOURS, *BACKGROUNDS,
                       *" ".join(POSITION_PHRASES.values()).split()}))
 MAX_CAPTION_WORDS = 6 + max(len(p.split()) for p in POSITION_PHRASES.values())
 DISTRACTOR_P = 0.4  # share of scenes with 1-3 small distractors
+MAX_DISTRACTORS = 3
+HEART_TILT = 0.6  # radians: hearts only tilt this far either way, so they still read as hearts
+TEXTURE_VARIANTS = 6  # textures per background (_bank)
 _ALLOWED = {b: tuple(c for c in COLOURS if c not in CLASHES[b]) for b in BACKGROUNDS}
 
 
@@ -148,7 +154,7 @@ def _texture(name: str, rng) -> Image.Image:
 
 
 @cache
-def _bank(background: str, variants: int = 6) -> tuple[Image.Image, ...]:
+def _bank(background: str, variants: int = TEXTURE_VARIANTS) -> tuple[Image.Image, ...]:
     """A few 256x256 textures per background, built once per process; scenes crop from them."""
     i = BACKGROUNDS.index(background)
     return tuple(_texture(background, np.random.default_rng([7919, i, v]))
@@ -160,7 +166,7 @@ def _bank(background: str, variants: int = 6) -> tuple[Image.Image, ...]:
 class SceneSpec:
     """What a seed's scene shows, decided before any pixel is drawn (cheap to compute)."""
 
-    seed: int
+    seed: int | None  # None for a composed scene
     label: int
     colour: str
     background: str
@@ -179,24 +185,79 @@ class SceneSpec:
         return f"{words} {POSITION_PHRASES[self.position]}".strip()
 
 
+@dataclass(frozen=True)
+class Distractor:
+    """A pebble, leaf or twig: <= 20 px and never a class shape, drawn under the object."""
+
+    kind: int  # 0 pebble (ellipse), 1 leaf (thin polygon), 2 twig (line)
+    x: float  # centre of a pebble or leaf, one end of a twig (pixels)
+    y: float
+    size: float  # half length in pixels, 4-10
+    angle: float  # radians (leaf and twig)
+    fill: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Look:
+    """Everything in a scene's pixels that its caption does not say."""
+
+    variant: int  # which of the background's TEXTURE_VARIANTS textures
+    crop: tuple[int, int]  # (x, y) of the SIZE x SIZE crop in the 256 x 256 texture
+    flip: bool  # mirrored left-right
+    brightness: float  # of the background, 0.9-1.1
+    distractors: tuple[Distractor, ...]
+    shade: float  # brightness of the object's colour, 0.88-1.06
+
+
+def size_range(position: str) -> tuple[int, int]:
+    """Diameters (px) the world draws in this zone: edge zones a little smaller."""
+    return (80, 150) if position == "centre" else (70, 124)
+
+
+def _edge_range(diameter: float) -> tuple[float, float]:
+    """How far from its edge (px) an edge zone's centroid may lie: may clip a tip, never more."""
+    return max(0.85 * diameter / 2, 36), 66
+
+
+def _place(position: str, along: float, across: float) -> tuple[float, float]:
+    """The (x, y) centroid `along` px from the zone's edge, `across` px along that edge."""
+    along = SIZE - along if position in ("right", "bottom") else along
+    return (along, across) if position in ("left", "right") else (across, along)
+
+
 def _sample(seed: int, rng) -> SceneSpec:
     label = int(rng.integers(len(CLASS_NAMES)))
     background = BACKGROUNDS[rng.integers(len(BACKGROUNDS))]
     colour = _ALLOWED[background][rng.integers(len(_ALLOWED[background]))]
     position = POSITIONS[rng.integers(len(POSITIONS))]
+    diameter = rng.uniform(*size_range(position))
     if position == "centre":
-        diameter = rng.uniform(80, 150)
         centre = tuple(SIZE / 2 + rng.uniform(-8, 8, 2))
-    else:  # edge zones: a little smaller, centroid <= 66 px from its edge (centre is 112)
-        diameter = rng.uniform(70, 124)
-        along = rng.uniform(max(0.85 * diameter / 2, 36), 66)  # may clip a tip, never more
-        across = SIZE / 2 + rng.uniform(-12, 12)
-        along = SIZE - along if position in ("right", "bottom") else along
-        centre = (along, across) if position in ("left", "right") else (across, along)
+    else:  # edge zones: centroid <= 66 px from its edge (the image centre is 112)
+        along = rng.uniform(*_edge_range(diameter))
+        centre = _place(position, along, SIZE / 2 + rng.uniform(-12, 12))
     # Hearts only tilt, so they still read as hearts; every other shape spins freely.
-    angle = rng.uniform(-0.6, 0.6) if CLASS_NAMES[label] == "heart" else rng.uniform(0, 2 * math.pi)
+    angle = (rng.uniform(-HEART_TILT, HEART_TILT) if CLASS_NAMES[label] == "heart"
+             else rng.uniform(0, 2 * math.pi))
     return SceneSpec(seed, label, colour, background, position, float(diameter), float(angle),
                      (float(centre[0]), float(centre[1])))
+
+
+def _sample_look(rng, distractors: int | None = None) -> Look:
+    """Draw a Look; `distractors` None = as the world does (1-3 in DISTRACTOR_P of scenes)."""
+    x, y = rng.integers(0, 256 - SIZE + 1, 2)
+    variant, flip = int(rng.integers(TEXTURE_VARIANTS)), bool(rng.random() < 0.5)
+    brightness = float(rng.uniform(0.9, 1.1))
+    if distractors is None:  # the world's own choice
+        some = rng.random() < DISTRACTOR_P
+        distractors = int(rng.integers(1, MAX_DISTRACTORS + 1)) if some else 0
+    items = []
+    for _ in range(distractors):
+        (px, py), s, a = rng.uniform(12, SIZE - 12, 2), rng.uniform(4, 10), rng.uniform(0, 6.3)
+        fill, kind = tuple(int(v) for v in rng.integers(0, 256, 3)), int(rng.integers(3))
+        items.append(Distractor(kind, float(px), float(py), float(s), float(a), fill))
+    shade = float(rng.uniform(0.88, 1.06))
+    return Look(variant, (int(x), int(y)), flip, brightness, tuple(items), shade)
 
 
 def scene_spec(seed: int) -> SceneSpec:
@@ -221,29 +282,25 @@ def _xy(poly, spec: SceneSpec, shift=(0.0, 0.0)) -> list[float]:
     return (pts + np.add(spec.centre, shift)).ravel().tolist()
 
 
-def _render(seed: int) -> tuple[SceneSpec, Image.Image, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    spec = _sample(seed, rng)
-    bank = _bank(spec.background)
-    x, y = rng.integers(0, 256 - SIZE + 1, 2)
-    img = bank[rng.integers(len(bank))].crop((x, y, x + SIZE, y + SIZE))
-    if rng.random() < 0.5:
+def render(spec: SceneSpec, look: Look) -> tuple[Image.Image, np.ndarray]:
+    """Draw a scene: (SIZE x SIZE RGB image, [SIZE, SIZE] uint8 mask, label + 1 on the object)."""
+    x, y = look.crop
+    img = _bank(spec.background)[look.variant].crop((x, y, x + SIZE, y + SIZE))
+    if look.flip:
         img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    lut = np.clip(np.arange(256) * rng.uniform(0.9, 1.1), 0, 255).astype(int).tolist()
+    lut = np.clip(np.arange(256) * look.brightness, 0, 255).astype(int).tolist()
     img = img.point(lut * 3)  # brightness jitter
     draw = ImageDraw.Draw(img)
-    if rng.random() < DISTRACTOR_P:  # pebbles, leaves, twigs: <= 20 px and not class shapes
-        for _ in range(rng.integers(1, 4)):
-            (px, py), s, a = rng.uniform(12, SIZE - 12, 2), rng.uniform(4, 10), rng.uniform(0, 6.3)
-            fill, kind = tuple(int(v) for v in rng.integers(0, 256, 3)), rng.integers(3)
-            if kind == 0:
-                draw.ellipse((px - s, py - 0.7 * s, px + s, py + 0.7 * s), fill=fill)
-            elif kind == 1:
-                leaf = _ring_pts(n=12) * (s, 0.4 * s) @ np.array([[math.cos(a), math.sin(a)],
-                                                                 [-math.sin(a), math.cos(a)]])
-                draw.polygon((leaf + (px, py)).ravel().tolist(), fill=fill)
-            else:
-                draw.line((px, py, px + 2 * s * math.cos(a), py + 2 * s * math.sin(a)), fill, 2)
+    for d in look.distractors:  # pebbles, leaves, twigs
+        px, py, s, a = d.x, d.y, d.size, d.angle
+        if d.kind == 0:
+            draw.ellipse((px - s, py - 0.7 * s, px + s, py + 0.7 * s), fill=d.fill)
+        elif d.kind == 1:
+            leaf = _ring_pts(n=12) * (s, 0.4 * s) @ np.array([[math.cos(a), math.sin(a)],
+                                                             [-math.sin(a), math.cos(a)]])
+            draw.polygon((leaf + (px, py)).ravel().tolist(), fill=d.fill)
+        else:
+            draw.line((px, py, px + 2 * s * math.cos(a), py + 2 * s * math.sin(a)), d.fill, 2)
     outline, hole = SHAPES[spec.label_name]
     mask, shadow = Image.new("L", (SIZE, SIZE)), Image.new("L", (SIZE, SIZE))
     mdraw, sdraw = ImageDraw.Draw(mask), ImageDraw.Draw(shadow)
@@ -252,14 +309,19 @@ def _render(seed: int) -> tuple[SceneSpec, Image.Image, np.ndarray]:
     if hole is not None:
         mdraw.polygon(_xy(hole, spec), fill=0)
         sdraw.polygon(_xy(hole, spec, (5, 6)), fill=0)
-    k = rng.uniform(0.88, 1.06)  # per-scene brightness of the object's colour
-    colour = tuple(min(255, int(v * k)) for v in COLOURS[spec.colour])
+    colour = tuple(min(255, int(v * look.shade)) for v in COLOURS[spec.colour])
     for fill, alpha in (((0, 0, 0), shadow), (colour, mask)):  # blend only inside the bbox
         box = alpha.getbbox()
         if box:
             img.paste(fill, box, alpha.crop(box))
     labels = (np.asarray(mask) > 0).astype(np.uint8) * np.uint8(spec.label + 1)
-    return spec, img, labels
+    return img, labels
+
+
+def _render(seed: int) -> tuple[SceneSpec, Image.Image, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    spec = _sample(seed, rng)
+    return spec, *render(spec, _sample_look(rng))
 
 
 @dataclass(frozen=True, eq=False)
@@ -274,14 +336,115 @@ class Scene:
     position: str
     caption: str
     mask: np.ndarray  # [SIZE, SIZE] uint8
-    seed: int
+    seed: int | None  # None for a composed scene
+
+
+def _scene(spec: SceneSpec, img: Image.Image, mask: np.ndarray) -> Scene:
+    return Scene(img, spec.label, spec.label_name, spec.colour, spec.background, spec.position,
+                 spec.caption, mask, spec.seed)
 
 
 def make_scene(seed: int) -> Scene:
     """Render the scene for `seed`; the same seed always gives the same pixels."""
-    spec, img, mask = _render(int(seed))
-    return Scene(img, spec.label, spec.label_name, spec.colour, spec.background, spec.position,
-                 spec.caption, mask, spec.seed)
+    return _scene(*_render(int(seed)))
+
+
+# ---------------------------------------------------------------- composed scenes
+MAX_VARIATION = 9999
+_COMPOSE_STREAM = 0xC0405E  # keeps a composition's random stream apart from every seed's
+
+
+def rotation_range(shape: str) -> tuple[int, int]:
+    """Rotations (whole degrees, clockwise) the world draws this shape at."""
+    tilt = int(math.degrees(HEART_TILT)) if shape == "heart" else 180
+    return -tilt, tilt
+
+
+@dataclass(frozen=True)
+class Composition:
+    """A scene chosen by hand: what a caption says, plus size, rotation and distractors.
+
+    The rest (texture crop, lighting, where the distractors lie, the colour's shade) is drawn
+    from `variation`, the way a seed draws it. Only what the world itself draws is allowed, so
+    the bundled models see a scene like those they were trained on; a value outside that
+    raises ValueError with one sentence. `code` / `parse` carry it in a link:
+    shape_colour_background_position_size_rotation_distractors_variation, e.g.
+    'ball_red_grass_left_100_0_2_7'.
+    """
+
+    shape: str  # one of CLASS_NAMES
+    colour: str  # one of COLOURS, not in CLASHES[background]
+    background: str  # one of BACKGROUNDS
+    position: str  # one of POSITIONS
+    size: int  # diameter of the shape's bounding circle in px, within size_range(position)
+    rotation: int  # degrees clockwise, within rotation_range(shape)
+    distractors: int = 0  # 0-MAX_DISTRACTORS pebbles, leaves or twigs
+    variation: int = 0  # 0-MAX_VARIATION
+
+    def __post_init__(self):
+        for value, allowed, what in ((self.shape, CLASS_NAMES, "shape"),
+                                     (self.colour, COLOURS, "colour"),
+                                     (self.background, BACKGROUNDS, "background"),
+                                     (self.position, POSITIONS, "position")):
+            if value not in allowed:
+                raise ValueError(f"'{value}' is not a {what} of this world "
+                                 f"({', '.join(allowed)})")
+        if self.colour in CLASHES[self.background]:
+            raise ValueError(f"the world never draws {self.colour} on the {self.background}: "
+                             f"it would blend in")
+        where = POSITION_PHRASES[self.position] or "in the centre"
+        for value, (lo, hi), what in (
+                (self.size, size_range(self.position), f"size (px) of a shape {where}"),
+                (self.rotation, rotation_range(self.shape), f"rotation (°) of a {self.shape}"),
+                (self.distractors, (0, MAX_DISTRACTORS), "number of distractors"),
+                (self.variation, (0, MAX_VARIATION), "variation")):
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise ValueError(f"the {what} is {lo} to {hi} in this world, not {value!r}")
+
+    @property
+    def code(self) -> str:
+        return "_".join(str(v) for v in (self.shape, self.colour, self.background, self.position,
+                                          self.size, self.rotation, self.distractors,
+                                          self.variation))
+
+    @classmethod
+    def parse(cls, code: str) -> Composition:
+        """The composition a `code` names; ValueError (one sentence) if it names none."""
+        parts = str(code).split("_")
+        if len(parts) != 8:
+            raise ValueError("a scene is written shape_colour_background_position_size_"
+                             "rotation_distractors_variation")
+        try:
+            numbers = [int(v) for v in parts[4:]]
+        except ValueError:
+            raise ValueError("size, rotation, distractors and variation are whole "
+                             "numbers") from None
+        return cls(*parts[:4], *numbers)
+
+    @property
+    def spec(self) -> SceneSpec:
+        """Placed at the middle of its zone, as far from the edge as the world allows."""
+        d = float(self.size)
+        if self.position == "centre":
+            centre = (SIZE / 2, SIZE / 2)
+        else:
+            centre = _place(self.position, sum(_edge_range(d)) / 2, SIZE / 2)
+        return SceneSpec(None, CLASS_NAMES.index(self.shape), self.colour, self.background,
+                         self.position, d, math.radians(self.rotation), centre)
+
+    @property
+    def look(self) -> Look:
+        """Drawn with all MAX_DISTRACTORS, then the first `distractors` kept: adding one leaves
+        the rest of the scene as it was."""
+        look = _sample_look(np.random.default_rng([_COMPOSE_STREAM, self.variation]),
+                            distractors=MAX_DISTRACTORS)
+        return replace(look, distractors=look.distractors[:self.distractors])
+
+
+def compose(c: Composition) -> Scene:
+    """Render a composed scene with the generator the bundled models were trained on."""
+    spec = c.spec
+    return _scene(spec, *render(spec, c.look))
 
 
 # ---------------------------------------------------------------- torch datasets

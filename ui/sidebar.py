@@ -57,7 +57,7 @@ def draw(stage: str) -> None:
         inp = state.make_input(f"upload: {upload[0]}", upload[1])
         error = state.image_error(inp, name)
         if error:  # not shown, so not "in use": the sidebar and the page show the sample
-            _drop_upload()
+            st.session_state.pop(keys.UPLOAD, None)  # (the composer's toggle is drawn already)
             upload = None
     if upload is not None:
         sb.button(f"✕ Stop using {upload[0]}", key=keys.DROP_UPLOAD, on_click=_drop_upload)

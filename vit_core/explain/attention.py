@@ -11,8 +11,9 @@ import torch
 
 
 def stack_patterns(trace) -> torch.Tensor:
-    """All attention patterns of a trace as one tensor [L, H, S, S]."""
-    return torch.stack([trace[f"blocks.{i}.attn.pattern"] for i in range(trace.config.depth)])
+    """All attention patterns of a trace as one tensor [L, H, S, S]. A lean trace recomputes
+    them layer by layer (`Trace.patterns()`) without keeping each block's other internals."""
+    return torch.stack(list(trace.patterns()))
 
 
 def rollout(patterns: torch.Tensor, residual: float = 0.5) -> torch.Tensor:

@@ -80,9 +80,9 @@ KATEX_ERRORS_JS = """() => {
 }"""
 
 
-# Known problems another developer is fixing on their page (stage -> text of the problem):
-# reported as xfail while they last, and the test passes once the fix is merged.
-WAITING = {"mlp": r"\quadG"}  # pages/mlp.py joins "\quad" and "G = ..." into "\quadG"
+# Known problems waited for (stage -> text of the problem): none since the MLP page's \quadG
+# was fixed; a problem listed here is reported as xfail while it lasts.
+WAITING: dict[str, str] = {}
 
 
 def open_stage(page, slug: str) -> None:

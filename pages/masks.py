@@ -50,7 +50,7 @@ for col, kind in zip(cols, ("full", "causal", "prefix"), strict=True):
     allowed = allowed_keys(kind, n_img, n_txt)
     col.plotly_chart(figures.mask_figure(allowed.numpy(), n_img,
                                          f"{kind}: {S}×{S} (light: may look; dark: −∞)",
-                                         labels=cap_labels, ticks=mask_ticks),
+                                         labels=cap_labels, ticks=mask_ticks, height=300),
                      key=keys.mask_kind(kind))
 visible = {k: allowed_keys(k, n_img, n_txt).sum(1).numpy() for k in ("causal", "prefix")}
 st.plotly_chart(figures.visible_keys_chart(visible, cap_labels,
@@ -79,7 +79,7 @@ cols = st.columns(len(runs))
 for col, (m, kind) in zip(cols, runs, strict=True):
     t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
     tl = figures.token_labels(models[m].config, enc.words)
-    live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 300)
+    live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 200)
     col.plotly_chart(figures.matrix_heatmap(
         t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
         zmid=None, height=380, x_title="key token (what is looked at)",

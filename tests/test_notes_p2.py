@@ -741,4 +741,4 @@ def test_the_class_map_legend_shows_each_class_colour():
     assert out.shape[0] > 240  # the legend sits under the map
     legend = out[240:].reshape(-1, 3)
     for colour in palette[:2]:
-        assert (legend == colour).all(1).sum() >= 100  # a 10 x 10 swatch of that exact colour
+        assert (legend == colour).all(1).sum() >= 64  # a swatch (at least 8 x 8) of that colour

@@ -600,7 +600,8 @@ def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,
 
 
 def mask_figure(allowed: np.ndarray, n_image: int, title: str,
-                labels: list[str] | None = None, ticks: list[str] | None = None) -> go.Figure:
+                labels: list[str] | None = None, ticks: list[str] | None = None,
+                height: int = 380) -> go.Figure:
     """An S x S mask: visible cells light, -inf cells dark, the four blocks outlined and named.
 
     Args:
@@ -634,9 +635,9 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str,
             fig.add_annotation(**{"x": x - 0.5, "y": y - 0.5, **kw}, text=text, showarrow=False,
                                font=dict(color="#ff9500", size=12), bgcolor="rgba(0,0,0,0.5)")
     fig.update_layout(title=dict(text=title, font=dict(size=14)))
-    fig.update_xaxes(title=dict(text="key token j (what is looked at)", font=dict(size=12)))
-    fig.update_yaxes(title=dict(text="query token i (who looks)", font=dict(size=12)))
-    return _heat_layout(fig, 380)
+    fig.update_xaxes(title=dict(text="key token j (looked at)", font=dict(size=12)))
+    fig.update_yaxes(title=dict(text="query token i (looks)", font=dict(size=12)))
+    return _heat_layout(fig, height)
 
 
 def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],

@@ -3,7 +3,6 @@
 import streamlit as st
 
 from ui import controls, figures, keys, state
-from vit_core import generate
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -53,7 +52,7 @@ elif kind == "mask":
 
 text_ids = None
 if c.has_text:  # score the model's own caption before and after
-    text_ids = [1] + generate(model, prep.pixels).ids[: c.max_text_len - 1]
+    text_ids = [1] + state.generation(inp, name).ids[: c.max_text_len - 1]
 base = state.trace(inp, name, text_ids=text_ids)
 after = state.experiment(inp, name, kind, arg, text_ids)
 

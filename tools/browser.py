@@ -34,8 +34,15 @@ class Server:
 
     def rss_mb(self) -> float:
         """Resident memory of the server process, from /proc."""
+        return self._status_mb("VmRSS:")
+
+    def peak_rss_mb(self) -> float:
+        """The most resident memory the server process has had (VmHWM), from /proc."""
+        return self._status_mb("VmHWM:")
+
+    def _status_mb(self, name: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(name):
                 return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -46,14 +53,19 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(port: int | None = None, timeout: float = 90):
-    """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards."""
+def serve(port: int | None = None, timeout: float = 90, env: dict | None = None):
+    """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards.
+
+    `env` adds environment variables for the server (e.g. OMP_NUM_THREADS for a replica).
+    """
     port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
          str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # its log is not read: a pipe nobody reads fills up and stalls a busy server
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout

@@ -1,6 +1,6 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace first warm payload memory] [--json FILE]
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory load] [--json FILE]
                                    [--allocator-defaults]
 
 trace    run_trace vs a plain forward (and timm's VisionTransformer when timm is importable)
@@ -8,6 +8,9 @@ first    upload -> first page rendered: AppTest run time, and in Chromium until 
 warm     each page's rerun with its trace cached, after moving layer / head / patch (AppTest)
 payload  bytes a page visit sends to the browser (websocket frames + media), in Chromium
 memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
+load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
+         ViT-B/16, each uploads its own picture and visits every page (tools/load_test.py,
+         Streamlit's protocol, no browsers), on one app process and on --replicas behind HAProxy
 """
 
 from __future__ import annotations
@@ -235,8 +238,9 @@ def bench_memory(sessions: int) -> list[dict]:
     out = ROOT / "benchmarks" / "_load.json"
     # its own process: the load test spawns browser workers, which must not inherit AppTest's
     # __main__ from the sections before
-    subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--sessions",
-                    str(sessions), "--processes", "2", "--json", str(out)], check=False)
+    subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--browser",
+                    "--sessions", str(sessions), "--processes", "2", "--json", str(out)],
+                   check=False)
     r = json.loads(out.read_text())
     out.unlink()
     return [{"one ViT-B/16 trace (MB)": f"{tr.nbytes() / 2**20:.1f}",
@@ -246,14 +250,27 @@ def bench_memory(sessions: int) -> list[dict]:
              "problems": len(r["problems"])}]
 
 
+def bench_load(sessions: int, replicas: int) -> str:
+    from tools.load_test import protocol_run, report
+
+    runs = [protocol_run(sessions=sessions, replicas=1)]
+    if replicas > 1:
+        runs.append(protocol_run(sessions=sessions, replicas=replicas, threads=1))
+    return "\n\n".join(report(r) for r in runs)
+
+
 def main(argv=None):
     from vit_core import bundled_models, default_model_name
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", default=["trace", "first", "warm", "payload", "memory"])
+    ap.add_argument("--only", nargs="*",
+                    default=["trace", "first", "warm", "payload", "memory", "load"])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--sessions", type=int, default=10)
+    ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
+    ap.add_argument("--replicas", type=int, default=2,
+                    help="the load section again on this many replicas behind HAProxy (1: no)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
     ap.add_argument("--allocator-defaults", action="store_true",
                     help="leave glibc's malloc settings alone (the app keeps freed memory)")
@@ -274,6 +291,7 @@ def main(argv=None):
         "warm": lambda: bench_warm("vit-b16"),
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
+        "load": lambda: bench_load(args.classroom, args.replicas),
     }
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
           f"allocator: {allocator}")
@@ -281,7 +299,8 @@ def main(argv=None):
         t0 = time.time()
         rows = sections[name]()
         results[name] = rows
-        print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{table(rows)}", flush=True)
+        shown = rows if isinstance(rows, str) else table(rows)
+        print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{shown}", flush=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
 
 

@@ -15,12 +15,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.browser import ROOT, Server, free_port, serve
+from tools.browser import ROOT, Server, free_port, serve, stop, wait_healthy
 
 CONFIG = ROOT / "deploy" / "haproxy.cfg"
 COOKIE = "VITSERVER"  # the cookie the config inserts; its value names the replica
@@ -56,25 +54,10 @@ def balanced(replicas: int = 2, env: dict | None = None, timeout: float = 60):
         log = cfg.with_suffix(".log")
         with log.open("wb") as out:
             proc = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=out, stderr=out)
-        stack.callback(_stop, proc)
+        stack.callback(stop, proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"haproxy stopped: {log.read_text()[-500:]}")
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("haproxy did not answer on " + url)
+        try:
+            wait_healthy(url, proc, timeout, "haproxy")
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}: {log.read_text()[-500:]}") from None
         yield Balanced(url, servers)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()

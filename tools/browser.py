@@ -68,22 +68,33 @@ def serve(port: int | None = None, timeout: float = 90, env: dict | None = None)
         env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("the Streamlit server did not start")
+        wait_healthy(url, proc, timeout, "the Streamlit server")
         yield Server(url, proc.pid)
     finally:
-        proc.terminate()
+        stop(proc)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, what: str) -> None:
+    """Wait until `url`/_stcore/health answers (at most `timeout` s; an error if `proc` ends)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} stopped (exit code {proc.returncode})")
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{what} did not answer on {url} within {timeout:g} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a process this module started; kill it if it has not ended after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 IDLE_JS = ("() => document.querySelector('h1') && document.querySelector("

@@ -218,14 +218,16 @@ FIRST, OPEN = "first view", "open"
 
 
 def check(run, session: int, where: str, fid: str | None, problems: dict) -> None:
-    """Sort what a run showed into the problem kinds: its fingerprint must be the session's."""
+    """Sort what a run showed into the problem kinds: every fingerprint it shows must be the
+    session's, and a run that ended without an error must show one."""
     for e in run.exceptions:
         problems["exceptions"].append(f"session {session}, {where}: {e}")
     for e in run.errors:
         problems["error sentences"].append(f"session {session}, {where}: {e}")
     shown = [t for t in run.texts if t.startswith("fingerprint ")]
-    if fid is not None and (not shown or any(not t.startswith(f"fingerprint {fid}")
-                                             for t in shown)):
+    unexplained = not shown and not run.errors and not run.exceptions
+    if fid is not None and (unexplained or any(not t.startswith(f"fingerprint {fid}")
+                                               for t in shown)):
         problems["wrong images"].append(f"session {session}, {where}: saw {shown}, "
                                         f"expected {fid}")
 
@@ -316,6 +318,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         "torch_threads": threads or "default", "think_s": think, "wall_s": round(wall, 1),
         "server_cpu_s": round(sum(cpu), 1),
         "server_cpu_share": round(sum(cpu) / (wall * (os.cpu_count() or 1)), 2),
+        "server_cpu_per_session_s": round(sum(cpu) / sessions, 2),
         "server_peak_rss_mb": [round(p) for p in peak],
         "client_cpu_s": round(client, 1),
         "load_average_before_after": [round(load_before, 1), round(load_after, 1)]})
@@ -356,10 +359,12 @@ def report(summary: dict) -> str:
     out += [f"| {names.get(v, v)} | {r['n']} | {r['p50_s']} | {r['p95_s']} | {r['max_s']} |"
             for v, r in s["views"].items()]
     out += [f"| every page | | {s['page_p50_s']} | {s['page_p95_s']} | |", "",
-            "| wall (s) | server CPU (s, share of the cores) | server peak RSS (MB) | "
-            "client CPU (s) | sessions per replica | " + " | ".join(PROBLEMS) + " |",
-            "|---|---|---|---|---|" + "---|" * len(PROBLEMS),
+            "| wall (s) | server CPU (s, share of the cores) | server CPU per session (s) | "
+            "server peak RSS (MB) | client CPU (s) | sessions per replica | "
+            + " | ".join(PROBLEMS) + " |",
+            "|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
             f"| {s['wall_s']} | {s['server_cpu_s']} ({s['server_cpu_share']:.0%}) | "
+            f"{s['server_cpu_per_session_s']} | "
             f"{' + '.join(str(p) for p in s['server_peak_rss_mb'])} | {s['client_cpu_s']} | "
             f"{', '.join(f'{k}: {n}' for k, n in s['sessions_per_replica'].items()) or '—'} | "
             + " | ".join(str(len(s["problems"][k])) for k in PROBLEMS) + " |"]

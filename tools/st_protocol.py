@@ -96,7 +96,8 @@ class Tab:
             self.url.replace("http", "ws", 1) + "/_stcore/stream",
             subprotocols=["streamlit", xsrf] if xsrf else ["streamlit"],
             additional_headers={"Cookie": self._cookie()}, origin=self.url,
-            max_size=None, open_timeout=self.timeout), self.timeout)
+            max_size=None, open_timeout=self.timeout,
+            ping_interval=None), self.timeout)  # as a browser: it answers the server's pings only
         return await self.rerun(query=query)
 
     async def close(self) -> None:

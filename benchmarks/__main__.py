@@ -1,6 +1,6 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace first warm payload memory load] [--json FILE]
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load] [--json FILE]
                                    [--allocator-defaults]
 
 trace    run_trace vs a plain forward (and timm's VisionTransformer when timm is importable)
@@ -8,6 +8,8 @@ first    upload -> first page rendered: AppTest run time, and in Chromium until 
 warm     each page's rerun with its trace cached, after moving layer / head / patch (AppTest)
 payload  bytes a page visit sends to the browser (websocket frames + media), in Chromium
 memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
+fair     a new student's first view while others' captions are written: whole-caption jobs
+         against one word per turn on the worker
 load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
          ViT-B/16, each uploads its own picture and visits every page (tools/load_test.py,
          Streamlit's protocol, no browsers), on one app process and on --replicas behind HAProxy
@@ -250,6 +252,44 @@ def bench_memory(sessions: int) -> list[dict]:
              "problems": len(r["problems"])}]
 
 
+def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
+    """A new student's first view (one ViT-B/16 trace) sent while `captions` captions are being
+    written on vit-b16-text (10 words each): the caption as one worker job (how it ran before)
+    against one word per turn (ui/worker.py). Medians of `rounds`; a fresh worker each time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ui import worker as w
+    from vit_core import generate, load_model, run_trace
+
+    viewer, writer = load_model("vit-b16"), load_model("vit-b16-text")
+    pixels = torch.randn(1, 3, 224, 224)
+    ways = {"whole caption per job": lambda wk: wk.run(generate, writer, pixels,
+                                                       max_new_tokens=10, timeout=600),
+            "one word per turn": lambda wk: generate(wk.stepwise(writer), pixels,
+                                                     max_new_tokens=10)}
+    rows = []
+    for name, caption in ways.items():
+        first, ends = [], []
+        for _ in range(rounds):
+            wk = w.Worker(warm=False)
+            with ThreadPoolExecutor(captions) as pool:
+                t0 = time.perf_counter()
+                jobs = [pool.submit(caption, wk) for _ in range(captions)]
+                time.sleep(0.5)  # the captions have started
+                sent = time.perf_counter()
+                wk.run(run_trace, viewer, pixels, timeout=600)
+                first.append(time.perf_counter() - sent)
+                for j in jobs:
+                    j.result()
+                ends.append(time.perf_counter() - t0)
+            wk.stop()
+        rows.append({"captions are run as": name, "captions at once": captions,
+                     "first view sent 0.5 s in, done after (s)":
+                         f"{statistics.median(first):.2f}",
+                     "all captions done after (s)": f"{statistics.median(ends):.2f}"})
+    return rows
+
+
 def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
 
@@ -265,7 +305,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*",
-                    default=["trace", "first", "warm", "payload", "memory", "load"])
+                    default=["trace", "first", "warm", "payload", "memory", "fair", "load"])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
@@ -291,6 +331,7 @@ def main(argv=None):
         "warm": lambda: bench_warm("vit-b16"),
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
+        "fair": bench_fair,
         "load": lambda: bench_load(args.classroom, args.replicas),
     }
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "

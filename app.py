@@ -6,7 +6,7 @@ process.tune()  # before torch loads: the server's own allocator and OpenMP sett
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, keys, presenter, share, sidebar, state  # noqa: E402
+from ui import controls, icon, keys, presenter, share, sidebar, state, worker  # noqa: E402
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {
@@ -38,5 +38,8 @@ controls.clamp(state.get_model(st.session_state[keys.MODEL]).config)
 share.write(stage)
 if st.session_state.get(keys.PRESENTER):
     presenter.header(STAGES, stage)
-pg.run()
-sidebar.fingerprint()
+try:
+    pg.run()
+    sidebar.fingerprint()
+except worker.Busy as e:  # a wait for the model past its limit: one sentence, the session goes on
+    st.error(str(e), icon=":material/hourglass_top:")

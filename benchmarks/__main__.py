@@ -1,6 +1,6 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace first warm payload memory] [--json FILE]
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load] [--json FILE]
                                    [--allocator-defaults]
 
 trace    run_trace vs a plain forward, timm and Hugging Face's eager ViT (when importable);
@@ -9,6 +9,11 @@ first    upload -> first page rendered: AppTest run time, and in Chromium until 
 warm     each page's rerun with its trace cached, after moving layer / head / patch (AppTest)
 payload  bytes a page visit sends to the browser (websocket frames + media), in Chromium
 memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
+fair     a new student's first view while others' captions are written: whole-caption jobs
+         against one word per turn on the worker
+load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
+         ViT-B/16, each uploads its own picture and visits every page (tools/load_test.py,
+         Streamlit's protocol, no browsers), on one app process and on --replicas behind HAProxy
 """
 
 from __future__ import annotations
@@ -187,8 +192,9 @@ def bench_memory(sessions: int) -> list[dict]:
     out = ROOT / "benchmarks" / "_load.json"
     # its own process: the load test spawns browser workers, which must not inherit AppTest's
     # __main__ from the sections before
-    subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--sessions",
-                    str(sessions), "--processes", "2", "--json", str(out)], check=False)
+    subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--browser",
+                    "--sessions", str(sessions), "--processes", "2", "--json", str(out)],
+                   check=False)
     r = json.loads(out.read_text())
     out.unlink()
     return [{"one ViT-B/16 trace (MB)": f"{tr.nbytes() / 2**20:.1f}",
@@ -198,14 +204,65 @@ def bench_memory(sessions: int) -> list[dict]:
              "problems": len(r["problems"])}]
 
 
+def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
+    """A new student's first view (one ViT-B/16 trace) sent while `captions` captions are being
+    written on vit-b16-text (10 words each): the caption as one worker job (how it ran before)
+    against one word per turn (ui/worker.py). Medians of `rounds`; a fresh worker each time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ui import worker as w
+    from vit_core import generate, load_model, run_trace
+
+    viewer, writer = load_model("vit-b16"), load_model("vit-b16-text")
+    pixels = torch.randn(1, 3, 224, 224)
+    ways = {"whole caption per job": lambda wk: wk.run(generate, writer, pixels,
+                                                       max_new_tokens=10, timeout=600),
+            "one word per turn": lambda wk: generate(wk.stepwise(writer), pixels,
+                                                     max_new_tokens=10)}
+    rows = []
+    for name, caption in ways.items():
+        first, ends = [], []
+        for _ in range(rounds):
+            wk = w.Worker(warm=False)
+            with ThreadPoolExecutor(captions) as pool:
+                t0 = time.perf_counter()
+                jobs = [pool.submit(caption, wk) for _ in range(captions)]
+                time.sleep(0.5)  # the captions have started
+                sent = time.perf_counter()
+                wk.run(run_trace, viewer, pixels, timeout=600)
+                first.append(time.perf_counter() - sent)
+                for j in jobs:
+                    j.result()
+                ends.append(time.perf_counter() - t0)
+            wk.stop()
+        rows.append({"captions are run as": name, "captions at once": captions,
+                     "first view sent 0.5 s in, done after (s)":
+                         f"{statistics.median(first):.2f}",
+                     "all captions done after (s)": f"{statistics.median(ends):.2f}"})
+    return rows
+
+
+def bench_load(sessions: int, replicas: int) -> str:
+    from tools.load_test import protocol_run, report
+
+    runs = [protocol_run(sessions=sessions, replicas=1)]
+    if replicas > 1:
+        runs.append(protocol_run(sessions=sessions, replicas=replicas, threads=1))
+    return "\n\n".join(report(r) for r in runs)
+
+
 def main(argv=None):
     from vit_core import bundled_models, default_model_name
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", default=["trace", "first", "warm", "payload", "memory"])
+    ap.add_argument("--only", nargs="*",
+                    default=["trace", "first", "warm", "payload", "memory", "fair", "load"])
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--sessions", type=int, default=10)
+    ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
+    ap.add_argument("--replicas", type=int, default=2,
+                    help="the load section again on this many replicas behind HAProxy (1: no)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
     ap.add_argument("--allocator-defaults", action="store_true",
                     help="leave glibc's malloc settings alone (the app keeps freed memory)")
@@ -227,6 +284,8 @@ def main(argv=None):
         "warm": lambda: bench_warm("vit-b16"),
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
+        "fair": bench_fair,
+        "load": lambda: bench_load(args.classroom, args.replicas),
     }
     results["load"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
@@ -235,9 +294,12 @@ def main(argv=None):
         t0 = time.time()
         rows = sections[name]()
         results[name] = rows
-        tables = rows if isinstance(rows, dict) else {"": rows}  # a section may print several
-        text = "\n\n".join(f"{title}\n\n{table(t)}" if title else table(t)
-                           for title, t in tables.items())
+        if isinstance(rows, str):  # a section that prints its own report
+            text = rows
+        else:
+            tables = rows if isinstance(rows, dict) else {"": rows}  # a section may print several
+            text = "\n\n".join(f"{title}\n\n{table(t)}" if title else table(t)
+                               for title, t in tables.items())
         print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{text}", flush=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -323,8 +323,8 @@ def test_concurrent_sessions_each_see_their_own_image():
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--sessions",
-                          "4", "--processes", "2"], capture_output=True, text=True, timeout=1200,
-                         cwd=ROOT)
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--browser",
+                          "--sessions", "4", "--processes", "2"], capture_output=True, text=True,
+                         timeout=1200, cwd=ROOT)
     print(run.stdout[-2000:], run.stderr[-2000:])
     assert run.returncode == 0 and "| 4 | 2 |" in run.stdout

@@ -82,3 +82,135 @@ def test_stop_finishes_queued_calls_then_ends_the_thread():
     assert not worker.thread.is_alive()
     with pytest.raises(RuntimeError, match="stopped"):
         worker.run(lambda: 1)
+
+
+class SlowCaptioner(torch.nn.Module):
+    """A text model's stand-in: each pass sleeps, logs itself and names the same word, never
+    [EOS], so a caption is always max_new_tokens passes long."""
+
+    def __init__(self, config, log: list, pass_s: float = 0.03, word: int = 5):
+        super().__init__()
+        self.config, self.log, self.pass_s, self.word = config, log, pass_s, word
+
+    def forward(self, pixels, ids, mask=None):
+        thread = threading.current_thread().name
+        self.log.append(("pass", thread, torch.is_inference_mode_enabled()))
+        time.sleep(self.pass_s)
+        logits = torch.zeros(ids.shape[0], ids.shape[1], self.config.vocab_size)
+        logits[..., self.word] = 1.0
+        return logits
+
+
+def captioner_config():
+    from vit_core import load_model
+
+    return load_model("shapes-captioner-prefix").config
+
+
+def test_a_caption_is_one_pass_per_turn_on_the_worker_and_reads_as_generate():
+    from vit_core import generate
+
+    worker, log = w.Worker(warm=False), []
+    model = SlowCaptioner(captioner_config(), log, pass_s=0.0)
+    gen = generate(worker.stepwise(model), torch.zeros(1, 3, 8, 8), max_new_tokens=10)
+    assert gen.ids == [5] * 10 and len(gen.probs) == 10
+    assert log == [("pass", "vit-forward", True)] * 10  # each pass on the worker, no autograd
+    assert generate(model, torch.zeros(1, 3, 8, 8), max_new_tokens=10).ids == gen.ids
+
+
+def test_a_first_view_sent_during_captions_runs_after_the_pass_in_progress():
+    """Four 10-word captions take turns; a first view (one `run`) sent meanwhile waits for the
+    pass in progress only, not for the other captions' queued words, and ends long before they
+    do."""
+    from vit_core import generate
+
+    worker, log = w.Worker(warm=False), []
+    model = worker.stepwise(SlowCaptioner(captioner_config(), log))
+    pixels = torch.zeros(1, 3, 8, 8)
+    with ThreadPoolExecutor(4) as pool:
+        captions = [pool.submit(generate, model, pixels, max_new_tokens=10) for _ in range(4)]
+        deadline = time.monotonic() + 10
+        while len(log) < 6 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        log.append(("sent",))
+        worker.run(lambda: log.append(("first view",)))
+        first_done = time.monotonic()
+        ends = [f.result(timeout=30) and time.monotonic() for f in captions]
+    sent, served = log.index(("sent",)), log.index(("first view",))
+    passes_between = [e for e in log[sent:served] if e[0] == "pass"]
+    assert len(passes_between) <= 1, log  # in FIFO order three queued words would come first
+    assert first_done < min(ends)
+    assert sum(e[0] == "pass" for e in log) == 40
+
+
+def test_long_jobs_take_turns_and_a_stream_of_first_views_never_stops_them():
+    log = []
+    worker = w.Worker(warm=False)
+    gate = threading.Event()
+    n = w.FRESH_IN_A_ROW
+    with ThreadPoolExecutor(n + 5) as pool:
+        pool.submit(worker.run, gate.wait, 5)  # hold the worker while the queue fills up
+        time.sleep(0.05)
+        steps = [pool.submit(worker.run_step, log.append, "step") for _ in range(2)]
+        time.sleep(0.05)
+        fresh = [pool.submit(worker.run, log.append, "view") for _ in range(n + 2)]
+        time.sleep(0.05)
+        gate.set()
+        for f in steps + fresh:
+            f.result(timeout=10)
+    assert log == ["view"] * n + ["step"] + ["view"] * 2 + ["step"]
+
+
+def test_a_wait_past_its_limit_ends_in_one_sentence_and_the_job_is_dropped():
+    worker, ran = w.Worker(warm=False), []
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(worker.run, time.sleep, 0.5)
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        with pytest.raises(w.Busy) as e:
+            worker.run(ran.append, "too late", timeout=0.1)
+        assert time.monotonic() - t0 < 0.4
+        slow.result()
+    message = str(e.value)
+    assert "busy" in message and "0.1 s" in message
+    assert message.endswith(".") and ". " not in message and "\n" not in message  # one sentence
+    assert worker.run(lambda: "still here") == "still here"
+    assert ran == []  # dropped: it never ran after its caller gave up
+    with pytest.raises(w.Busy):  # a pass that itself runs past the limit
+        worker.run(time.sleep, 0.3, timeout=0.05)
+
+
+def test_an_exception_that_is_a_timeout_is_handed_back_as_it_is():
+    worker = w.Worker(warm=False)
+
+    def network():
+        raise TimeoutError("the model's own timeout")
+
+    with pytest.raises(TimeoutError, match="own timeout") as e:
+        worker.run(network, timeout=5)
+    assert not isinstance(e.value, w.Busy)
+
+
+def test_a_page_that_waits_too_long_says_so_in_one_sentence_and_the_session_goes_on(monkeypatch):
+    """The app with its real worker held busy: the page shows the Busy sentence, no exception;
+    once the worker is free, the next run draws the page and its fingerprint."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP, photo_bytes
+
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception
+    gate = threading.Event()
+    monkeypatch.setattr(w, "LIMIT_S", 0.3)
+    with ThreadPoolExecutor(1) as pool:
+        held = pool.submit(w.run, gate.wait, 30, timeout=30)
+        at.sidebar.file_uploader[0].upload("busy.png", photo_bytes(w=613), "image/png").run()
+        gate.set()
+        held.result()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "The model is busy with other students' images: this step waited more than 0.3 s for "
+        "its turn, so it was given up; try again in a moment."]
+    at.run()
+    assert not at.exception and not at.error
+    assert any(c.value.startswith("fingerprint ") for c in at.sidebar.caption)

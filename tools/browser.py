@@ -40,8 +40,15 @@ class Server:
 
     def rss_mb(self) -> float:
         """Resident memory of the server process, from /proc."""
+        return self._status_mb("VmRSS:")
+
+    def peak_rss_mb(self) -> float:
+        """The most resident memory the server process has had (VmHWM), from /proc."""
+        return self._status_mb("VmHWM:")
+
+    def _status_mb(self, name: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(name):
                 return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -52,8 +59,11 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(port: int | None = None, timeout: float = 90):
-    """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards."""
+def serve(port: int | None = None, timeout: float = 90, env: dict | None = None):
+    """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards.
+
+    `env` adds environment variables for the server (e.g. OMP_NUM_THREADS for a replica).
+    """
     port = port or free_port()
     # The output goes to a file, not a pipe: nobody reads a pipe while the browser works, and a
     # full pipe (64 KB of warnings) would freeze the server in the middle of a test.
@@ -62,27 +72,38 @@ def serve(port: int | None = None, timeout: float = 90):
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
          str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("the Streamlit server did not start")
+        wait_healthy(url, proc, timeout, "the Streamlit server")
         yield Server(url, proc.pid, Path(log.name))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         log.close()
         Path(log.name).unlink(missing_ok=True)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, what: str) -> None:
+    """Wait until `url`/_stcore/health answers (at most `timeout` s; an error if `proc` ends)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} stopped (exit code {proc.returncode})")
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{what} did not answer on {url} within {timeout:g} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a process this module started; kill it if it has not ended after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 IDLE_JS = ("() => document.querySelector('h1') && document.querySelector("

@@ -1,25 +1,43 @@
-"""Classroom load test: many real browser sessions against one `streamlit run` server.
+"""Classroom load test: many sessions against the app, each with its own photo, on every page.
 
-    .venv/bin/python tools/load_test.py --sessions 20 --processes 2 [--json out.json]
+    python tools/load_test.py [--sessions 30] [--within 30] [--model vit-b16] [--replicas 1]
+                              [--threads N] [--think 0] [--json out.json]
+    python tools/load_test.py --browser --sessions 20 --processes 2 [--stagger 1] [--model M]
 
-Each session is a Playwright context (spread over --processes Chromium processes), uploads its
-own image, visits every page through the navigation, and checks that the sidebar's fingerprint
-(image id + top prediction) is its own on every page. Meanwhile a probe opens a fresh session
-every few seconds to show the server stays responsive. Prints p50/p95 page times and the
-server's RSS before and after; exits non-zero if any session saw an exception or a wrong image.
+Protocol mode (the default) measures the server, not the browsers. Each session is a
+tools.st_protocol.Tab: no browser, Streamlit's own websocket protocol, so 30 sessions cost the
+machine almost nothing besides the server. Sessions arrive evenly within --within seconds; each
+opens the app on --model, uploads its own picture through the uploader's real HTTP route, then
+visits every page in the sidebar's order (--think seconds apart). Times are from the message to
+the server's `script_finished`. A teacher's tab opens the app on each replica first (the model
+loaded, as in a lesson), and is not counted. With --replicas N the sessions go through HAProxy
+(deploy/haproxy.cfg, tools/balancer.py) to N replicas, pinned by its cookie.
+
+Every page of every session must show that session's own fingerprint (the sidebar's
+"fingerprint <image id>"), no exception and no error sentence. Prints per-page p50 / p95, the
+server's CPU time and peak RSS (from /proc), the client's own CPU time, and the problems; exits
+non-zero if there was any.
+
+Browser mode (--browser) drives real Chromium tabs through Playwright (spread over --processes
+browser processes) and probes that a new session still opens meanwhile; on one small machine the
+browsers share the server's cores, so it measures correctness more than the server.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import io
 import json
 import multiprocessing as mp
 import os
+import platform
 import sys
 import time
+from datetime import date
+from math import nan
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -137,17 +155,9 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def main(argv=None) -> int:
+def browser_main(args) -> int:
     import tempfile
 
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sessions", type=int, default=20)
-    ap.add_argument("--processes", type=int, default=2)
-    ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--stagger", type=float, default=1.0,
-                    help="seconds between session starts (session i starts at i x this)")
-    ap.add_argument("--model", help="open every session on this model (default: the app's)")
-    args = ap.parse_args(argv)
     ctx = mp.get_context("spawn")
     with serve() as server, tempfile.TemporaryDirectory() as tmp:
         rss_before, cpu_before = server.rss_mb(), server.cpu_s()
@@ -200,6 +210,195 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
     return 1 if problems or not pages else 0
+
+
+# Protocol mode: the server measured, no browsers.
+
+FIRST, OPEN = "first view", "open"
+
+
+def check(run, session: int, where: str, fid: str | None, problems: dict) -> None:
+    """Sort what a run showed into the problem kinds: every fingerprint it shows must be the
+    session's, and a run that ended without an error must show one."""
+    for e in run.exceptions:
+        problems["exceptions"].append(f"session {session}, {where}: {e}")
+    for e in run.errors:
+        problems["error sentences"].append(f"session {session}, {where}: {e}")
+    shown = [t for t in run.texts if t.startswith("fingerprint ")]
+    unexplained = not shown and not run.errors and not run.exceptions
+    if fid is not None and (unexplained or any(not t.startswith(f"fingerprint {fid}")
+                                               for t in shown)):
+        problems["wrong images"].append(f"session {session}, {where}: saw {shown}, "
+                                        f"expected {fid}")
+
+
+async def student(url: str, i: int, start_at: float, model: str, think: float,
+                  timeout: float) -> dict:
+    """One session: open, upload its own picture, visit every page; times and problems."""
+    from tools.balancer import COOKIE
+    from tools.st_protocol import Tab
+
+    await asyncio.sleep(start_at)
+    raw = session_image(i)
+    fid = hashlib.sha256(raw).hexdigest()[:8]
+    tab = Tab(url, timeout=timeout)
+    times: dict[str, float] = {}
+    problems: dict[str, list[str]] = {k: [] for k in PROBLEMS}
+    try:
+        run = await tab.open(f"model={model}")
+        times[OPEN] = run.seconds
+        check(run, i, OPEN, None, problems)
+        run = await tab.upload(run.uploaders[0], f"session-{i}.png", raw, "image/png")
+        times[FIRST] = run.seconds
+        check(run, i, FIRST, fid, problems)
+        for page in STAGES:  # the sidebar's order after the overview (the first view)
+            await asyncio.sleep(think)
+            run = await tab.rerun(page=page)
+            times[page] = run.seconds
+            check(run, i, page, fid, problems)
+    except Exception as e:  # a timeout or a refused request fails this session, not the test
+        problems["failed sessions"].append(f"session {i}: {type(e).__name__}: "
+                                           f"{str(e).splitlines()[0] if str(e) else ''}")
+    finally:
+        with contextlib.suppress(Exception):
+            await tab.close()
+    return {"session": i, "replica": tab.cookies.get(COOKIE), "times": times,
+            "problems": problems}
+
+
+PROBLEMS = ["wrong images", "exceptions", "error sentences", "failed sessions"]
+
+
+async def classroom(url: str, sessions: int, within: float, model: str, think: float,
+                    timeout: float) -> list[dict]:
+    starts = [within * i / sessions for i in range(sessions)]
+    return list(await asyncio.gather(*(student(url, i, t, model, think, timeout)
+                                       for i, t in enumerate(starts))))
+
+
+async def teacher(urls: list[str], model: str, timeout: float) -> None:
+    """Open the app on the model on every replica (the model loads), as before a lesson."""
+    from tools.st_protocol import Tab
+
+    for url in urls:
+        tab = Tab(url, timeout=timeout)
+        await tab.open(f"model={model}")
+        await tab.close()
+
+
+def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16",
+                 replicas: int = 1, threads: int | None = None, think: float = 0.0,
+                 timeout: float = 120.0) -> dict:
+    """Start the server (or `replicas` behind HAProxy), run the classroom; the summary."""
+    from tools.balancer import balanced
+
+    env = {"OMP_NUM_THREADS": str(threads)} if threads else None
+    with contextlib.ExitStack() as stack:
+        if replicas > 1:
+            lb = stack.enter_context(balanced(replicas, env=env))
+            url, servers = lb.url, lb.servers
+        else:
+            server = stack.enter_context(serve(env=env))
+            url, servers = server.url, [server]
+        asyncio.run(teacher([s.url for s in servers], model, timeout))
+        load_before = os.getloadavg()[0]
+        cpu0, client0 = [s.cpu_s() for s in servers], _own_cpu_s()
+        t0 = time.time()
+        results = asyncio.run(asyncio.wait_for(
+            classroom(url, sessions, within, model, think, timeout),
+            within + timeout * (len(STAGES) + 2)))
+        wall = time.time() - t0
+        cpu = [s.cpu_s() - c for s, c in zip(servers, cpu0, strict=True)]
+        peak = [s.peak_rss_mb() for s in servers]
+        client = _own_cpu_s() - client0
+        load_after = os.getloadavg()[0]
+    return summarize(results, {
+        "date": str(date.today()), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "sessions": sessions, "within_s": within, "model": model, "replicas": replicas,
+        "torch_threads": threads or "default", "think_s": think, "wall_s": round(wall, 1),
+        "server_cpu_s": round(sum(cpu), 1),
+        "server_cpu_share": round(sum(cpu) / (wall * (os.cpu_count() or 1)), 2),
+        "server_cpu_per_session_s": round(sum(cpu) / sessions, 2),
+        "server_peak_rss_mb": [round(p) for p in peak],
+        "client_cpu_s": round(client, 1),
+        "load_average_before_after": [round(load_before, 1), round(load_after, 1)]})
+
+
+def _own_cpu_s() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def summarize(results: list[dict], run: dict) -> dict:
+    views = [OPEN, FIRST] + STAGES
+    per_view = {}
+    for v in views:
+        xs = [r["times"][v] for r in results if v in r["times"]]
+        per_view[v] = {"n": len(xs), "p50_s": round(pct(xs, 0.5), 2),
+                       "p95_s": round(pct(xs, 0.95), 2), "max_s": round(max(xs, default=nan), 2)}
+    pages = [r["times"][v] for r in results for v in STAGES if v in r["times"]]
+    replicas = sorted({r["replica"] for r in results if r["replica"]})
+    return {**run, "views": per_view,
+            "page_p50_s": round(pct(pages, 0.5), 2), "page_p95_s": round(pct(pages, 0.95), 2),
+            "sessions_per_replica": {k: sum(r["replica"] == k for r in results)
+                                     for k in replicas},
+            "problems": {k: [p for r in results for p in r["problems"][k]] for k in PROBLEMS}}
+
+
+def report(summary: dict) -> str:
+    """The summary as two Markdown tables and the problems, one per line."""
+    s = summary
+    out = [f"{s['date']} · {s['machine']} · {s['sessions']} sessions arriving within "
+           f"{s['within_s']:g} s · {s['model']} · {s['replicas']} replica(s), torch threads "
+           f"{s['torch_threads']} · think {s['think_s']:g} s · load average before / after "
+           f"{s['load_average_before_after'][0]} / {s['load_average_before_after'][1]}", "",
+           "| view | sessions | p50 (s) | p95 (s) | max (s) |", "|---|---|---|---|---|"]
+    names = {OPEN: "open (connect → run finished)", FIRST: "first view (upload → run finished)"}
+    out += [f"| {names.get(v, v)} | {r['n']} | {r['p50_s']} | {r['p95_s']} | {r['max_s']} |"
+            for v, r in s["views"].items()]
+    out += [f"| every page | | {s['page_p50_s']} | {s['page_p95_s']} | |", "",
+            "| wall (s) | server CPU (s, share of the cores) | server CPU per session (s) | "
+            "server peak RSS (MB) | client CPU (s) | sessions per replica | "
+            + " | ".join(PROBLEMS) + " |",
+            "|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
+            f"| {s['wall_s']} | {s['server_cpu_s']} ({s['server_cpu_share']:.0%}) | "
+            f"{s['server_cpu_per_session_s']} | "
+            f"{' + '.join(str(p) for p in s['server_peak_rss_mb'])} | {s['client_cpu_s']} | "
+            f"{', '.join(f'{k}: {n}' for k, n in s['sessions_per_replica'].items()) or '—'} | "
+            + " | ".join(str(len(s["problems"][k])) for k in PROBLEMS) + " |"]
+    out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sessions", type=int, help="how many (default 30; 20 with --browser)")
+    ap.add_argument("--model", help="open every session on this model (default vit-b16; the "
+                                    "app's default with --browser)")
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--within", type=float, default=30.0,
+                    help="sessions arrive evenly within this many seconds")
+    ap.add_argument("--replicas", type=int, default=1, help="app processes behind HAProxy")
+    ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
+    ap.add_argument("--think", type=float, default=0.0, help="seconds on a page before the next")
+    ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
+    ap.add_argument("--browser", action="store_true", help="real Chromium tabs instead")
+    ap.add_argument("--processes", type=int, default=2, help="with --browser: browser processes")
+    ap.add_argument("--stagger", type=float, default=1.0,
+                    help="with --browser: seconds between session starts")
+    args = ap.parse_args(argv)
+    if args.browser:
+        args.sessions = args.sessions or 20
+        return browser_main(args)
+    summary = protocol_run(args.sessions or 30, args.within, args.model or "vit-b16",
+                           args.replicas, args.threads, args.think, args.timeout)
+    print(report(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2))
+    return 1 if any(summary["problems"].values()) else 0
 
 
 if __name__ == "__main__":

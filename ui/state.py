@@ -237,7 +237,8 @@ def _experiment_caption(key: str, model_name: str, kind: str, arg: tuple, mask: 
                         _pixels):
     from vit_core.explain import interventions
 
-    return worker.run(interventions.caption, get_model(model_name), _pixels, kind, arg, mask)
+    # one word per turn on the worker, like `_generation`
+    return interventions.caption(worker.stepwise(get_model(model_name)), _pixels, kind, arg, mask)
 
 
 def experiment_caption(inp: Input, model_name: str, kind: str, arg: tuple = (),
@@ -252,8 +253,9 @@ def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _p
     from vit_core import generate
 
     max_new, temperature, top_k, seed = settings
-    return worker.run(generate, get_model(model_name), _pixels, max_new_tokens=max_new,
-                      temperature=temperature, top_k=top_k, seed=seed, mask=mask)
+    # one word per turn on the worker: a new student's first view need not wait for the caption
+    return generate(worker.stepwise(get_model(model_name)), _pixels, max_new_tokens=max_new,
+                    temperature=temperature, top_k=top_k, seed=seed, mask=mask)
 
 
 def generation(inp: Input, model_name: str, max_new_tokens: int | None = None,

@@ -1,4 +1,4 @@
-"""One thread runs the forward passes of every session, and keeps memory warm for the next one.
+"""One thread runs the forward passes of every session, fairly, and keeps memory warm for the next.
 
 Why one thread (measured on this project's 2-core VM, README "Performance"):
 - torch already spreads one pass over both cores; two passes at once only fight for them, so
@@ -13,6 +13,17 @@ Why one thread (measured on this project's 2-core VM, README "Performance"):
   image gets warm memory. Chromium first view of a new photo on ViT-B/16, medians of 5
   interleaved runs: 1.47 / 1.21 / 1.30 s without the worker, 0.99 / 0.89 / 0.91 s with it.
 
+Fair turns. A job is one forward pass, never more. A long job (a caption is up to 10 passes, one
+per word) is a loop on its caller's thread that hands the worker one pass at a time (`run_step`,
+or `stepwise(model)` for vit_core.generate), so between two of its passes other work gets in:
+- `run` (a page's trace, an experiment: one pass) is served first, in arrival order, so a new
+  student's first view waits for at most the pass in progress, not for someone's whole caption;
+- `run_step` calls queue behind them; each long job has one step queued at a time, so long jobs
+  take turns (round robin). After FRESH_IN_A_ROW `run` calls in a row a waiting step gets its
+  turn, so a stream of new students delays a caption but never stops it.
+Every wait has a limit (LIMIT_S unless `timeout=` says otherwise): past it the caller gets `Busy`,
+whose message is one sentence for the page, and the job is dropped if it has not started.
+
 No Streamlit here: `run` is called from ui.state's cached functions. The thread starts on the
 first `run`, not when this module is imported.
 """
@@ -20,9 +31,9 @@ first `run`, not when this module is imported.
 from __future__ import annotations
 
 import atexit
-import queue
 import threading
-from concurrent.futures import Future
+from collections import deque
+from concurrent.futures import Future, wait
 
 import torch
 
@@ -30,7 +41,12 @@ from .process import MMAP_THRESHOLD, memory_is_kept
 
 IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the page is drawn)
 BLOCK = MMAP_THRESHOLD // 2  # warm in blocks under the mmap threshold, so freeing keeps them
-_STOP = object()
+LIMIT_S = 60.0  # the longest any caller waits for one pass (its turn included)
+FRESH_IN_A_ROW = 4  # one-pass calls served in a row while a long job's step waits
+
+
+class Busy(TimeoutError):
+    """A wait for the worker passed its limit; the message is the sentence to show."""
 
 
 def _nbytes(result) -> int:
@@ -42,11 +58,22 @@ def _nbytes(result) -> int:
         return 0
 
 
+class _Job:
+    def __init__(self, fn, args, kwargs):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.done: Future = Future()
+        self.dropped = False  # its caller stopped waiting: skip it if it has not started
+
+
 class Worker:
-    """A single thread that runs submitted calls in order."""
+    """A single thread that runs submitted calls: one-pass calls first, long jobs' steps in turn."""
 
     def __init__(self, warm: bool):
-        self.jobs: queue.Queue = queue.Queue()
+        self.fresh: deque[_Job] = deque()  # `run`: first views, experiments (one pass each)
+        self.steps: deque[_Job] = deque()  # `run_step`: the next pass of a long job
+        self.served_ahead = 0  # `run` calls served since a step started waiting
+        self.lock = threading.Condition()
+        self.stopping = False
         self.warm = warm
         self.to_warm = 0  # bytes the last pass kept
         self.warmed = 0  # bytes touched and freed so far (tests read it)
@@ -56,46 +83,100 @@ class Worker:
         # a torch op at exit aborts the process ("terminate called without an active exception").
         atexit.register(self.stop)
 
-    def run(self, fn, *args, **kwargs):
-        """fn(*args, **kwargs) on the worker thread; its result, or its exception re-raised."""
-        if not self.thread.is_alive():
-            raise RuntimeError("The forward-pass worker has stopped (the server is shutting down).")
-        done: Future = Future()
-        self.jobs.put((done, fn, args, kwargs))
-        return done.result()
+    def run(self, fn, /, *args, timeout: float | None = None, **kwargs):
+        """fn(*args, **kwargs) on the worker thread, before any waiting long job's next step;
+        its result, or its exception re-raised. Raises Busy after `timeout` s (LIMIT_S)."""
+        return self._submit(self.fresh, fn, args, kwargs, timeout)
+
+    def run_step(self, fn, /, *args, timeout: float | None = None, **kwargs):
+        """One pass of a long job (a caption's next word): as `run`, but queued behind the
+        one-pass calls and taking turns with the other long jobs."""
+        return self._submit(self.steps, fn, args, kwargs, timeout)
+
+    def stepwise(self, model) -> Stepwise:
+        """`model`, with every call a `run_step` (for loops such as vit_core.generate)."""
+        return Stepwise(self, model)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the queued calls, then end the thread (waits at most `timeout` seconds)."""
-        self.jobs.put(_STOP)
+        with self.lock:
+            self.stopping = True
+            self.lock.notify()
         self.thread.join(timeout)
+
+    def _submit(self, queue: deque, fn, args, kwargs, timeout):
+        job = _Job(fn, args, kwargs)
+        with self.lock:
+            if self.stopping or not self.thread.is_alive():
+                raise RuntimeError(
+                    "The forward-pass worker has stopped (the server is shutting down).")
+            queue.append(job)
+            self.lock.notify()
+        limit = LIMIT_S if timeout is None else timeout
+        if not wait([job.done], limit).done:
+            job.dropped = True
+            raise Busy(f"The model is busy with other students' images: this step waited more "
+                       f"than {limit:g} s for its turn, so it was given up; try again in a "
+                       f"moment.")
+        return job.done.result()
+
+    def _next(self) -> _Job | None:
+        """The next job (under the lock): a one-pass call unless a step has waited long enough."""
+        if self.fresh and (not self.steps or self.served_ahead < FRESH_IN_A_ROW):
+            self.served_ahead += bool(self.steps)
+            return self.fresh.popleft()
+        self.served_ahead = 0
+        return self.steps.popleft() if self.steps else None
 
     def _loop(self) -> None:
         while True:
-            try:
-                job = self.jobs.get(timeout=IDLE_S if self.to_warm else None)
-            except queue.Empty:
+            with self.lock:
+                if not (self.fresh or self.steps or self.stopping):
+                    self.lock.wait(IDLE_S if self.to_warm else None)
+                job = self._next()
+                if job is None and self.stopping:
+                    return
+            if job is None:  # quiet for IDLE_S: the page is drawn
                 try:
                     self._warm()
                 except (MemoryError, RuntimeError):  # warming is only a favour
                     pass
-                continue
-            if job is _STOP:
-                return
-            done, fn, args, kwargs = job
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as e:  # handed to the caller, never kills the worker
-                done.set_exception(e)
-                continue
-            done.set_result(result)
-            if self.warm:
-                self.to_warm = _nbytes(result)
+            elif not job.dropped:
+                self._run(job)
+
+    def _run(self, job: _Job) -> None:
+        try:
+            result = job.fn(*job.args, **job.kwargs)
+        except BaseException as e:  # handed to the caller, never kills the worker
+            job.done.set_exception(e)
+            return
+        job.done.set_result(result)
+        if self.warm:
+            self.to_warm = _nbytes(result)
 
     def _warm(self) -> None:
         n, self.to_warm = self.to_warm, 0
         blocks = [torch.ones(BLOCK // 4) for _ in range(-(-n // BLOCK))]
         self.warmed += len(blocks) * BLOCK
         del blocks
+
+
+def _inference(model, *args, **kwargs):
+    with torch.inference_mode():  # the caller's inference mode stays on its own thread
+        return model(*args, **kwargs)
+
+
+class Stepwise:
+    """A model whose every call is one step on the worker; everything else reads the model."""
+
+    def __init__(self, worker: Worker, model):
+        self._worker, self._model = worker, model
+
+    def __call__(self, *args, **kwargs):
+        return self._worker.run_step(_inference, self._model, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
 
 
 _shared: Worker | None = None
@@ -111,6 +192,11 @@ def shared() -> Worker:
         return _shared
 
 
-def run(fn, *args, **kwargs):
+def run(fn, /, *args, **kwargs):
     """fn(*args, **kwargs) on the shared worker thread (see Worker.run)."""
     return shared().run(fn, *args, **kwargs)
+
+
+def stepwise(model) -> Stepwise:
+    """`model` with every call one step on the shared worker (see Worker.stepwise)."""
+    return shared().stepwise(model)

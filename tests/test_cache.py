@@ -24,8 +24,10 @@ def traces():
             for s in seeds]
 
 
-def test_a_trace_counts_its_shared_storage_once(traces):
-    tr = traces[0]
+def test_a_trace_counts_its_shared_storage_once():
+    model = load_model(MODEL)  # its own trace: reading every name below makes it hold more
+    tr = run_trace(model, preprocess(load_image(state.sample_bytes(state.sample_seeds()[0])),
+                                     model.config))
     assert tr["blocks.1.resid_pre"].data_ptr() == tr["blocks.0.resid_post"].data_ptr()
     tensors = sum(t.untyped_storage().nbytes() for t in tr.values())  # shared ones twice
     n = cache.size_of(tr)
@@ -36,6 +38,39 @@ def test_a_trace_counts_its_shared_storage_once(traces):
     a = np.zeros((100, 10), np.float32)
     assert cache.size_of((a, a[3:], a.T)) == 4000
     assert cache.size_of({"pca": np.zeros((7, 7, 3))}) == 7 * 7 * 3 * 8 + len("pca")
+
+
+def test_measuring_a_lean_trace_computes_nothing_and_a_hit_measures_it_again():
+    """A fresh lean trace is measured as what it holds (not by reading every name, which would
+    recompute every block); after a page reads blocks it holds more, and the next hit counts
+    that and drops older entries until the total fits again."""
+    model = load_model(MODEL)
+    seeds = state.sample_seeds()[:3]
+    fresh = [run_trace(model, preprocess(load_image(state.sample_bytes(s)), model.config))
+             for s in seeds]
+    kept = fresh[0].nbytes()
+    n = cache.size_of(fresh[0])
+    assert fresh[0].nbytes() == kept  # nothing recomputed by measuring
+    mask = fresh[0].mask.untyped_storage().nbytes()
+    assert n == kept + mask
+    full = run_trace(model, preprocess(load_image(state.sample_bytes(seeds[0])), model.config),
+                     lean=False)
+    assert n < full.nbytes() / 3
+
+    fresh[2]["blocks.0.mlp.pre"]
+    block = fresh[2].nbytes() - kept  # what one recomputed block holds
+    lru = cache.ByteLRU(2 * n + block + block // 2)  # two traces and one block, not two
+    for i in (0, 1):
+        lru.get(i, lambda i=i: fresh[i])
+    assert lru.held == 2 * n and lru.keys() == [0, 1]
+    fresh[0]["blocks.0.mlp.pre"]  # a page reads block 0 of image 0: the trace grows
+    grown = fresh[0].nbytes() + mask
+    assert grown == n + block
+    assert lru.get(0, lambda: None) is fresh[0]
+    assert lru.held == grown + n  # measured again on the hit
+    fresh[1]["blocks.1.attn.pattern"]
+    lru.get(1, lambda: None)  # now both have grown past the budget: the older one (0) goes
+    assert lru.keys() == [1] and lru.held == cache.size_of(fresh[1]) <= lru.budget
 
 
 def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):
@@ -121,8 +156,9 @@ def test_the_default_budget_is_under_2_gb():
 
 @pytest.fixture
 def small_app_cache(monkeypatch, traces):
-    """The app's shared cache, made again with room for about 2.5 of the classifier's traces."""
-    mb = 2.5 * cache.size_of(traces[0]) / cache.MB
+    """The app's shared cache, made again with room for about 4 of the classifier's lean traces
+    (one image's trace, experiment trace and prepared image take about 3)."""
+    mb = 4 * cache.size_of(traces[0]) / cache.MB
     monkeypatch.setenv(cache.ENV, str(mb))
     state.shared_cache.clear()
     yield state.shared_cache()
@@ -131,7 +167,7 @@ def small_app_cache(monkeypatch, traces):
 
 def test_the_app_s_traces_experiments_and_images_share_one_budget(small_app_cache, traces):
     lru = small_app_cache
-    assert lru.budget == int(2.5 * cache.size_of(traces[0]))
+    assert lru.budget == int(4 * cache.size_of(traces[0]))
     inputs = [state.make_input(f"sample {s}", state.sample_bytes(s))
               for s in state.sample_seeds()[:6]]
     seen = []
@@ -180,6 +216,7 @@ def test_summaries_pca_and_generations_count_against_the_same_budget(monkeypatch
         values.append(state.generation(inp, name))
         assert sorted(k[0] for k in lru.keys()) == ["_attention_summary", "_generation",
                                                     "_patch_pca", "_prepare", "_trace"]
+        assert state.trace(inp, name) is values[1]  # a hit measures the grown trace again
         assert lru.held == sum(cache.size_of(v) for v in values)
         patterns = values[2]["patterns"]  # a stacked copy of every pattern: counted
         assert cache.size_of(values[2]) >= patterns.numel() * patterns.element_size()

@@ -15,6 +15,7 @@ import torch
 from tests.test_model import SMALL, TEXT, randomised
 from vit_core import ViTConfig, load_model, make_mask, run_trace
 from vit_core.hooks import capture
+from vit_core.trace import KEEP_BLOCKS
 
 DEIT = Path(__file__).parent / "fixtures" / "hub" / "tiny-org" / "deit-distilled"
 SEG = ViTConfig(img_size=32, patch_size=8, embed_dim=48, depth=3, num_heads=3, num_classes=4,
@@ -148,10 +149,19 @@ def test_reading_one_name_recomputes_and_keeps_only_its_block():
     tr["ln_final"]
     assert tr.nbytes() - lean == grown + held_by([ref["patch_embed"]]) + held_by([ref["ln_final"]])
 
-    # everything read: as much as the trace that keeps everything
+    # everything read: what the pass kept, patch_embed, ln_final and the KEEP_BLOCKS blocks
+    # read last, never every block (the full trace keeps them all)
     for name in tr:
         tr[name]
-    assert tr.nbytes() == full
+    last = [n for n in ref if n.startswith(tuple(f"blocks.{b}." for b in
+                                                  range(SMALL.depth - KEEP_BLOCKS, SMALL.depth)))
+            and not n.endswith(("resid_pre", "resid_post"))]
+    assert tr.nbytes() == lean + held_by(ref[n] for n in last) + held_by(
+        [ref["patch_embed"], ref["ln_final"]])
+    assert tr.nbytes() < full
+    for layer in range(SMALL.depth):  # and an evicted block comes back with the same numbers
+        for name in [n for n in ref if n.startswith(f"blocks.{layer}.")]:
+            assert torch.equal(tr[name], ref[name]), name
 
 
 def test_block_view_is_kept_and_read_only():
@@ -198,7 +208,10 @@ def test_eight_threads_reading_one_trace_get_the_same_tensors():
     for got in results:
         for name, t in got.items():
             assert torch.equal(t, ref[name]), name
-            assert t is results[0][name], name  # each block recomputed once, by one thread
+    if WIDE.depth <= KEEP_BLOCKS:  # nothing evicted: each block recomputed once, by one thread
+        for got in results:
+            for name, t in got.items():
+                assert t is results[0][name], name
 
 
 def test_recomputing_with_changed_weights_is_refused():
@@ -221,3 +234,23 @@ def test_the_callers_masks_may_change_after_the_trace():
     mask.zero_()
     heads.zero_()
     assert_same(tr, ref)
+
+
+def test_a_lean_trace_keeps_only_the_blocks_read_last():
+    """Visiting every layer (a page's layer slider) keeps KEEP_BLOCKS blocks, not all of them:
+    the cache's measure of a trace stays true after pages read it."""
+    cfg = ViTConfig(img_size=32, patch_size=8, embed_dim=48, depth=KEEP_BLOCKS + 3, num_heads=3,
+                    num_classes=5)
+    model = randomised(cfg)
+    pixels = torch.randn(1, 3, 32, 32)
+    ref = eager(model, pixels)
+    tr = run_trace(model, pixels)
+    lean = tr.nbytes()
+    per_block = held_by(ref[n] for n in ref if n.startswith("blocks.0.")
+                        and not n.endswith(("resid_pre", "resid_post")))
+    for layer in range(cfg.depth):
+        assert torch.equal(tr[f"blocks.{layer}.mlp.post"], ref[f"blocks.{layer}.mlp.post"])
+        assert tr.nbytes() == lean + per_block * min(layer + 1, KEEP_BLOCKS)
+    tr["blocks.0.ln1"]  # evicted long ago: recomputed, the same numbers
+    assert torch.equal(tr["blocks.0.ln1"], ref["blocks.0.ln1"])
+    assert tr.nbytes() == lean + per_block * KEEP_BLOCKS

@@ -4,7 +4,10 @@ Traces, experiment traces, attention summaries (a stacked copy of every pattern)
 generations and prepared images all go into one `ByteLRU`: when the bytes it holds would exceed
 the budget, the least recently used entries are dropped until they fit. Sizes are real: a
 tensor counts its storage once however many names or views share it (so a Trace counts what
-`Trace.nbytes()` counts, plus its mask), a numpy array its buffer, a PIL image its pixels.
+`Trace.nbytes()` counts, plus its mask, and measuring it computes nothing), a numpy array its
+buffer, a PIL image its pixels. A lean trace grows when a page reads a block it recomputes (up
+to trace.KEEP_BLOCKS blocks), so a hit measures its value again and drops older entries if the
+total no longer fits.
 A value bigger than the whole budget is returned to its caller but not kept.
 
 The budget is read once per server process (ui/state.py holds the one ByteLRU in
@@ -31,7 +34,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-DEFAULT_MB = 1536  # 1.5 GB: nine ViT-B/16 traces (170 MB each), or ~380 of the bundled models'
+from vit_core.trace import Trace
+
+DEFAULT_MB = 1536  # 1.5 GB: ~40 ViT-B/16 lean traces with two blocks read (37 MB each)
 ENV = "VIT_EXPLAINER_CACHE_MB"
 FLAG = "--cache-mb"
 MB = 2**20
@@ -93,6 +98,9 @@ def _size(obj, seen: set, depth: int) -> int:
     seen.add(id(obj))
     if isinstance(obj, Image.Image):
         return obj.width * obj.height * _PIL_BYTES.get(obj.mode, 4)
+    if isinstance(obj, Trace):  # what it holds now; reading its items would recompute blocks
+        return sum(_size(v, seen, depth + 1)
+                   for v in (*obj.held_tensors(), obj.mask, obj.text_ids))
     if isinstance(obj, Mapping):
         return sum(_size(k, seen, depth + 1) + _size(v, seen, depth + 1) for k, v in obj.items())
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -126,7 +134,13 @@ class ByteLRU:
             if key in self._items:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return self._items[key][0]
+                value, n = self._items[key]
+                now = self._size(value)  # a lean trace grows as pages read recomputed blocks
+                if now != n:
+                    self._items[key] = (value, now)
+                    self.held += now - n
+                    self._fit()
+                return value
             waiting = self._pending.get(key)
             if waiting is None:
                 self.misses += 1
@@ -146,13 +160,17 @@ class ByteLRU:
             if n <= self.budget:
                 self._items[key] = (value, n)
                 self.held += n
-                while self.held > self.budget:
-                    _, (_, dropped) = self._items.popitem(last=False)
-                    self.held -= dropped
+                self._fit()
             else:
                 self.too_big += 1
         mine.set_result(value)
         return value
+
+    def _fit(self) -> None:
+        """Drop the least recently used entries until the held bytes fit (under the lock)."""
+        while self.held > self.budget and self._items:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.held -= dropped
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:

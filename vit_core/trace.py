@@ -6,13 +6,16 @@ the same modules from what was kept: block l's internals from its input `blocks.
 `patch_embed` from `patches`, `ln_final` from the last block's output. Same code, same input,
 same shapes, so the numbers are the ones the pass computed, bit for bit. For ViT-B/16 the pass
 keeps 8.5 MB instead of 170 MB; reading one name of block l recomputes that block alone (1/L of
-a pass) and keeps its internals (14 MB) for the next read.
+a pass) and keeps its internals (14 MB) for the next read, for the KEEP_BLOCKS blocks read most
+recently: a trace never grows past what it kept plus that many blocks, however many layers a
+page visits.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -68,6 +71,7 @@ def symbol_sizes(config: ViTConfig, n_text: int = 0) -> dict[str, int]:
 # What a lean pass keeps; `blocks.l.resid_pre` is the same tensor as `embed` or block l-1's
 # `resid_post`. Everything else is recomputed on first read.
 KEPT = ("patches", "embed", "blocks.l.resid_post", "seg_logits", "logits")
+KEEP_BLOCKS = 2  # recomputed blocks a lean trace keeps (the ones read most recently)
 
 
 def weights_version(model) -> tuple[int, ...]:
@@ -131,7 +135,9 @@ class Trace(Mapping):
         self._names = list(tensors) if names is None else list(names)
         self._known = frozenset(self._names)
         self._rerun = rerun
-        self._computed: dict = {}  # block index / "patch_embed" / "ln_final" -> {name: tensor}
+        # block index / "patch_embed" / "ln_final" -> {name: tensor}; blocks in order of use
+        self._computed: OrderedDict = OrderedDict()
+        self._order = threading.Lock()  # guards the order of _computed and its evictions
         self._locks = {part: threading.Lock() for part in
                        [*range(config.depth), "patch_embed", "ln_final"]}
         self.config, self.mask, self.mask_kind, self.text_ids = config, mask, mask_kind, text_ids
@@ -170,11 +176,19 @@ class Trace(Mapping):
         """Bytes of memory the trace holds now: what the pass kept, plus the blocks recomputed
         and kept since. Names that share memory count once: `resid_pre` of block l is block
         l-1's `resid_post`, and q, k, v are views of one qkv tensor."""
-        held = list(self._kept.values())
-        for part in list(self._computed.values()):
-            held += part.values()
-        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in held}
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                    for t in self.held_tensors()}
         return sum(storages.values())
+
+    def held_tensors(self) -> list[torch.Tensor]:
+        """The tensors the trace holds now (kept by the pass, or recomputed and kept), without
+        computing anything: what a cache measures."""
+        held = list(self._kept.values())
+        with self._order:
+            parts = list(self._computed.values())
+        for part in parts:
+            held += part.values()
+        return held
 
     # ---- block by block
 
@@ -224,16 +238,29 @@ class Trace(Mapping):
 
     def _part(self, part, keep: bool = True) -> dict:
         """The recomputed tensors of one block (or of patch_embed / ln_final), by name."""
-        done = self._computed.get(part)
+        done = self._used(part)
         if done is not None:
             return done
         if not keep:
             return self._compute(part)
         with self._locks[part]:  # one thread computes, the others wait for its result
-            done = self._computed.get(part)
+            done = self._used(part)
             if done is None:
-                done = self._computed[part] = self._compute(part)
+                done = self._compute(part)
+                with self._order:
+                    self._computed[part] = done
+                    blocks = [p for p in self._computed if isinstance(p, int)]
+                    for old in blocks[:-KEEP_BLOCKS]:  # the least recently read blocks go
+                        del self._computed[old]
         return done
+
+    def _used(self, part) -> dict | None:
+        """The kept tensors of `part` (now the most recently read), or None."""
+        with self._order:
+            done = self._computed.get(part)
+            if done is not None:
+                self._computed.move_to_end(part)
+            return done
 
     def _compute(self, part) -> dict:
         if self._rerun is None:  # a trace built from a dict lists only what it holds

@@ -69,12 +69,16 @@ def residual_stream(trace, token: int) -> dict:
          and MLP add (L values each)}.
     """
     L = trace.config.depth
+    attn, mlp = [], []
+    for block in trace.blocks():  # one block's internals at a time, not kept
+        attn.append(float(block["attn_out"][token].norm()))
+        mlp.append(float(block["mlp_out"][token].norm()))
     return {
         "labels": ["embed"] + [f"block {b}" for b in range(L)],
         "resid": [float(trace["embed"][token].norm())]
         + [float(trace[f"blocks.{b}.resid_post"][token].norm()) for b in range(L)],
-        "attn": [float(trace[f"blocks.{b}.attn_out"][token].norm()) for b in range(L)],
-        "mlp": [float(trace[f"blocks.{b}.mlp_out"][token].norm()) for b in range(L)],
+        "attn": attn,
+        "mlp": mlp,
     }
 
 

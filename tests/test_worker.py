@@ -161,6 +161,50 @@ def test_long_jobs_take_turns_and_a_stream_of_first_views_never_stops_them():
     assert log == ["view"] * n + ["step"] + ["view"] * 2 + ["step"]
 
 
+def test_a_cheap_model_s_words_go_before_queued_passes_of_a_costly_one():
+    """A small captioner's words (each pass under CHEAP_S) are served ahead of waiting one-pass
+    calls; a costly model's words still wait their turn behind them."""
+    from vit_core import generate
+
+    worker, log = w.Worker(warm=False), []
+
+    class Tagged:  # what a SlowCaptioner logs, tagged with which model it is
+        def __init__(self, tag):
+            self.tag = tag
+
+        def append(self, _entry):
+            log.append(self.tag)
+
+    cheap = worker.stepwise(SlowCaptioner(captioner_config(), Tagged("cheap"), pass_s=0.0))
+    costly = worker.stepwise(SlowCaptioner(captioner_config(), Tagged("costly"),
+                                           pass_s=2.5 * w.CHEAP_S))
+    pixels = torch.zeros(1, 3, 8, 8)
+    generate(cheap, pixels, max_new_tokens=1)  # the worker learns each model's cost
+    generate(costly, pixels, max_new_tokens=1)
+    log.clear()
+
+    def view():  # a first view's pass: long enough for the next word to be queued meanwhile
+        log.append("view")
+        time.sleep(0.1)
+
+    gate = threading.Event()
+    with ThreadPoolExecutor(8) as pool:
+        pool.submit(worker.run, gate.wait, 5)  # hold the worker while the queue fills up
+        time.sleep(0.05)
+        views = [pool.submit(worker.run, view) for _ in range(3)]
+        time.sleep(0.05)
+        words = [pool.submit(generate, m, pixels, max_new_tokens=3) for m in (costly, cheap)]
+        time.sleep(0.05)
+        gate.set()
+        for f in views + words:
+            f.result(timeout=20)
+    last_view = len(log) - 1 - log[::-1].index("view")
+    assert log[0] == "cheap", log  # ahead of the three views queued before it
+    assert log[:last_view].count("cheap") == 3, log  # all its words before the last view
+    assert log.index("costly") > last_view, log  # a costly word waits behind the views
+    assert sorted(log) == ["cheap"] * 3 + ["costly"] * 3 + ["view"] * 3
+
+
 def test_a_wait_past_its_limit_ends_in_one_sentence_and_the_job_is_dropped():
     worker, ran = w.Worker(warm=False), []
     with ThreadPoolExecutor(1) as pool:

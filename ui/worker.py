@@ -20,7 +20,10 @@ or `stepwise(model)` for vit_core.generate), so between two of its passes other 
   student's first view waits for at most the pass in progress, not for someone's whole caption;
 - `run_step` calls queue behind them; each long job has one step queued at a time, so long jobs
   take turns (round robin). After FRESH_IN_A_ROW `run` calls in a row a waiting step gets its
-  turn, so a stream of new students delays a caption but never stops it.
+  turn, so a stream of new students delays a caption but never stops it;
+- a step of a model whose last pass took under CHEAP_S (a bundled captioner's word: ~10 ms) is
+  served before everything else: it delays a first view by less than that, while queueing its ten
+  words behind other students' ViT-B/16 passes (0.3 s each) would hold its page for many seconds.
 Every wait has a limit (LIMIT_S unless `timeout=` says otherwise): past it the caller gets `Busy`,
 whose message is one sentence for the page, and the job is dropped if it has not started.
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future, wait
 
@@ -43,6 +47,7 @@ IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the p
 BLOCK = MMAP_THRESHOLD // 2  # warm in blocks under the mmap threshold, so freeing keeps them
 LIMIT_S = 60.0  # the longest any caller waits for one pass (its turn included)
 FRESH_IN_A_ROW = 4  # one-pass calls served in a row while a long job's step waits
+CHEAP_S = 0.02  # a step whose model's last pass took less than this goes first
 
 
 class Busy(TimeoutError):
@@ -59,8 +64,9 @@ def _nbytes(result) -> int:
 
 
 class _Job:
-    def __init__(self, fn, args, kwargs):
+    def __init__(self, fn, args, kwargs, cost_key=None):
         self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.cost_key = cost_key  # steps: which model's pass this is (its cost is remembered)
         self.done: Future = Future()
         self.dropped = False  # its caller stopped waiting: skip it if it has not started
 
@@ -72,6 +78,7 @@ class Worker:
         self.fresh: deque[_Job] = deque()  # `run`: first views, experiments (one pass each)
         self.steps: deque[_Job] = deque()  # `run_step`: the next pass of a long job
         self.served_ahead = 0  # `run` calls served since a step started waiting
+        self.cost: dict = {}  # a step's cost_key -> seconds its last pass took
         self.lock = threading.Condition()
         self.stopping = False
         self.warm = warm
@@ -88,10 +95,11 @@ class Worker:
         its result, or its exception re-raised. Raises Busy after `timeout` s (LIMIT_S)."""
         return self._submit(self.fresh, fn, args, kwargs, timeout)
 
-    def run_step(self, fn, /, *args, timeout: float | None = None, **kwargs):
+    def run_step(self, fn, /, *args, timeout: float | None = None, cost_key=None, **kwargs):
         """One pass of a long job (a caption's next word): as `run`, but queued behind the
-        one-pass calls and taking turns with the other long jobs."""
-        return self._submit(self.steps, fn, args, kwargs, timeout)
+        one-pass calls and taking turns with the other long jobs, unless the last pass with the
+        same `cost_key` (the model) took under CHEAP_S."""
+        return self._submit(self.steps, fn, args, kwargs, timeout, cost_key)
 
     def stepwise(self, model) -> Stepwise:
         """`model`, with every call a `run_step` (for loops such as vit_core.generate)."""
@@ -104,8 +112,8 @@ class Worker:
             self.lock.notify()
         self.thread.join(timeout)
 
-    def _submit(self, queue: deque, fn, args, kwargs, timeout):
-        job = _Job(fn, args, kwargs)
+    def _submit(self, queue: deque, fn, args, kwargs, timeout, cost_key=None):
+        job = _Job(fn, args, kwargs, cost_key)
         with self.lock:
             if self.stopping or not self.thread.is_alive():
                 raise RuntimeError(
@@ -121,7 +129,12 @@ class Worker:
         return job.done.result()
 
     def _next(self) -> _Job | None:
-        """The next job (under the lock): a one-pass call unless a step has waited long enough."""
+        """The next job (under the lock): a cheap step, else a one-pass call unless a step has
+        waited long enough."""
+        for i, job in enumerate(self.steps):
+            if self.cost.get(job.cost_key, CHEAP_S) < CHEAP_S:
+                del self.steps[i]
+                return job
         if self.fresh and (not self.steps or self.served_ahead < FRESH_IN_A_ROW):
             self.served_ahead += bool(self.steps)
             return self.fresh.popleft()
@@ -145,11 +158,15 @@ class Worker:
                 self._run(job)
 
     def _run(self, job: _Job) -> None:
+        start = time.perf_counter()
         try:
             result = job.fn(*job.args, **job.kwargs)
         except BaseException as e:  # handed to the caller, never kills the worker
             job.done.set_exception(e)
             return
+        finally:
+            if job.cost_key is not None:
+                self.cost[job.cost_key] = time.perf_counter() - start
         job.done.set_result(result)
         if self.warm:
             self.to_warm = _nbytes(result)
@@ -173,7 +190,8 @@ class Stepwise:
         self._worker, self._model = worker, model
 
     def __call__(self, *args, **kwargs):
-        return self._worker.run_step(_inference, self._model, *args, **kwargs)
+        return self._worker.run_step(_inference, self._model, *args, cost_key=id(self._model),
+                                     **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._model, name)

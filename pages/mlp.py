@@ -55,7 +55,7 @@ with right:
              f"{float(tr[f'blocks.{layer}.resid_post'][i].norm()):.2f}.")
 
 st.subheader(f"The residual stream of {labels[i]}, block by block")
-stream = residual_stream(tr, i)
+stream = residual_stream(tr, i, state.sublayer_norms(inp, name))
 st.plotly_chart(figures.residual_norms(
     stream["attn"], stream["mlp"], stream["resid"],
     title=f"{labels[i]}: the norm of what each sublayer adds (bars) and of the token after "

@@ -60,25 +60,34 @@ def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
             "identity": bool((weight == 1).all() and (bias == 0).all())}
 
 
-def residual_stream(trace, token: int) -> dict:
+def sublayer_norms(trace) -> dict[str, torch.Tensor]:
+    """The norm of what each block's attention and MLP add to every token, {"attn": [L, S],
+    "mlp": [L, S]}: one pass over the blocks, one block's internals held at a time."""
+    attn, mlp = [], []
+    for block in trace.blocks():
+        attn.append(block["attn_out"].norm(dim=-1))
+        mlp.append(block["mlp_out"].norm(dim=-1))
+    return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
+
+
+def residual_stream(trace, token: int, norms: dict | None = None) -> dict:
     """One token's residual stream through the blocks, in forward order.
 
+    Args:
+        norms: `sublayer_norms(trace)` if already computed (it streams every block).
     Returns:
         {"labels": ["embed", "block 0", ...], "resid": norms of the token at the embedding and
          after each block (L + 1 values), "attn" / "mlp": norms of what each block's attention
          and MLP add (L values each)}.
     """
     L = trace.config.depth
-    attn, mlp = [], []
-    for block in trace.blocks():  # one block's internals at a time, not kept
-        attn.append(float(block["attn_out"][token].norm()))
-        mlp.append(float(block["mlp_out"][token].norm()))
+    norms = sublayer_norms(trace) if norms is None else norms
     return {
         "labels": ["embed"] + [f"block {b}" for b in range(L)],
         "resid": [float(trace["embed"][token].norm())]
         + [float(trace[f"blocks.{b}.resid_post"][token].norm()) for b in range(L)],
-        "attn": attn,
-        "mlp": mlp,
+        "attn": [float(v) for v in norms["attn"][:, token]],
+        "mlp": [float(v) for v in norms["mlp"][:, token]],
     }
 
 

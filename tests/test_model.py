@@ -128,9 +128,11 @@ def test_without_positions_attention_is_permutation_equivariant():
         model.pos_embed.zero_()
     a, b = run_trace(model, x), run_trace(model, xp)
     out_a, out_b = a["blocks.1.resid_post"], b["blocks.1.resid_post"]
-    torch.testing.assert_close(out_b[1:], out_a[1:][perm], rtol=1e-4, atol=1e-5)  # patches move
-    torch.testing.assert_close(out_b[0], out_a[0], rtol=1e-4, atol=1e-5)  # CLS does not change
-    torch.testing.assert_close(a.logits, b.logits, rtol=1e-4, atol=1e-5)
+    # (the fused attention kernel sums keys in blocks, so a new key order rounds differently:
+    # ~1e-5 on values of ~10; an order-dependent model would differ by whole units)
+    torch.testing.assert_close(out_b[1:], out_a[1:][perm], rtol=1e-4, atol=5e-5)  # patches move
+    torch.testing.assert_close(out_b[0], out_a[0], rtol=1e-4, atol=5e-5)  # CLS does not change
+    torch.testing.assert_close(a.logits, b.logits, rtol=1e-4, atol=5e-5)
     # the same permutation with position embeddings does change the prediction
     model = randomised(SMALL)
     assert not torch.allclose(run_trace(model, x).logits, run_trace(model, xp).logits, atol=1e-3)

@@ -30,6 +30,20 @@ class HookPoint(nn.Module):
         return x
 
 
+def wanted(*points: HookPoint) -> bool:
+    """Whether the running pass keeps any of these hook points' tensors. A pass with no store
+    (a plain forward) or one that keeps other names only can skip computing them (the fused
+    attention kernel never forms the pattern); the skipped names are still listed as offered."""
+    store = _STORE.get()
+    if store is None:
+        return False
+    if isinstance(store, _Only):
+        if store.names.isdisjoint(p.name for p in points):
+            store.seen.extend(p.name for p in points)
+            return False
+    return True
+
+
 def name_hook_points(model: nn.Module) -> list[str]:
     """Give every HookPoint in `model` its trace name; return the names in forward order."""
     names = []

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ViTConfig
-from .hooks import HookPoint, name_hook_points
+from .hooks import HookPoint, name_hook_points, wanted
 from .masks import make_mask
 from .patches import patchify
 
@@ -41,13 +41,19 @@ class Attention(nn.Module):
         H = self.num_heads
         # one matmul gives Q, K and V for all heads; split D into H heads of d_k
         qkv = self.qkv(x).view(B, S, 3, H, D // H).permute(2, 0, 3, 1, 4)  # (3, B, H, S, d_k)
-        q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
-        scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, S, S)  Q K^T / sqrt(d_k)
-        if mask is not None:
-            scores = scores + mask  # + M: -inf where a query may not see a key
-        scores = self.hook_scores(scores)
-        pattern = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A
-        z = self.hook_z(pattern @ v)  # (B, H, S, d_k)  A V, per head
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        if wanted(self.hook_q, self.hook_k, self.hook_v, self.hook_scores, self.hook_pattern):
+            q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+            scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, S, S)  Q K^T / sqrt(d_k)
+            if mask is not None:
+                scores = scores + mask  # + M: -inf where a query may not see a key
+            scores = self.hook_scores(scores)
+            self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A, for whoever reads it
+        # z = A V, per head: softmax(Q K^T / sqrt(d_k) + M) V by torch's fused kernel, which
+        # never forms A, so a pass that reads no pattern (a plain forward, a lean trace) skips
+        # it. Every pass computes z this one way, so a lean trace's kept residual stream and
+        # the block internals it recomputes are bit for bit those of a pass that keeps all.
+        z = self.hook_z(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale))
         if head_mask is not None:
             z = z * head_mask.view(1, H, 1, 1)  # switch heads off (experiments page)
         z = z.transpose(1, 2).reshape(B, S, D)  # (B, S, D)  concat(head_1, ..., head_H)

@@ -2,15 +2,38 @@
 
 import streamlit as st
 
-from ui import figures, keys, models, show, state
+from ui import figures, keys, models, navigate, show, state
 from ui.tables import stage_table
+from vit_core.explain.generation import tokenizer_for
+from vit_core.explain.stages import caption_input, model_map
 from vit_core.io.images import describe_preprocessing
 
+navigate.open_pending()  # a click on the map's boxes opens that stage
 inp, name, model, prep, tr = state.load_current()
 c = model.config
 S, D, N, g, pre = tr["embed"].shape[0], c.embed_dim, c.num_patches, c.grid, c.num_prefix_tokens
 headless = not c.num_classes and not c.has_text
 st.title("From pixels to logits, in one pass")
+map_tr, gen = tr, None
+if c.has_text:  # the map shows the pass that wrote the caption's last word: image + its text
+    with st.spinner("Writing its caption, one forward pass per word…"):
+        gen = state.generation(inp, name, mask=state.chosen_mask())
+        text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
+        map_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
+_, C, H, W = prep.pixels.shape
+mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
+st.plotly_chart(figures.model_map(mm), key=keys.OVERVIEW_MAP, on_select=lambda:
+                navigate.on_map_click(keys.OVERVIEW_MAP), selection_mode="points",
+                config={"displayModeBar": False}, width="content")
+st.caption(
+    "Each box is one step of the forward pass on your image: click it to open the page that "
+    "explains it (a box inside the block also selects that block). Each blue label is the shape "
+    "of the tensor on that arrow in this very pass (rows × columns: tokens × numbers per token; "
+    "heads × tokens × tokens for attention). The dotted frame is one block; the cells below it "
+    "pick which block's tensors label its arrows."
+    + (f" The text stream shows the pass that wrote the caption's last word: [SOS] and the "
+       f"{map_tr.n_text - 1} word{'s' if map_tr.n_text != 2 else ''} before it, under the "
+       f"{map_tr.mask_kind} mask." if c.has_text else ""))
 blocks = "1 block" if c.depth == 1 else f"{c.depth} blocks"
 st.write(
     f"The model cuts the {c.img_size}×{c.img_size} image into square patches of "
@@ -55,7 +78,14 @@ with right:
         if sure:
             st.caption(sure)
     elif c.has_text:
-        caption_slot = st.empty()  # filled last: a caption is one forward pass per word
+        st.subheader("Caption")
+        st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
+        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
+        st.caption("Each bar: how sure the model was of that word when it wrote it "
+                   "([EOS] ends the caption). The Logits page steps through it.")
+        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
+        if sure:
+            st.caption(sure)
     else:
         st.subheader("What it outputs")
         st.write(f"This model has no classifier: it is an encoder that outputs {S} token "
@@ -91,14 +121,3 @@ st.info(f"What to notice: the token count stays {tokens} through every block; on
         f"attention pattern is S×S = {S * S:,} entries for each of {heads} in each of the "
         f"{blocks}, so its cost grows with the square of the token count, and smaller patches "
         f"mean more tokens.")
-if c.has_text:
-    with caption_slot.container(), st.spinner("Writing its caption, one forward pass per word…"):
-        gen = state.generation(inp, name, mask=state.chosen_mask())
-        st.subheader("Caption")
-        st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
-        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
-        st.caption("Each bar: how sure the model was of that word when it wrote it "
-                   "([EOS] ends the caption). The Logits page steps through it.")
-        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
-        if sure:
-            st.caption(sure)

@@ -25,15 +25,21 @@ mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
 st.plotly_chart(figures.model_map(mm), key=keys.OVERVIEW_MAP, on_select=lambda:
                 navigate.on_map_click(keys.OVERVIEW_MAP), selection_mode="points",
                 config={"displayModeBar": False}, width="content")
+pick = (" The dotted frame is one block; the cells under it pick which block's tensors label "
+        "its arrows." if c.depth > 1 else " The dotted frame is the model's only block.")
+written = ""
+if c.has_text:
+    k = map_tr.n_text - 1  # words read besides [SOS]
+    last = "[EOS]" if gen.words and gen.words[-1] == "[EOS]" else f"“{gen.words[-1]}”"
+    written = (f" The text stream is the pass in which it wrote its last token, {last}: it read "
+               f"[SOS] and the {k} word{'' if k == 1 else 's'} it had written before, under "
+               f"the {map_tr.mask_kind} mask, so S = {map_tr.n_image} image + {map_tr.n_text} "
+               f"text tokens = {map_tr['embed'].shape[0]} there.")
 st.caption(
     "Each box is one step of the forward pass on your image: click it to open the page that "
     "explains it (a box inside the block also selects that block). Each blue label is the shape "
-    "of the tensor on that arrow in this very pass (rows × columns: tokens × numbers per token; "
-    "heads × tokens × tokens for attention). The dotted frame is one block; the cells below it "
-    "pick which block's tensors label its arrows."
-    + (f" The text stream shows the pass that wrote the caption's last word: [SOS] and the "
-       f"{map_tr.n_text - 1} word{'s' if map_tr.n_text != 2 else ''} before it, under the "
-       f"{map_tr.mask_kind} mask." if c.has_text else ""))
+    "of the tensor on that arrow in this very pass (e.g. tokens × numbers per token, or "
+    "heads × tokens × tokens for attention)." + pick + written)
 blocks = "1 block" if c.depth == 1 else f"{c.depth} blocks"
 st.write(
     f"The model cuts the {c.img_size}×{c.img_size} image into square patches of "
@@ -113,6 +119,9 @@ with right:
                        "red, green and blue: patches the model represents alike get alike "
                        "colours.", "patch-pca")
 st.subheader("Every stage, with the shape it had just now")
+if c.has_text:
+    st.caption(f"This table is the pass over the image alone (no text fed), as the other pages "
+               f"start: S = {S} tokens here, {map_tr['embed'].shape[0]} in the map above.")
 st.dataframe(stage_table(tr), hide_index=True, key=keys.OVERVIEW_TABLE)
 heads = f"{c.num_heads} head{'s' if c.num_heads > 1 else ''}"
 tokens = (f"S = {S} image tokens (plus one per word while it writes a caption)" if c.has_text

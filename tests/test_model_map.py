@@ -204,3 +204,21 @@ def test_clicking_a_block_box_selects_the_block_shown_and_a_layer_cell_picks_it(
     at = click(at, "qkv")
     assert at.title[0].value.startswith("3 · LayerNorm"), at.title[0].value
     assert at.session_state[keys.LAYER] == 1
+
+
+@pytest.mark.parametrize("model, mask", [("shapes-captioner-prefix", "prefix"),
+                                         ("shapes-captioner-causal", "causal")])
+def test_the_map_caption_says_which_text_pass_it_shows(model, mask):
+    at = open_overview(model)
+    words = [w.split(". ", 1)[1] for w in chart(at, keys.OVERVIEW_WORDS)["data"][0]["x"]]
+    net = load_model(model)
+    said = next(c.value for c in at.caption if c.value.startswith("Each box"))
+    last = "[EOS]" if words[-1] == "[EOS]" else f"“{words[-1]}”"
+    k = len(words) - 1
+    S = net.config.num_image_tokens + len(words)
+    assert (f"wrote its last token, {last}: it read [SOS] and the {k} word" in said
+            and f"under the {mask} mask" in said and f"text tokens = {S} there" in said), said
+    assert "cells under it pick" in said
+    one = open_overview(str(HUB / "tiny-org" / "vit-1block-1head-p14"))
+    said = next(c.value for c in one.caption if c.value.startswith("Each box"))
+    assert "only block" in said and "cells" not in said and "text stream" not in said

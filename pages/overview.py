@@ -4,9 +4,11 @@ import streamlit as st
 
 from ui import figures, keys, models, navigate, show, state
 from ui.tables import stage_table
+from vit_core.explain.composed import caption_note, class_note
 from vit_core.explain.generation import tokenizer_for
 from vit_core.explain.stages import caption_input, model_map
 from vit_core.io.images import describe_preprocessing
+from vit_core.scenes.world import Composition
 
 navigate.open_pending()  # a click on the map's boxes opens that stage
 inp, name, model, prep, tr = state.load_current()
@@ -54,6 +56,8 @@ st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.
          rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {N},\qquad "
          rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
          rf"\times {D}}}")
+composed = (Composition.parse(st.session_state[keys.SCENE])
+            if inp.label.startswith("composed") and st.session_state.get(keys.SCENE) else None)
 left, right = st.columns([1, 1])
 with left:
     st.subheader("What the model sees")
@@ -83,6 +87,8 @@ with right:
         sure = models.sureness_note(model, float(probs.max()), inp.label)
         if sure:
             st.caption(sure)
+        if composed:
+            st.info(class_note(composed, names, [float(p) for p in probs]))
     elif c.has_text:
         st.subheader("Caption")
         st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
@@ -92,6 +98,8 @@ with right:
         sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
         if sure:
             st.caption(sure)
+        if composed:
+            st.info(caption_note(composed, gen.words))
     else:
         st.subheader("What it outputs")
         st.write(f"This model has no classifier: it is an encoder that outputs {S} token "

@@ -222,3 +222,74 @@ def test_the_map_caption_says_which_text_pass_it_shows(model, mask):
     one = open_overview(str(HUB / "tiny-org" / "vit-1block-1head-p14"))
     said = next(c.value for c in one.caption if c.value.startswith("Each box"))
     assert "only block" in said and "cells" not in said and "text stream" not in said
+
+
+# ---------------------------------------------------------------- composed scenes
+ALL_FOUR = "star_blue_sand_right_100_30_2_5"  # the bundled models get all of it right
+HARD = "box_pink_grass_bottom_70_70_3_1"  # a small box: both call it a diamond
+
+
+def open_scene(code: str, model: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["page"] = "overview"
+    at.query_params["scene"] = code
+    at.session_state[keys.MODEL] = model
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[keys.MODEL] == model
+    assert at.session_state[keys.INPUT].label.startswith("composed")
+    return at
+
+
+def scene_note(at: AppTest) -> str:
+    notes = [i.value for i in at.info if i.value.startswith("You placed")]
+    assert len(notes) == 1, [i.value for i in at.info]
+    return notes[0]
+
+
+@pytest.mark.parametrize("code, placed", [
+    (ALL_FOUR, "a blue star on the right on the sand"),
+    (HARD, "a pink box at the bottom on the grass")])
+def test_composed_scene_note_says_which_parts_the_caption_names(code, placed):
+    at = open_scene(code, "shapes-captioner-prefix")
+    words = [w.split(". ", 1)[1] for w in chart(at, keys.OVERVIEW_WORDS)["data"][0]["x"]]
+    said = [w for w in words if w != "[EOS]"]
+    shape, colour, background, position = code.split("_")[:4]
+    truth = {"shape": shape, "colour": colour, "background": background,
+             "position": position}
+    hits = {part: value in said for part, value in truth.items()}
+    note = scene_note(at)
+    assert note.startswith(f"You placed {placed}; the caption says “{' '.join(said)}”"), note
+    if all(hits.values()):
+        assert "names all four" in note and "misses" not in note
+    else:
+        for part, hit in hits.items():
+            assert (f"the {part} (it says" in note or f"the {part} (it names none" in note) \
+                != hit, (part, note)
+    if code == HARD:  # the wording differs from the scene it gets right
+        assert "misses the shape (it says diamond; you chose box)" in note, note
+
+
+@pytest.mark.parametrize("code", [ALL_FOUR, HARD])
+def test_composed_scene_note_says_whether_the_top_class_is_the_shape(code):
+    at = open_scene(code, "shapes-classifier")
+    model = load_model("shapes-classifier")
+    x = preprocess(load_image(at.session_state[keys.INPUT].data), model.config)
+    p = run_trace(model, x).logits.double().softmax(-1)
+    names = list(model.config.class_names)
+    top, shape = int(p.argmax()), code.split("_")[0]
+    note = scene_note(at)
+    assert f"the top class is “{names[top]}” ({float(p[top]):.0%})" in note, note
+    if names[top] == shape:
+        assert note.endswith(": the shape you placed."), note
+    else:
+        k = names.index(shape)
+        rank = int((p > p[k]).sum()) + 1
+        assert (f"not the {shape} you placed: “{shape}” gets {float(p[k]):.0%}, rank {rank} "
+                f"of 10.") in note, note
+    assert (names[top] == shape) == (code == ALL_FOUR)  # the two wordings both appear
+
+
+def test_no_scene_note_without_a_composed_scene():
+    at = open_overview("shapes-classifier")
+    assert not [i.value for i in at.info if i.value.startswith("You placed")]

@@ -293,3 +293,16 @@ def test_composed_scene_note_says_whether_the_top_class_is_the_shape(code):
 def test_no_scene_note_without_a_composed_scene():
     at = open_overview("shapes-classifier")
     assert not [i.value for i in at.info if i.value.startswith("You placed")]
+
+
+def test_a_centre_scene_is_right_to_name_no_edge():
+    from vit_core.explain.composed import caption_note
+    from vit_core.scenes.world import Composition
+
+    centre = Composition("ball", "red", "grass", "centre", 110, 0, 0, 0)
+    assert caption_note(centre, "a red ball on the grass [EOS]".split()).endswith(
+        "names the shape, colour and background, and no edge: this world's captions leave the "
+        "centre unsaid.")
+    wrong = caption_note(centre, "a red box on the grass on the left [EOS]".split())
+    assert "names the colour and background but misses the shape (it says box; you chose " \
+           "ball); the position (it says “on the left”; you placed it in the centre)." in wrong

@@ -63,11 +63,18 @@ def caption_note(comp, words: list[str]) -> str:
             say = f"“{POSITION_PHRASES[said]}”" if p == "position" else said
             missed.append(f"the {p} (it says {say}; {truth})")
     start = f"You placed {placed(comp)}; the caption says “{text}”, which "
+    centre_ok = comp.position == "centre" and parts["position"][0]  # right by saying nothing
+    if centre_ok:
+        named.remove("position")
+    if not missed and centre_ok:
+        return start + ("names the shape, colour and background, and no edge: this world's "
+                        "captions leave the centre unsaid.")
     if not missed:
         return start + "names all four: shape, colour, position and background."
+    tail = " It rightly names no edge for the centre." if centre_ok else ""
     if not named:
-        return start + "names none of the four: it misses " + "; ".join(missed) + "."
-    return (start + "names the " + _and(named) + " but misses " + "; ".join(missed) + ".")
+        return start + "names none of them: it misses " + "; ".join(missed) + "." + tail
+    return start + "names the " + _and(named) + " but misses " + "; ".join(missed) + "." + tail
 
 
 def class_note(comp, class_names: list[str], probs: list[float]) -> str:

@@ -870,14 +870,19 @@ def model_map_layout(mm) -> dict[str, tuple[float, float]]:
     return pos
 
 
-def model_map(mm, title: str | None = None) -> go.Figure:
+def model_map(mm, title: str | None = None, scale: float = 1.0) -> go.Figure:
     """The whole forward pass as boxes and arrows (vit_core.explain.stages.ModelMap).
 
     Every box is a rectangle with its name; every arrow carries the live shape of the tensor it
     carries (annotation name "edge:<trace name>", text the shape). An invisible marker on each box
     makes it clickable (customdata [stage slug, layer or -1, box id]); the strip of L cells under
-    the block picks the layer it shows (customdata ["", layer, "layer"]).
+    the block picks the layer it shows (customdata ["", layer, "layer"]). `scale` enlarges
+    the whole drawing (size, text, markers), e.g. for presenter mode.
     """
+
+    def px(n: float) -> int:
+        return max(1, round(n * scale))
+
     pos = model_map_layout(mm)
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
@@ -896,7 +901,7 @@ def model_map(mm, title: str | None = None) -> go.Figure:
                       text=(f"<b>Block {mm.layer}</b> (of blocks 0–{L - 1}), drawn in full: the "
                             f"model repeats this block × {L}" if L > 1 else
                             "<b>Block 0</b>, drawn in full: this model has a single block"),
-                      showarrow=False, font=dict(size=12, color="#334155"),
+                      showarrow=False, font=dict(size=px(12), color="#334155"),
                       name="frame"))
     for b in mm.boxes:
         x, y = pos[b.id]
@@ -905,7 +910,7 @@ def model_map(mm, title: str | None = None) -> go.Figure:
         shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - MAP_BOX_H, y1=y + MAP_BOX_H,
                            line=dict(color="#334155", width=1), fillcolor=fill, layer="below"))
         notes.append(dict(x=x, y=y, text=b.label.replace("\n", "<br>"), showarrow=False,
-                          font=dict(size=11, color="#0f172a"), name=f"box:{b.id}"))
+                          font=dict(size=px(11), color="#0f172a"), name=f"box:{b.id}"))
     for e in mm.edges:
         (x0, y0), (x1, y1) = pos[e.src], pos[e.dst]
         w0 = 0.25 if e.src == "mask" else MAP_BOX_W
@@ -913,28 +918,29 @@ def model_map(mm, title: str | None = None) -> go.Figure:
         if abs(y0 - y1) < 1e-6:  # horizontal
             sx = 1 if x1 > x0 else -1
             a, b = (x0 + sx * w0, y0), (x1 - sx * w1, y1)
-            label = dict(x=(a[0] + b[0]) / 2, y=y0, yanchor="bottom", yshift=2)
+            label = dict(x=(a[0] + b[0]) / 2, y=y0, yanchor="bottom", yshift=px(2))
         elif abs(x0 - x1) < 1e-6:  # vertical
             sy = 1 if y1 > y0 else -1
             a, b = (x0, y0 + sy * MAP_BOX_H), (x1, y1 - sy * MAP_BOX_H)
-            label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="left", xshift=5)
+            label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="left", xshift=px(5))
         else:  # diagonal: from the bottom or top of the source to the side of the destination
             sy = 1 if y1 > y0 else -1
             a = (x0, y0 + sy * MAP_BOX_H)
             b = (x1 - (w1 if x1 > x0 else -w1), y1)
-            label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="right", xshift=-5)
+            label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="right", xshift=-px(5))
         if e.src == "mask":  # the mask's shape sits under its box
             label = dict(x=x0, y=y0 + MAP_BOX_H, yanchor="top", yshift=-1)
         notes.append(dict(x=b[0], y=b[1], ax=a[0], ay=a[1], xref="x", yref="y", axref="x",
                           ayref="y", text="", showarrow=True, arrowhead=2, arrowsize=1,
-                          arrowwidth=1.3, arrowcolor="#475569", standoff=0, startstandoff=0))
-        notes.append(dict(text=e.label, showarrow=False, font=dict(size=11, color="#1d4ed8"),
+                          arrowwidth=1.3 * scale, arrowcolor="#475569", standoff=0,
+                          startstandoff=0))
+        notes.append(dict(text=e.label, showarrow=False, font=dict(size=px(11), color="#1d4ed8"),
                           bgcolor="rgba(255,255,255,0.85)", borderpad=0,
                           name=f"edge:{e.name}", **label))
     # clickable boxes: one invisible marker per box
     fig.add_trace(go.Scatter(
         x=[pos[b.id][0] for b in mm.boxes], y=[pos[b.id][1] for b in mm.boxes], mode="markers",
-        marker=dict(size=34, symbol="square", opacity=0),
+        marker=dict(size=px(34), symbol="square", opacity=0),
         customdata=[[b.page, mm.layer if b.in_block else -1, b.id] for b in mm.boxes],
         text=[b.label.replace("\n", " ") for b in mm.boxes],
         hovertemplate="%{text}<br>click: open its stage<extra></extra>", showlegend=False,
@@ -950,23 +956,23 @@ def model_map(mm, title: str | None = None) -> go.Figure:
         cy = [cy0 + 0.3 * (i // per_row) for i in range(L)]
         fig.add_trace(go.Scatter(
             x=cx, y=cy, mode="markers+text", text=[str(i) for i in range(L)],
-            textfont=dict(size=9, color=["white" if i == mm.layer else "#0f172a"
+            textfont=dict(size=px(9), color=["white" if i == mm.layer else "#0f172a"
                                           for i in range(L)]),
-            marker=dict(size=min(18, max(8, int(step * 140) - 3)), symbol="square",
+            marker=dict(size=px(min(18, max(8, int(step * 140) - 3))), symbol="square",
                         color=["#ea580c" if i == mm.layer else "#fed7aa" for i in range(L)],
                         line=dict(color="#9a3412", width=1)),
             customdata=[["", i, "layer"] for i in range(L)],
             hovertemplate="block %{customdata[1]}: click to show it<extra></extra>",
             showlegend=False, name="layers"))
         notes.append(dict(x=left, y=cy0 - 0.3, xanchor="left", yanchor="bottom",
-                          text="Show block (click):", showarrow=False, font=dict(size=10),
+                          text="Show block (click):", showarrow=False, font=dict(size=px(10)),
                           name="strip"))
     fig.update_layout(
-        shapes=shapes, annotations=notes, height=int((y_hi - y_lo) * MAP_ROW_PX) + 10,
-        width=MAP_WIDTH,
+        shapes=shapes, annotations=notes, height=px((y_hi - y_lo) * MAP_ROW_PX + 10),
+        width=px(MAP_WIDTH),
         margin=dict(l=4, r=4, t=4 if not title else 30, b=4), plot_bgcolor="white",
         title=dict(text=title, font=dict(size=14)) if title else None,
         xaxis=dict(visible=False, range=[x_lo, x_hi], fixedrange=True),
         yaxis=dict(visible=False, range=[y_hi, y_lo], fixedrange=True),
-        dragmode=False, clickmode="event+select", hoverlabel=dict(font_size=11))
+        dragmode=False, clickmode="event+select", hoverlabel=dict(font_size=px(11)))
     return fig

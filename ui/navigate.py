@@ -7,6 +7,7 @@ read here (its STAGES literal, parsed once) rather than imported, which would ru
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,3 +58,26 @@ def open_pending() -> None:
         from .share import current_params
 
         st.switch_page(stage_scripts()[slug], query_params=current_params(slug))
+
+
+
+def presenter_zoom() -> float:
+    """The CSS zoom presenter mode puts on the page (ui/presenter.LARGE), 1 if none."""
+    from .presenter import LARGE
+
+    found = re.search(r"stMainBlockContainer[^}]*zoom:\s*([\d.]+)", LARGE)
+    return float(found.group(1)) if found else 1.0
+
+
+def unzoomed(chart_key: str) -> str:
+    """CSS that undoes presenter mode's page zoom on one plotly chart ("" without a zoom).
+
+    Under a CSS `zoom` Streamlit measures the chart's container already zoomed and plotly then
+    draws at that width, so the zoom applies twice (1.3² ≈ 1.7×) and the chart is cut at the
+    right and bottom. Zooming this chart back by the inverse draws it at its own size; the page
+    then draws the figure itself larger (figures.model_map's `scale`).
+    """
+    zoom = presenter_zoom()
+    if zoom == 1:
+        return ""
+    return f"<style>.st-key-{chart_key} {{ zoom: {1 / zoom:.4f}; }}</style>"

@@ -306,3 +306,9 @@ def test_a_centre_scene_is_right_to_name_no_edge():
     wrong = caption_note(centre, "a red box on the grass on the left [EOS]".split())
     assert "names the colour and background but misses the shape (it says box; you chose " \
            "ball); the position (it says “on the left”; you placed it in the centre)." in wrong
+
+
+def test_a_composed_scene_is_not_called_a_photo():
+    at = open_scene(ALL_FOUR, "shapes-captioner-prefix")
+    sure = [c.value for c in at.caption if c.value.startswith("How sure")]
+    assert sure and all("on this scene" in s and "photo" not in s for s in sure), sure

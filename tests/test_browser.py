@@ -376,3 +376,26 @@ def test_clicking_the_model_map_picks_a_block_and_opens_a_stage(browser, server)
     assert_no_exception(page, "after clicking the map")
     assert_local(requests)
     ctx.close()
+
+
+def test_presenter_mode_shows_the_whole_model_map(browser, server):
+    """Presenter mode zooms the page 1.3x; the map must still fit the page, uncut."""
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests, height=720)
+    page.goto(f"{server}/?page=overview&presenter=1")
+    wait_idle(page)
+    page.wait_for_timeout(1500)  # plotly re-measures after the first draw
+    sizes = page.evaluate("""() => {
+        const el = document.querySelector('.st-key-overview_map');
+        const plot = el.querySelector('.js-plotly-plot');
+        const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+        const r = plot.getBoundingClientRect(), m = main.getBoundingClientRect();
+        const svg = plot.querySelector('.main-svg').getBoundingClientRect();
+        const box = el.getBoundingClientRect();
+        return {right: r.right, main_right: m.right, main_width: m.width, width: r.width,
+                svg_h: svg.height, box_h: box.height, svg_w: svg.width, box_w: box.width};
+    }""")
+    assert sizes["right"] <= sizes["main_right"] + 1, sizes  # not cut at the right
+    assert sizes["svg_h"] <= sizes["box_h"] + 1 and sizes["svg_w"] <= sizes["box_w"] + 1, sizes
+    assert sizes["width"] >= 0.8 * sizes["main_width"], sizes  # drawn large, not shrunk
+    ctx.close()

@@ -384,6 +384,8 @@ def test_presenter_mode_shows_the_whole_model_map(browser, server):
     ctx, page = new_page(browser, requests, height=720)
     page.goto(f"{server}/?page=overview&presenter=1")
     wait_idle(page)
+    page.locator(".st-key-overview_map .js-plotly-plot .main-svg").first.wait_for(
+        state="attached", timeout=60_000)
     page.wait_for_timeout(1500)  # plotly re-measures after the first draw
     sizes = page.evaluate("""() => {
         const el = document.querySelector('.st-key-overview_map');

@@ -2,15 +2,50 @@
 
 import streamlit as st
 
-from ui import figures, keys, models, show, state
+from ui import figures, keys, models, navigate, show, state
 from ui.tables import stage_table
+from vit_core.explain.composed import caption_note, class_note
+from vit_core.explain.generation import tokenizer_for
+from vit_core.explain.stages import caption_input, model_map
 from vit_core.io.images import describe_preprocessing
+from vit_core.scenes.world import Composition
 
+navigate.open_pending()  # a click on the map's boxes opens that stage
 inp, name, model, prep, tr = state.load_current()
 c = model.config
 S, D, N, g, pre = tr["embed"].shape[0], c.embed_dim, c.num_patches, c.grid, c.num_prefix_tokens
 headless = not c.num_classes and not c.has_text
 st.title("From pixels to logits, in one pass")
+map_tr, gen = tr, None
+if c.has_text:  # the map shows the pass that wrote the caption's last word: image + its text
+    with st.spinner("Writing its caption, one forward pass per word…"):
+        gen = state.generation(inp, name, mask=state.chosen_mask())
+        text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
+        map_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
+scale = 1.0
+if st.session_state.get(keys.PRESENTER) and navigate.unzoomed(keys.OVERVIEW_MAP):
+    st.html(navigate.unzoomed(keys.OVERVIEW_MAP))  # not zoomed twice: drawn larger instead
+    scale = navigate.presenter_zoom()
+_, C, H, W = prep.pixels.shape
+mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
+st.plotly_chart(figures.model_map(mm, scale=scale), key=keys.OVERVIEW_MAP, on_select=lambda:
+                navigate.on_map_click(keys.OVERVIEW_MAP), selection_mode="points",
+                config={"displayModeBar": False}, width="content")
+pick = (" The dotted frame is one block; the cells under it pick which block's tensors label "
+        "its arrows." if c.depth > 1 else " The dotted frame is the model's only block.")
+written = ""
+if c.has_text:
+    k = map_tr.n_text - 1  # words read besides [SOS]
+    last = "[EOS]" if gen.words and gen.words[-1] == "[EOS]" else f"“{gen.words[-1]}”"
+    written = (f" The text stream is the pass in which it wrote its last token, {last}: it read "
+               f"[SOS] and the {k} word{'' if k == 1 else 's'} it had written before, under "
+               f"the {map_tr.mask_kind} mask, so S = {map_tr.n_image} image + {map_tr.n_text} "
+               f"text tokens = {map_tr['embed'].shape[0]} there.")
+st.caption(
+    "Each box is one step of the forward pass on your image: click it to open the page that "
+    "explains it (a box inside the block also selects that block). Each blue label is the shape "
+    "of the tensor on that arrow in this very pass (e.g. tokens × numbers per token, or "
+    "heads × tokens × tokens for attention)." + pick + written)
 blocks = "1 block" if c.depth == 1 else f"{c.depth} blocks"
 st.write(
     f"The model cuts the {c.img_size}×{c.img_size} image into square patches of "
@@ -25,6 +60,8 @@ st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.
          rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {N},\qquad "
          rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
          rf"\times {D}}}")
+composed = (Composition.parse(st.session_state[keys.SCENE])
+            if inp.label.startswith("composed") and st.session_state.get(keys.SCENE) else None)
 left, right = st.columns([1, 1])
 with left:
     st.subheader("What the model sees")
@@ -54,8 +91,19 @@ with right:
         sure = models.sureness_note(model, float(probs.max()), inp.label)
         if sure:
             st.caption(sure)
+        if composed:
+            st.info(class_note(composed, names, [float(p) for p in probs]))
     elif c.has_text:
-        caption_slot = st.empty()  # filled last: a caption is one forward pass per word
+        st.subheader("Caption")
+        st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
+        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
+        st.caption("Each bar: how sure the model was of that word when it wrote it "
+                   "([EOS] ends the caption). The Logits page steps through it.")
+        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
+        if sure:
+            st.caption(sure)
+        if composed:
+            st.info(caption_note(composed, gen.words))
     else:
         st.subheader("What it outputs")
         st.write(f"This model has no classifier: it is an encoder that outputs {S} token "
@@ -83,6 +131,9 @@ with right:
                        "red, green and blue: patches the model represents alike get alike "
                        "colours.", "patch-pca")
 st.subheader("Every stage, with the shape it had just now")
+if c.has_text:
+    st.caption(f"This table is the pass over the image alone (no text fed), as the other pages "
+               f"start: S = {S} tokens here, {map_tr['embed'].shape[0]} in the map above.")
 st.dataframe(stage_table(tr), hide_index=True, key=keys.OVERVIEW_TABLE)
 heads = f"{c.num_heads} head{'s' if c.num_heads > 1 else ''}"
 tokens = (f"S = {S} image tokens (plus one per word while it writes a caption)" if c.has_text
@@ -91,14 +142,3 @@ st.info(f"What to notice: the token count stays {tokens} through every block; on
         f"attention pattern is S×S = {S * S:,} entries for each of {heads} in each of the "
         f"{blocks}, so its cost grows with the square of the token count, and smaller patches "
         f"mean more tokens.")
-if c.has_text:
-    with caption_slot.container(), st.spinner("Writing its caption, one forward pass per word…"):
-        gen = state.generation(inp, name, mask=state.chosen_mask())
-        st.subheader("Caption")
-        st.markdown(f"Its caption, one word at a time (greedy): **“{gen.text}”**")
-        st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
-        st.caption("Each bar: how sure the model was of that word when it wrote it "
-                   "([EOS] ends the caption). The Logits page steps through it.")
-        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
-        if sure:
-            st.caption(sure)

@@ -328,3 +328,76 @@ def test_concurrent_sessions_each_see_their_own_image():
                          timeout=1200, cwd=ROOT)
     print(run.stdout[-2000:], run.stderr[-2000:])
     assert run.returncode == 0 and "| 4 | 2 |" in run.stdout
+
+
+def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> None:
+    """Hover an invisible marker of the model map until plotly shows its label, then click."""
+    marker = plot.locator(".scatterlayer .trace").nth(trace).locator(".point").nth(index)
+    marker.wait_for(state="attached")
+    for _ in range(10):
+        box = marker.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x - 4, y - 4)
+        page.mouse.move(x, y)
+        try:
+            plot.locator(".hoverlayer").get_by_text(hover_text).first.wait_for(timeout=3_000)
+            break
+        except playwright.TimeoutError:
+            page.mouse.move(1, 1)
+            page.wait_for_timeout(500)
+    else:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "map-click-failed.png"), full_page=True)
+        pytest.fail(f"no hover label {hover_text!r} on the map: marker box {box}")
+    page.mouse.click(x, y)
+    wait_idle(page)
+
+
+def test_clicking_the_model_map_picks_a_block_and_opens_a_stage(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{server}/?page=overview")  # the bundled classifier: 6 blocks
+    wait_idle(page)
+    plot = page.locator(".st-key-overview_map .js-plotly-plot")
+    plot.scroll_into_view_if_needed()
+    # a cell of the block strip: the map now draws block 2, on the same page
+    click_map_marker(page, plot, 1, 2, "block 2")
+    page.get_by_text("Block 2", exact=True).wait_for(timeout=30_000)
+    assert "layer=2" in page.url and "page=overview" in page.url
+    # the attention-pattern box: opens the attention stage on block 2
+    ids = plot.evaluate("p => p.data[0].customdata.map(d => d[2])")
+    click_map_marker(page, plot, 0, ids.index("pattern"), "Attention pattern")
+    page.wait_for_url("**page=attention**", timeout=60_000)
+    wait_idle(page)
+    assert page.locator("h1").first.inner_text().startswith("4 · Attention heads")
+    assert "layer=2" in page.url
+    slider = page.locator("[data-testid='stSlider']").filter(has_text="Layer").first
+    assert slider.locator("[data-testid='stSliderThumbValue']").inner_text() == "2"
+    assert_no_exception(page, "after clicking the map")
+    assert_local(requests)
+    ctx.close()
+
+
+def test_presenter_mode_shows_the_whole_model_map(browser, server):
+    """Presenter mode zooms the page 1.3x; the map must still fit the page, uncut."""
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests, height=720)
+    page.goto(f"{server}/?page=overview&presenter=1")
+    wait_idle(page)
+    page.locator(".st-key-overview_map .js-plotly-plot .main-svg").first.wait_for(
+        state="attached", timeout=60_000)
+    page.wait_for_timeout(1500)  # plotly re-measures after the first draw
+    sizes = page.evaluate("""() => {
+        const el = document.querySelector('.st-key-overview_map');
+        const plot = el.querySelector('.js-plotly-plot');
+        const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+        const r = plot.getBoundingClientRect(), m = main.getBoundingClientRect();
+        const svg = plot.querySelector('.main-svg').getBoundingClientRect();
+        const box = el.getBoundingClientRect();
+        return {right: r.right, main_right: m.right, main_width: m.width, width: r.width,
+                svg_h: svg.height, box_h: box.height, svg_w: svg.width, box_w: box.width};
+    }""")
+    assert sizes["right"] <= sizes["main_right"] + 1, sizes  # not cut at the right
+    assert sizes["svg_h"] <= sizes["box_h"] + 1 and sizes["svg_w"] <= sizes["box_w"] + 1, sizes
+    assert sizes["width"] >= 0.8 * sizes["main_width"], sizes  # drawn large, not shrunk
+    ctx.close()

@@ -1,6 +1,7 @@
 """Start the app, open every stage in headless Chromium, and save a screenshot of each.
 
-    .venv/bin/python tools/screenshots.py [--out screenshots] [--model shapes-classifier]
+    .venv/bin/python tools/screenshots.py [--out screenshots] [--stages overview ...]
+        [--query "model=vit-b16&presenter=1"] [--viewport-only]
 
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package (requirements-dev.txt).
 """
@@ -24,21 +25,24 @@ def main(argv=None):
     ap.add_argument("--stages", nargs="*", default=None)
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--height", type=int, default=800)
+    ap.add_argument("--query", default="", help="extra URL parameters, e.g. model=vit-b16")
+    ap.add_argument("--viewport-only", action="store_true",
+                    help="only what the window shows (default: the whole page)")
     args = ap.parse_args(argv)
     stages = args.stages or ["overview", "patches", "embeddings", "qkv", "attention", "masks",
                              "mlp", "logits", "shapes", "segmentation", "experiments"]
     out = ROOT / args.out
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     with serve() as server, sync_playwright() as pw:
         url = server.url
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
         for slug in stages:
             t0 = time.time()
-            page.goto(f"{url}/?page={slug}")
+            page.goto(f"{url}/?page={slug}" + (f"&{args.query}" if args.query else ""))
             wait_idle(page)
             path = out / f"{slug}.png"
-            page.screenshot(path=str(path), full_page=True)
+            page.screenshot(path=str(path), full_page=not args.viewport_only)
             print(f"{slug}: {time.time() - t0:.1f} s -> {path}")
         browser.close()
 

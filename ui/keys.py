@@ -74,6 +74,7 @@ LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (
 KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())
 GEN_FOR = "gen_for"  # tuple: the settings the step count belongs to (pages/logits.py)
 GEN_STEPS = "gen_steps"  # int: caption words shown so far (pages/logits.py buttons)
+MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui/navigate.py)
 
 # ---------------------------------------------------------------- per-page widget keys
 # ui/show.py: the PNG download under every composed image
@@ -84,6 +85,7 @@ OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
 OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
 OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
 OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
+OVERVIEW_MAP = "overview_map"  # chart: the model map (a click on a box opens its stage)
 # pages/input_patches.py
 GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
 PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened

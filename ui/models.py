@@ -175,7 +175,7 @@ def sureness_note(model, sure_here: float, input_label: str) -> str | None:
     verdict = ("less sure than on 19 in 20 of those scenes" if sure_here < q["0.05"] else
                "about as sure as on its own scenes" if sure_here >= q["0.25"] else
                "less sure than on most of its own scenes")
-    where = "this photo" if not input_label.startswith("sample") else "this scene"
+    where = "this scene" if input_label.startswith(("sample", "composed")) else "this photo"
     return (f"How sure: on {where} {model.info.name} gives {what} {sure_here:.0%}; on "
             f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
             f"20 were above {q['0.05']:.0%}: {verdict}.")

@@ -6,7 +6,7 @@ process.tune()  # before torch loads: the server's own allocator and OpenMP sett
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, keys, presenter, share, sidebar, state  # noqa: E402
+from ui import controls, icon, keys, presenter, share, sidebar, state, steps  # noqa: E402
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {
@@ -32,11 +32,18 @@ pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug
 pg = st.navigation(list(pages.values()))
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
-sidebar.draw(stage)  # after st.navigation and before pg.run(): uploads reach the session reliably
-controls.remember_sidebar()
-controls.clamp(state.get_model(st.session_state[keys.MODEL]).config)
+# presenter mode: the header row first, with the sidebar's widgets in its popover
+head = presenter.frame() if presenting else None
+sidebar.draw(stage, where=head.popover if head else None)  # after st.navigation and before
+controls.remember_sidebar()  # pg.run(): uploads reach the session reliably
+config = state.get_model(st.session_state[keys.MODEL]).config
+controls.clamp(config)
+if head:
+    steps.sync(stage, config)  # before share.write: the link holds the step
 share.write(stage)
-if st.session_state.get(keys.PRESENTER):
-    presenter.header(STAGES, stage)
+if head:
+    presenter.header(head, STAGES, stage, config)
 pg.run()
+if head:
+    presenter.ask(stage, config)
 sidebar.fingerprint()

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, figures, keys, show, state, steps
+from ui import controls, figures, keys, player, show, state, steps
 from vit_core.explain.attention import (
     allowed_from_mask,
     distance_note,
@@ -31,9 +31,25 @@ if steps.first():
         "this model's heads do."
     )
 cols = st.columns(3)
+
+
+def rewind_layers() -> None:
+    """Play from block 0 (from where the slider is, unless that is the last block)."""
+    if st.session_state[keys.LAYER] >= L - 1:
+        st.session_state[keys.LAYER] = 0
+
+
+def next_layer() -> bool:
+    st.session_state[keys.LAYER] = min(st.session_state[keys.LAYER] + 1, L - 1)
+    return st.session_state[keys.LAYER] < L - 1
+
+
 with cols[0]:
     if L > 1:
         layer = controls.layer(c)
+        player.play("layers", keys.PLAY_LAYERS, rewind_layers, next_layer,
+                    help="Show the blocks one after another, one every "
+                         f"{player.PLAY_EVERY:g} s, up to block {L - 1}.")
     else:
         layer = 0
         st.markdown("**Layer 0**: this model has a single block.")

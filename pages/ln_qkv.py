@@ -100,7 +100,7 @@ if steps.show("qkv", 1):
             highlight_row=i if nm == "Q" else j if nm == "K" else None, square=False, height=380),
             key=keys.qkv(nm))
 
-if steps.show("qkv", 2):
+if steps.show("qkv", 1):  # the score under Q, K and V: one step
     st.subheader("One attention score, by hand")
     dot = float(q[i] @ k[j])
     score = dot / math.sqrt(dk)

@@ -4,7 +4,8 @@ Captioner: next-token distributions, generation step by step, and a typed captio
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, models, show, state, steps
+from ui import figures, keys, models, player, show, state
+from ui import steps as stepper  # `steps` is the caption's word count below
 from vit_core.explain.generation import caption_note
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
@@ -23,7 +24,7 @@ masked = "" if state.chosen_mask() is None else f" (under the {tr.mask_kind} mas
 if c.num_classes:
     K = c.num_classes
     names = list(c.class_names) or [f"class {k}" for k in range(K)]
-    if steps.first():
+    if stepper.first():
         st.write(
             f"{readout(c)} Softmax turns the scores into probabilities. Dividing the logits by a "
             f"temperature before the softmax makes the distribution sharper (T < 1) or flatter "
@@ -44,7 +45,7 @@ if c.num_classes:
     logits = tr.logits
     probs = (logits / T).softmax(-1).numpy()
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
-    if steps.show("logits", 0):
+    if stepper.show("logits", 0):
         left, right = st.columns(2)
         with left:
             st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K),
@@ -55,7 +56,7 @@ if c.num_classes:
                      f"(logit {float(logits[best]):.2f}).")
         with right:
             st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
-    if steps.show("logits", 1):
+    if stepper.show("logits", 1):
         st.subheader("The logit lens: how the answer forms with depth")
         top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
         st.plotly_chart(figures.line_chart(
@@ -67,14 +68,14 @@ if c.num_classes:
                    f"the answer ({readout_path(c)}), as if the network stopped there; the last "
                    f"point is exactly the prediction above. Lines: the classes the model ranks "
                    f"highest at the end, and any class that is on top at some depth.")
-    if steps.show("logits", 1):
+    if stepper.show("logits", 1):
         st.info("What to notice: " + distribution_note(probs, names, T) + " "
                 + lens_note(lens, names))
 elif not c.has_text:
     summary = headless_summary(tr)
     tok = summary["token"]
     D = c.embed_dim
-    if steps.show("logits", 0):
+    if stepper.show("logits", 0):
         st.write(f"{models.plain_label(name)} has no class head, so there are no class logits: its "
                  f"output is the final token vectors themselves ({D} numbers each). Here is the "
                  f"final {tok} vector, the one that stands for the whole image.")
@@ -84,7 +85,7 @@ elif not c.has_text:
             summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
             x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
     g = c.grid
-    if steps.show("logits", 1):
+    if stepper.show("logits", 1):
         left, right = st.columns(2)
         with left:
             sim = summary["similarity"].reshape(g, g).numpy()
@@ -102,7 +103,7 @@ elif not c.has_text:
             f"{summary['nearest'][0][1]:.2f}).")
 else:
     tok_vocab = c.vocab
-    if steps.first():
+    if stepper.first():
         st.write(
             "An image-to-text model reads the image tokens and then the text so far, starting with "
             "[SOS]. At every text position it produces one logit per word of its vocabulary: its "
@@ -111,7 +112,7 @@ else:
         head_w = "E^\\top" if c.tie_text_head else "W_\\mathrm{vocab}"
         st.latex(rf"Z = \mathrm{{LN}}(X_L)[{c.num_image_tokens}{{:}}]\,{head_w} \in "
                  rf"\mathbb{{R}}^{{T\times {c.vocab_size}}}")
-    if steps.show("logits", 0):
+    if stepper.show("logits", 0):
         cols = st.columns(3)
         temperature = cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1,
                                      key=keys.TEMPERATURE)
@@ -120,20 +121,33 @@ else:
         signature = (inp.key, name, temperature, top_k, seed)
         if st.session_state.get(keys.GEN_FOR) != signature:
             st.session_state[keys.GEN_FOR], st.session_state[keys.GEN_STEPS] = signature, 0
-        b = st.columns(3)
-        if b[0].button("Next token", key=keys.GEN_NEXT):
-            st.session_state[keys.GEN_STEPS] += 1
-        if b[1].button("Run to end", key=keys.GEN_ALL):
-            st.session_state[keys.GEN_STEPS] = c.max_text_len
-        if b[2].button("Start again", key=keys.GEN_RESET):
-            st.session_state[keys.GEN_STEPS] = 0
-        steps = st.session_state[keys.GEN_STEPS]
         with st.spinner("Writing the caption, one forward pass per word…"):
             # The whole caption once per settings (greedy ignores the seed, so it shares the
             # overview's); each step is a prefix of it, so Next token costs no forward pass.
             gen = state.generation(inp, name, temperature=temperature, top_k=int(top_k) or None,
                                    seed=int(seed) if temperature > 0 else None,
                                    mask=state.chosen_mask())
+
+        def rewind_caption() -> None:
+            """Play from [SOS] when the caption is already written out."""
+            if st.session_state[keys.GEN_STEPS] >= len(gen.words):
+                st.session_state[keys.GEN_STEPS] = 0
+
+        def next_word() -> bool:
+            st.session_state[keys.GEN_STEPS] = min(st.session_state[keys.GEN_STEPS] + 1,
+                                                   len(gen.words))
+            return st.session_state[keys.GEN_STEPS] < len(gen.words)
+
+        b = st.columns(4)
+        if b[0].button("Next token", key=keys.GEN_NEXT):
+            st.session_state[keys.GEN_STEPS] += 1
+        if b[1].button("Run to end", key=keys.GEN_ALL):
+            st.session_state[keys.GEN_STEPS] = c.max_text_len
+        if b[2].button("Start again", key=keys.GEN_RESET):
+            st.session_state[keys.GEN_STEPS] = 0
+        player.play("caption", keys.PLAY_CAPTION, rewind_caption, next_word, where=b[3],
+                    help=f"Write the caption one word every {player.PLAY_EVERY:g} s.")
+        steps = st.session_state[keys.GEN_STEPS]
         shown = gen.words[:steps]
         st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
         if len(gen.words) > steps:
@@ -153,7 +167,7 @@ else:
         else:
             st.success(f"Finished: “{gen.text}” (the {c.max_text_len} text positions ran out "
                        f"before [EOS]).")
-    if steps.show("logits", 1):
+    if stepper.show("logits", 1):
         st.subheader("Score your own caption")
         text = st.text_input("Type a caption", "a red ball on the grass", key=keys.CAPTION,
                              max_chars=2000)

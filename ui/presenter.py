@@ -111,7 +111,9 @@ def ask(slug: str, config) -> None:
     inp, name = state.current()
     model = state.get_model(name)
     tr = state.trace(inp, name, mask=state.chosen_mask())
-    found = questions.for_stage(slug, model, tr, questions.Selection.of(st.session_state))
+    gen = (state.generation(inp, name, mask=state.chosen_mask())
+           if slug == "logits" and config.has_text else None)
+    found = questions.for_stage(slug, model, tr, questions.Selection.of(st.session_state), gen)
     if not found:
         return
     with st.container(border=True):

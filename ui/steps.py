@@ -22,8 +22,7 @@ STEPS: dict[str, tuple[str, ...]] = {
                 "What if the patches were another size?"),
     "embeddings": ("One patch becomes a vector", "What W_E looks for; position embeddings",
                    "Every position's similarity map", "The sum that enters block 0"),
-    "qkv": ("LayerNorm of one token", "Q, K and V, split into heads",
-            "One attention score, by hand"),
+    "qkv": ("LayerNorm of one token", "Q, K and V, and one attention score by hand"),
     "attention": ("Scores and the softmax pattern", "Where a patch looks, and who looks at it",
                   "Every head's CLS attention", "Attention rollout: all layers together",
                   "Head summaries across depth"),
@@ -62,6 +61,8 @@ def sync(slug: str, config) -> int:
     """Call once per run before anything reads the step: the step of `slug`, clamped (a stage
     reached another way than Next / Previous starts at its first step)."""
     ss = st.session_state
+    if ss.get(keys.PRESENTER_GOTO) not in (None, slug):  # Next / Previous is leaving this
+        return current()  # stage: the header switches page before anything is drawn
     if ss.get(keys.PRESENTER_AT) != slug:
         ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = slug, 0
     k = min(max(int(ss.get(keys.PRESENTER_STEP, 0)), 0), count(slug, config) - 1)

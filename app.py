@@ -32,18 +32,17 @@ pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug
 pg = st.navigation(list(pages.values()))
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
-# presenter mode: the header row first, with the sidebar's widgets in its popover
-head = presenter.frame() if presenting else None
-sidebar.draw(stage, where=head.popover if head else None)  # after st.navigation and before
-controls.remember_sidebar()  # pg.run(): uploads reach the session reliably
+head = None
+if st.session_state.get(keys.PRESENTER):  # (kept across st.switch_page by keep_shared) the
+    # header row first, with the sidebar's widgets in its popover
+    steps.sync(stage, presenter.model_config())  # before share.write: the link holds the step
+    head = presenter.header(STAGES, stage)
+sidebar.draw(stage, where=head)  # after st.navigation and before pg.run(): uploads reach the
+controls.remember_sidebar()  # session reliably
 config = state.get_model(st.session_state[keys.MODEL]).config
 controls.clamp(config)
-if head:
-    steps.sync(stage, config)  # before share.write: the link holds the step
 share.write(stage)
-if head:
-    presenter.header(head, STAGES, stage, config)
 pg.run()
-if head:
+if head is not None:
     presenter.ask(stage, config)
 sidebar.fingerprint()

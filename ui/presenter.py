@@ -1,8 +1,8 @@
 """Presenter mode, for a projector and a clicker: no sidebar, one step of one stage per screen.
 
-The header is one row: ◀ Previous, Next ▶, "Stage 4/10 · step 2/5" with the step's title, a
-"Model and image" popover (the sidebar's own widgets, drawn there instead of in the hidden
-sidebar) and ✕ Exit. → and PageDown press Next, ← and PageUp press Previous (a clicker sends
+The header is one row: ◀ Previous, Next ▶, "Stage 4/10 · step 2/5" with the step's title, ✕ Exit
+and a "Model and image" popover (the sidebar's own widgets, drawn there instead of in the hidden
+sidebar). → and PageDown press Next, ← and PageUp press Previous (a clicker sends
 those keys). The stage's story is said on its first step; the questions to ask the class, with
 answers computed from this trace, come under its last step.
 """
@@ -54,53 +54,55 @@ if (!doc.__vitPresenterKeys) {
 </script>""".replace("%NEXT%", keys.PRESENTER_NEXT).replace("%PREV%", keys.PRESENTER_PREV)
 
 
-class Frame:
-    """The header row's places, made before the sidebar is drawn into its popover."""
+def header(stages: dict, slug: str):
+    """Draw the header row (Previous / Next, where we are, Exit) and the story on a stage's
+    first step; returns the row's "Model and image" popover, for sidebar.draw.
 
-    def __init__(self):
-        st.html(CSS)
-        with st.container(key=keys.PRESENTER_KEYS):
-            st.iframe(KEYS_JS, height=1)
-        bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
-        with bar:
-            self.prev, self.next, self.where = st.empty(), st.empty(), st.empty()
-            self.popover = st.popover("Model and image", icon=":material/tune:",
-                                      help="The model, the image and the mask (the sidebar's "
-                                           "choices, here while the sidebar is hidden).")
-            self.exit = st.empty()
-        self.story = st.empty()
-
-
-def frame() -> Frame:
-    """Call before sidebar.draw: the header row, with the popover the sidebar is drawn into."""
-    return Frame()
-
-
-def header(f: Frame, stages: dict, slug: str, config) -> None:
-    """Fill the header: Previous / Next, where we are, Exit, and the story on a first step."""
+    Call before sidebar.draw, after steps.sync. Next / Previous past a stage's last / first
+    step switch page here, before anything else is drawn."""
     goto = st.session_state.pop(keys.PRESENTER_GOTO, None)
     if goto in stages and goto != slug:
-        go_to(stages, goto)  # Next / Previous went past the stage's last / first step
+        go_to(stages, goto)
+    config = model_config()
+    st.html(CSS)
+    with st.container(key=keys.PRESENTER_KEYS):
+        st.iframe(KEYS_JS, height=1)
     slugs = list(stages)
     i = slugs.index(slug) if slug in slugs else 0
     k, n_steps = steps.current(), steps.count(slug, config)
-    f.prev.button("◀ Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
-                  on_click=steps.move, args=(slugs, slug, config, -1),
-                  help="Previous step (← or PageUp)")
-    f.next.button("Next ▶", key=keys.PRESENTER_NEXT, type="primary",
-                  disabled=i == len(slugs) - 1 and k == n_steps - 1,
-                  on_click=steps.move, args=(slugs, slug, config, +1),
-                  help="Next step, then the next stage (→ or PageDown)")
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    bar.button("◀ Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
+               on_click=steps.move, args=(slugs, slug, config, -1),
+               help="Previous step (← or PageUp)")
+    bar.button("Next ▶", key=keys.PRESENTER_NEXT, type="primary",
+               disabled=i == len(slugs) - 1 and k == n_steps - 1,
+               on_click=steps.move, args=(slugs, slug, config, +1),
+               help="Next step, then the next stage (→ or PageDown)")
     title = stages[slugs[i]][1].split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
     n = len(slugs) - 1  # the overview comes before stage 1
     stage = f"Stage {i}/{n}" if i else "Overview"
     what = (f"then {n} stages, from pixels to logits" if not i else
             f"{title}: *{steps.titles(slug, config)[k]}*")
-    f.where.markdown(f"**{stage} · step {k + 1}/{n_steps}** · {what}")
-    f.exit.button("✕ Exit", key=keys.PRESENTER_EXIT, on_click=leave,
-                  help="Back to the normal view with the sidebar (model, image, sharing).")
+    bar.markdown(f"**{stage} · step {k + 1}/{n_steps}** · {what}")
+    bar.button("✕ Exit", key=keys.PRESENTER_EXIT, on_click=leave,
+               help="Back to the normal view with the sidebar (model, image, sharing).")
+    popover = bar.popover("Model and image", icon=":material/tune:",
+                          help="The model, the image and the mask: the sidebar's choices, here "
+                               "while the sidebar is hidden.")
     if k == 0 and NARRATIVE.get(slug):
-        f.story.success(NARRATIVE[slug])
+        st.success(NARRATIVE[slug])
+    return popover
+
+
+def model_config():
+    """The config of the model in the session (the default one's if it cannot be loaded: the
+    sidebar, drawn next, says why and switches to it)."""
+    import vit_core
+
+    try:
+        return state.get_model(st.session_state[keys.MODEL]).config
+    except (vit_core.CheckpointError, ValueError, OSError, KeyError):
+        return state.get_model(vit_core.default_model_name()).config
 
 
 def ask(slug: str, config) -> None:

@@ -65,8 +65,8 @@ scores = tr[f"blocks.{layer}.attn.scores"][head]
 pattern = tr[f"blocks.{layer}.attn.pattern"][head]
 if steps.show("attention", 0):
     st.latex(rf"A = \mathrm{{softmax}}\!\left(\frac{{QK^\top}}{{\sqrt{{{dk}}}}} + M\right)\in"
-             rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in\mathbb{{R}}^{{{S}\times"
-             rf"{dk}}}")
+             rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in"
+             rf"\mathbb{{R}}^{{{S}\times{dk}}}")
     view = st.radio("Show", ["raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A"],
                     index=2, horizontal=True, key=keys.ATTN_VIEW)
     if view.startswith("raw"):
@@ -99,7 +99,8 @@ if steps.show("attention", 1):
     with left:
         st.subheader(f"Where patch {p} looks")
         row = pattern[p + pre, pre:pre + g * g].reshape(g, g).numpy()
-        on_prefix = ", ".join(f"{float(pattern[p + pre, i]):.1%} on {n}" for i, n in enumerate(prefix))
+        on_prefix = ", ".join(f"{float(pattern[p + pre, i]):.1%} on {n}"
+                              for i, n in enumerate(prefix))
         show.image(figures.with_scale(figures.overlay(prep.crop, row), float(row.min()),
                                       float(row.max()), "attention weight"),
                    f"layer {layer}, head {head}: patch {p}'s attention over the patches"
@@ -139,9 +140,10 @@ if steps.show("attention", 2 + cls_step):
     roll_map = (roll[0, pre:pre + g * g] if pre else roll[:g * g, :g * g].mean(0)).reshape(g, g)
     show.image(figures.with_scale(figures.overlay(prep.crop, roll_map.numpy()),
                                   float(roll_map.min()), float(roll_map.max()), "rollout share"),
-               "Rollout (Abnar & Zuidema): average the heads, add the skip connection, renormalise, "
-               "and multiply the layers; " + ("the CLS row, over the patches." if pre else
-                                              "averaged over the patch rows."), "rollout", width=360)
+               "Rollout (Abnar & Zuidema): average the heads, add the skip connection, "
+               "renormalise, and multiply the layers; "
+               + ("the CLS row, over the patches." if pre else "averaged over the patch rows."),
+               "rollout", width=360)
     st.caption(rollout_note(roll, prefix, g) + " Rollout is an estimate: it follows attention only "
                "and ignores what the values and MLPs do.")
 
@@ -155,15 +157,16 @@ if steps.show("attention", 3 + cls_step):
     with left:
         st.plotly_chart(figures.distance_chart(dist, baseline, "Mean attention distance"),
                         key=keys.ATTN_DISTANCE)
-        per_layer = "; ".join(f"layer {i}: {dist[i].min():.0f}–{dist[i].max():.0f}" for i in range(L))
+        per_layer = "; ".join(f"layer {i}: {dist[i].min():.0f}–{dist[i].max():.0f}"
+                              for i in range(L))
         lo, hi = min(float(s.min()) for s in share), max(float(s.max()) for s in share)
         left_out = (f" Left out: the {lo:.1%}–{hi:.1%} (by head) of their attention that patch "
                     f"queries put on {' and '.join(prefix)}." if pre else "")
-        st.caption(f"For each patch query: the distance in pixels between patch centres, weighted by "
-                   f"its attention re-normalised over the patches it may see, averaged over the "
-                   f"{g * g} patch queries (after the ViT paper's Figure 7).{left_out} Per layer "
-                   f"(px): {per_layer}. Dashed: every query spreading evenly over the patches it "
-                   f"may see.")
+        st.caption(f"For each patch query: the distance in pixels between patch centres, "
+                   f"weighted by its attention re-normalised over the patches it may see, "
+                   f"averaged over the {g * g} patch queries (after the ViT paper's Figure 7)."
+                   f"{left_out} Per layer (px): {per_layer}. Dashed: every query spreading "
+                   f"evenly over the patches it may see.")
     with right:
         st.plotly_chart(figures.matrix_heatmap(
             ent, f"Attention entropy (nats; max for the {tr.mask_kind} mask = {ent_max:.2f})",

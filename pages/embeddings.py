@@ -28,9 +28,9 @@ else:
                         "attend only to itself. ")
 if steps.first():
     st.write(
-        f"Each flattened patch is multiplied by one learned matrix W_E ({CPP}×{D}) and shifted by a "
-        f"bias b, giving a {D}-number embedding. The same W_E is used for every patch, exactly like "
-        f"a convolution with a {P}×{P} kernel and stride {P}. " + prefix_text
+        f"Each flattened patch is multiplied by one learned matrix W_E ({CPP}×{D}) and shifted "
+        f"by a bias b, giving a {D}-number embedding. The same W_E is used for every patch, "
+        f"exactly like a convolution with a {P}×{P} kernel and stride {P}. " + prefix_text
         + "Finally a learned position vector is added to every token, because attention itself "
         "does not know where a patch came from."
     )

@@ -21,8 +21,8 @@ if steps.first():
         f"here: it is pure reshaping."
     )
     st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{P}}}\cdot"
-             rf"\frac{{{c.img_size}}}{{{P}}} = {N},\qquad X_\mathrm{{patch}} = \mathcal{{U}}(X_\mathrm"
-             rf"{{img}}) \in \mathbb{{R}}^{{{N}\times {CPP}}}")
+             rf"\frac{{{c.img_size}}}{{{P}}} = {N},\qquad X_\mathrm{{patch}} = "
+             rf"\mathcal{{U}}(X_\mathrm{{img}}) \in \mathbb{{R}}^{{{N}\times {CPP}}}")
 p = st.session_state[keys.PATCH]
 if steps.show("patches", 0):
     left, right = st.columns([3, 2])
@@ -85,8 +85,9 @@ if steps.show("patches", 2):
     tokens = " + ".join(["N"] + list(c.prefix_names))
     left, right = st.columns([3, 2])
     with left:
-        st.plotly_chart(figures.patch_grid(prep.crop, what_if, show_index=c.img_size // what_if <= 8,
-                                           height=360), key=keys.WHAT_IF_GRID)
+        st.plotly_chart(figures.patch_grid(prep.crop, what_if,
+                                           show_index=c.img_size // what_if <= 8, height=360),
+                        key=keys.WHAT_IF_GRID)
         st.caption(f"The same {c.img_size}×{c.img_size} crop cut at P = {what_if}: a grid of "
                    f"{c.img_size // what_if}×{c.img_size // what_if} patches"
                    + (" (this model's own patch size)." if what_if == P else
@@ -118,6 +119,6 @@ if steps.show("patches", 2):
                 f"({new['N'] / own['N']:.3g}×), and each attention head compares {new['S2']:,} "
                 f"instead of {own['S2']:,} query–key pairs ({new['S2'] / own['S2']:.3g}×): N grows "
                 f"with 1/P², and attention with the square of the token count."
-                + (" Smaller patches see finer detail and pay for it in attention." if what_if < P else
-                   " Bigger patches are cheaper but see coarser detail."))
+                + (" Smaller patches see finer detail and pay for it in attention."
+                   if what_if < P else " Bigger patches are cheaper but see coarser detail."))
     st.info("What to notice: " + note)

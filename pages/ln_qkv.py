@@ -95,7 +95,8 @@ if steps.show("qkv", 1):
         role = {"Q": " (outlined: the query)", "K": " (outlined: the key)", "V": ""}[nm]
         col.plotly_chart(figures.matrix_heatmap(
             mat.numpy(), f"{nm} of head {head}, block {layer}: {S}×{dk}", row_labels=labels[:S],
-            row_ticks=ticks, y_title=f"token{role}", x_title=f"dimension of the head (0 … {dk - 1})",
+            row_ticks=ticks, y_title=f"token{role}",
+            x_title=f"dimension of the head (0 … {dk - 1})",
             value_name={"Q": "query entry", "K": "key entry", "V": "value entry"}[nm],
             highlight_row=i if nm == "Q" else j if nm == "K" else None, square=False, height=380),
             key=keys.qkv(nm))

@@ -35,11 +35,12 @@ if c.num_classes:
                       rf"z_L^p\right)" if c.fc_norm else rf"\tfrac1{{{c.num_patches}}}\sum_p z_L^p")
             eq = rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{{pooled}\,W_c + b_c}}{{T}}\right)"
         elif c.dist_token:
-            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\tfrac12\left(\mathrm{LN}(z_L^\mathrm{CLS})"
-                  r"W_c + b_c + \mathrm{LN}(z_L^\mathrm{DIST})W_d + b_d\right)}{T}\right)")
+            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\tfrac12\left("
+                  r"\mathrm{LN}(z_L^\mathrm{CLS})W_c + b_c + "
+                  r"\mathrm{LN}(z_L^\mathrm{DIST})W_d + b_d\right)}{T}\right)")
         else:
-            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\mathrm{LN}(z_L^\mathrm{CLS})\,W_c + b_c}"
-                  r"{T}\right)")
+            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\mathrm{LN}(z_L^\mathrm{CLS})\,"
+                  r"W_c + b_c}{T}\right)")
         st.latex(eq + rf",\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
     T = st.slider("Temperature T", 0.1, 5.0, 1.0, 0.1, key=keys.CLASS_TEMPERATURE)
     logits = tr.logits
@@ -80,7 +81,8 @@ elif not c.has_text:
                  f"output is the final token vectors themselves ({D} numbers each). Here is the "
                  f"final {tok} vector, the one that stands for the whole image.")
         ln = "" if c.fc_norm else r"\mathrm{LN}"
-        st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in\mathbb{{R}}^{{{D}}}")
+        st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in"
+                 rf"\mathbb{{R}}^{{{D}}}")
         st.plotly_chart(figures.vector_strip(
             summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
             x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
@@ -160,8 +162,8 @@ else:
                     f"probability, renormalised to sum to 1." if top_k else "")
             st.caption(f"The 8 most likely next words{masked}"
                        + (": greedy takes the tallest bar." if temperature == 0 else
-                          f", from softmax(logits / {temperature:g}); the next word is sampled from "
-                          f"it.") + kept)
+                          f", from softmax(logits / {temperature:g}); the next word is sampled "
+                          f"from it.") + kept)
         elif gen.words and gen.words[-1] == "[EOS]":
             st.success(f"Finished: “{gen.text}” (the model wrote [EOS]).")
         else:

@@ -64,8 +64,8 @@ if steps.show("masks", 0):
              f"{cc.num_prefix_tokens}) sees p + {cc.num_prefix_tokens + 1} tokens"
              if cc.num_prefix_tokens else "patch 0 sees only itself and patch p sees p + 1 tokens")
     st.caption(f"On the axes pN is patch N; the text rows and columns are [SOS] and then, in "
-               f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some are "
-               f"printed). Under the causal mask token i sees i + 1 tokens: "
+               f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some "
+               f"are printed). Under the causal mask token i sees i + 1 tokens: "
                f"{first}. Under the prefix mask every image token sees all {n_img} image tokens. "
                f"A text token sees the same keys under both: every image token, and the text up to "
                f"itself.")
@@ -85,14 +85,16 @@ if steps.show("masks", 1):
         tl = figures.token_labels(models[m].config, enc.words)
         live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 200)
         col.plotly_chart(figures.matrix_heatmap(
-            t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
+            t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask",
+            colorscale="Viridis",
             zmid=None, height=380, x_title="key token (what is looked at)",
             y_title="query token (who looks)", value_name="attention weight",
             row_labels=tl, col_labels=tl, row_ticks=live_ticks, col_ticks=live_ticks,
             boundaries=(models[m].config.num_prefix_tokens, models[m].config.num_image_tokens)),
             key=keys.mask_live(m, kind))
         info = models[m].info
-        col.markdown(f"Its caption for this image (greedy): **“{state.greedy_caption(inp, m, kind)}”**")
+        col.markdown(f"Its caption for this image (greedy): "
+                     f"**“{state.greedy_caption(inp, m, kind)}”**")
         if info.metrics.get("exact_match") is not None:
             col.write(f"Held-out (model card): exact caption {info.metrics['exact_match']:.1%}, "
                       f"token accuracy {info.metrics['token_accuracy']:.1%}.")
@@ -143,14 +145,14 @@ if steps.show("masks", 2):
         st.write(f"{first}. The last patch still sees every token, so the prediction still depends "
                  f"on the image: {win} with the causal mask. {compare}")
     elif k.dist_token:
-        st.write(f"CLS is token 0 and DIST token 1, so under a causal mask CLS sees only itself and "
-                 f"DIST only CLS and itself, in every layer. The class heads read only these two, so "
-                 f"the prediction no longer depends on the image: it becomes {win} for any picture. "
-                 f"{compare}")
+        st.write(f"CLS is token 0 and DIST token 1, so under a causal mask CLS sees only itself "
+                 f"and DIST only CLS and itself, in every layer. The class heads read only these "
+                 f"two, so the prediction no longer depends on the image: it becomes {win} for any "
+                 f"picture. {compare}")
     else:
         st.write(f"CLS is token 0, so under a causal mask it can attend only to itself in every "
-                 f"layer: its final vector, the only one the class head reads, no longer depends on "
-                 f"the image. The prediction becomes {win} for any picture. {compare}")
+                 f"layer: its final vector, the only one the class head reads, no longer depends "
+                 f"on the image. The prediction becomes {win} for any picture. {compare}")
 if steps.show("masks", 2):
     story = ""
     if len(trained) == 2:

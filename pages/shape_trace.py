@@ -27,9 +27,9 @@ if stepper.first():
 S, D, N = tr["embed"].shape[0], c.embed_dim, c.num_patches
 if stepper.first():
     st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
-             rf"\mathbb{{R}}^{{{N}\times{c.in_chans * c.patch_size**2}}}\to\mathbb{{R}}^{{{S}\times"
-             rf"{D}}}\xrightarrow{{\times {c.depth}\ \mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{D}}}"
-             rf"\to\text{{logits}}")
+             rf"\mathbb{{R}}^{{{N}\times{c.in_chans * c.patch_size**2}}}\to"
+             rf"\mathbb{{R}}^{{{S}\times{D}}}\xrightarrow{{\times {c.depth}\ \mathrm{{blocks}}}}"
+             rf"\mathbb{{R}}^{{{S}\times{D}}}\to\text{{logits}}")
 TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
           "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
           "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",

@@ -188,8 +188,9 @@ LAYOUT_JS = """() => {
     const r = el.getBoundingClientRect();
     if (r.width < 2 || r.height < 2) continue;  // not shown (a closed popover)
     shown += 1;
+    const text = el.innerText || el.getAttribute('title') || '';
     const name = (el.getAttribute('data-testid') || el.tagName) + ' ' +
-                 (el.innerText || el.getAttribute('title') || '').slice(0, 40).replace(/\\s+/g, ' ');
+                 text.slice(0, 40).replace(/\\s+/g, ' ');
     if (r.left < -1 || r.right > vw + 1)
       bad.push(`wider than the screen: ${name} ${Math.round(r.left)}..${Math.round(r.right)} ` +
                `of ${vw}`);

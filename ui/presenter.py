@@ -21,11 +21,12 @@ CSS = """<style>
 [data-testid="stHeader"] { display: none; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 0.6rem 1.5rem 3rem; }
 [data-testid="stMainBlockContainer"] h1 { display: none; }  /* the header names the stage */
-.st-key-presenter_keys { position: absolute; width: 0; height: 0; overflow: hidden; }
-.st-key-presenter_prev button, .st-key-presenter_next button,
-.st-key-presenter_exit button { white-space: nowrap; min-width: max-content; }
+.st-key-%KEYS% { position: absolute; width: 0; height: 0; overflow: hidden; }
+.st-key-%PREV% button, .st-key-%NEXT% button,
+.st-key-%EXIT% button { white-space: nowrap; min-width: max-content; }
 @media (min-width: 1600px) { html { font-size: 19px; } }
-</style>"""
+</style>""".replace("%KEYS%", keys.PRESENTER_KEYS).replace("%PREV%", keys.PRESENTER_PREV).replace(
+    "%NEXT%", keys.PRESENTER_NEXT).replace("%EXIT%", keys.PRESENTER_EXIT)
 
 # The clicker: a key listener on the app's own page (the component's iframe is same-origin).
 # It is created in the parent's realm (parent.Function), so it outlives the iframe, and

@@ -30,7 +30,7 @@ if steps.first():
         "neighbours, at the whole image, at one token); the summaries at the bottom measure what "
         "this model's heads do."
     )
-cols = st.columns(3)
+cols = st.columns([4, 4, 4, 1.4], vertical_alignment="bottom")  # the last: ▶ Play
 
 
 def rewind_layers() -> None:
@@ -47,7 +47,7 @@ def next_layer() -> bool:
 with cols[0]:
     if L > 1:
         layer = controls.layer(c)
-        player.play("layers", keys.PLAY_LAYERS, rewind_layers, next_layer,
+        player.play("layers", keys.PLAY_LAYERS, rewind_layers, next_layer, where=cols[3],
                     help="Show the blocks one after another, one every "
                          f"{player.PLAY_EVERY:g} s, up to block {L - 1}.")
     else:

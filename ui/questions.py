@@ -64,6 +64,16 @@ def _reader(c) -> str:
     return ("the CLS token," if c.class_token else "the mean of the patch tokens")
 
 
+def _output(c) -> str:
+    """What the model gives, as a plural noun phrase."""
+    if c.has_text:
+        return "the text logits"
+    if c.num_classes:
+        return "the class logits"
+    return ("the final CLS vector and everything read from it" if c.class_token else
+            "the final patch tokens' mean and everything read from it")
+
+
 def _image_block_full(tr) -> bool:
     n_img = tr.config.num_image_tokens
     return bool(allowed_from_mask(tr.mask)[:n_img, :n_img].all())
@@ -382,12 +392,12 @@ def segmentation(model, tr, sel) -> list[Question]:
 def experiments(model, tr, sel) -> list[Question]:
     c = model.config
     q = ("Why do 'Shuffle the patches and remove positions' and 'Remove position embeddings' "
-         "give the same logits?")
+         "give the same " + ("logits?" if c.num_classes or c.has_text else "output?"))
     if _image_block_full(tr):
         a = (f"Without positions a patch token is only its pixels' embedding, and under the "
              f"{tr.mask_kind} mask every image token sees every other: attention and the MLP "
-             f"treat the patches as a set. Shuffling only reorders the patch tokens, and "
-             f"{_reader(c)} comes out the same for any order (up to float rounding).")
+             f"treat the patches as a set. Shuffling only reorders the patch tokens, so "
+             f"{_output(c)} come out the same for any order (up to float rounding).")
     else:
         a = (f"Under the {tr.mask_kind} mask used here they need not: patch i sees only the "
              f"tokens before it, so the order matters even without positions"

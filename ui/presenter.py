@@ -116,7 +116,8 @@ def ask(slug: str, config) -> None:
     tr = state.trace(inp, name, mask=state.chosen_mask())
     gen = (state.generation(inp, name, mask=state.chosen_mask())
            if slug == "logits" and config.has_text else None)
-    found = questions.for_stage(slug, model, tr, questions.Selection.of(st.session_state), gen)
+    found = _questions(inp.key, name, state.chosen_mask(), slug,
+                       questions.Selection.of(st.session_state), model, tr, gen)
     if not found:
         return
     with st.container(border=True):
@@ -125,6 +126,13 @@ def ask(slug: str, config) -> None:
             st.markdown(q.question)
             if st.toggle("Reveal", key=keys.reveal(slug, j)):
                 st.info(q.answer)
+
+
+@state.held
+def _questions(key: str, model_name: str, mask: str | None, slug: str, sel, _model, _tr, _gen):
+    """The stage's questions, computed once per image, model, mask, stage and selection (the
+    answers read every block of a lean trace, which recomputes blocks when read)."""
+    return questions.for_stage(slug, _model, _tr, sel, _gen)
 
 
 def go_to(stages: dict, slug: str) -> None:

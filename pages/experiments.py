@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, figures, keys, state
+from ui import controls, figures, keys, state, steps
 from vit_core import MASK_KINDS, allowed_keys
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
@@ -15,17 +15,18 @@ mask = state.chosen_mask()  # the sidebar's mask: both runs use it (unless the c
 run_mask = mask or c.default_mask
 ss = st.session_state
 st.title("10 · Experiments")
-st.write(
-    "The best way to see what a part of the model does is to take it away. Pick an "
-    "intervention below: the model runs again on the same image with that one change, and the "
-    f"two results are compared. Unless the change is the mask itself, both runs use the "
-    f"{run_mask} attention mask{'' if mask else ', the one this model was trained with'} "
-    "(sidebar)."
-)
-tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)  # CLS, DIST if any
-st.latex(r"\mathrm{MSA}(X) = \big[\,m_1\,\mathrm{head}_1;\ \dots;\ m_H\,\mathrm{head}_H"
-         r"\,\big]\,W_O + b_O,\quad m_h\in\{0,1\}")
-st.latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos},\quad \lambda\in\{0,1\}")
+if steps.first():
+    st.write(
+        "The best way to see what a part of the model does is to take it away. Pick an "
+        "intervention below: the model runs again on the same image with that one change, and the "
+        f"two results are compared. Unless the change is the mask itself, both runs use the "
+        f"{run_mask} attention mask{'' if mask else ', the one this model was trained with'} "
+        "(sidebar)."
+    )
+    tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)  # CLS, DIST if any
+    st.latex(r"\mathrm{MSA}(X) = \big[\,m_1\,\mathrm{head}_1;\ \dots;\ m_H\,\mathrm{head}_H"
+             r"\,\big]\,W_O + b_O,\quad m_h\in\{0,1\}")
+    st.latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos},\quad \lambda\in\{0,1\}")
 KINDS = {
     "Switch off attention heads": "heads",
     "Grey out patches": "occlude",
@@ -91,55 +92,56 @@ if c.has_text:  # the caption the model writes unchanged, fed to both runs to sc
 n_text = len(text_ids or [])
 altered = ex.alter(model, prep.pixels, kind, arg, mask)
 altered_img = figures.array_image(denormalize(altered.pixels[0], c).numpy(), c.img_size)
-left, right = st.columns(2)
-if kind == "heads":
-    with left:
-        st.plotly_chart(figures.head_switches(L, H, arg), key=keys.EXP_INPUT)
-    with right:
-        st.write(f"The image is unchanged. In block {layer}, the switched-off heads' outputs "
-                 "A·V are multiplied by 0 before W_O; every other head runs as before.")
-elif kind == "occlude":
-    with left:
-        st.plotly_chart(figures.patch_set_grid(
-            prep.crop, P, arg, show_index=g <= 16,
-            title=f"Original: click patches to grey them out ({len(arg)} chosen)"),
-            key=keys.EXP_GRID, on_select=toggle_clicked_patch, selection_mode="points")
-        st.button("Grey out no patch", key=keys.EXP_CLEAR, on_click=clear_patches)
-    with right:
-        st.plotly_chart(figures.labelled_patches(
-            altered_img, P, f"What the model sees: {len(arg)} patches greyed out",
-            outlined=arg), key=keys.EXP_ALTERED)
-elif kind in ("shuffle", "shuffle_no_positions"):
-    few = g <= 16  # numbers stay readable up to a 16 x 16 grid
-    with left:
-        st.plotly_chart(figures.labelled_patches(
-            prep.crop, P, "Original: each patch's number" if few else "Original",
-            labels=range(N) if few else None), key=keys.EXP_INPUT)
-    with right:
-        st.plotly_chart(figures.labelled_patches(
-            altered_img, P, ("Shuffled: each cell shows the number of the patch it holds"
-                             if few else "Shuffled (reassembled from the moved patches)"),
-            labels=altered.perm.tolist() if few else None), key=keys.EXP_ALTERED)
-    if kind == "shuffle_no_positions":
-        st.caption("The model gets the shuffled image, and no position embedding is added to "
-                   "any image token.")
-elif kind == "positions":
-    with left:
-        st.image(prep.crop, caption="The image is unchanged", width=320)
-    with right:
-        z0 = "; ".join(list(c.prefix_names) + ["X_p E"])  # CLS, DIST if any, then patches
-        st.write(f"What changes is the first sum of the model: z₀ = [{z0}] + E_pos "
-                 f"becomes z₀ = [{z0}]. Every patch token still carries what its patch "
-                 "shows, but nothing of where the patch is.")
-elif kind == "mask":
-    n_img = c.num_image_tokens
-    for col, kind_, when in ((left, run_mask, "before"), (right, arg[0], "after")):
-        with col:
-            st.plotly_chart(figures.token_mask(
-                allowed_keys(kind_, n_img, n_text).numpy(), c, enc.words if n_text else None,
-                f"{when}: the {kind_} mask over {n_img} image"
-                + (f" and {n_text} text tokens" if n_text else " tokens")),
-                key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
+if steps.show("experiments", 0):
+    left, right = st.columns(2)
+    if kind == "heads":
+        with left:
+            st.plotly_chart(figures.head_switches(L, H, arg), key=keys.EXP_INPUT)
+        with right:
+            st.write(f"The image is unchanged. In block {layer}, the switched-off heads' outputs "
+                     "A·V are multiplied by 0 before W_O; every other head runs as before.")
+    elif kind == "occlude":
+        with left:
+            st.plotly_chart(figures.patch_set_grid(
+                prep.crop, P, arg, show_index=g <= 16,
+                title=f"Original: click patches to grey them out ({len(arg)} chosen)"),
+                key=keys.EXP_GRID, on_select=toggle_clicked_patch, selection_mode="points")
+            st.button("Grey out no patch", key=keys.EXP_CLEAR, on_click=clear_patches)
+        with right:
+            st.plotly_chart(figures.labelled_patches(
+                altered_img, P, f"What the model sees: {len(arg)} patches greyed out",
+                outlined=arg), key=keys.EXP_ALTERED)
+    elif kind in ("shuffle", "shuffle_no_positions"):
+        few = g <= 16  # numbers stay readable up to a 16 x 16 grid
+        with left:
+            st.plotly_chart(figures.labelled_patches(
+                prep.crop, P, "Original: each patch's number" if few else "Original",
+                labels=range(N) if few else None), key=keys.EXP_INPUT)
+        with right:
+            st.plotly_chart(figures.labelled_patches(
+                altered_img, P, ("Shuffled: each cell shows the number of the patch it holds"
+                                 if few else "Shuffled (reassembled from the moved patches)"),
+                labels=altered.perm.tolist() if few else None), key=keys.EXP_ALTERED)
+        if kind == "shuffle_no_positions":
+            st.caption("The model gets the shuffled image, and no position embedding is added to "
+                       "any image token.")
+    elif kind == "positions":
+        with left:
+            st.image(prep.crop, caption="The image is unchanged", width=320)
+        with right:
+            z0 = "; ".join(list(c.prefix_names) + ["X_p E"])  # CLS, DIST if any, then patches
+            st.write(f"What changes is the first sum of the model: z₀ = [{z0}] + E_pos "
+                     f"becomes z₀ = [{z0}]. Every patch token still carries what its patch "
+                     "shows, but nothing of where the patch is.")
+    elif kind == "mask":
+        n_img = c.num_image_tokens
+        for col, kind_, when in ((left, run_mask, "before"), (right, arg[0], "after")):
+            with col:
+                st.plotly_chart(figures.token_mask(
+                    allowed_keys(kind_, n_img, n_text).numpy(), c, enc.words if n_text else None,
+                    f"{when}: the {kind_} mask over {n_img} image"
+                    + (f" and {n_text} text tokens" if n_text else " tokens")),
+                    key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
 
 # ---------------------------------------------------------------- the two results
 def compare(after, diff: float) -> bool | None:
@@ -260,13 +262,14 @@ def notice(after, diff: float, moved: bool | None) -> str:
     return note
 
 
-if (kind == "heads" or kind == "occlude") and not arg:
-    st.info("What to notice: nothing is switched off or greyed out yet, so both runs would be "
-            "the same; " + ("pick a head above." if kind == "heads" else
-                            "click a patch on the grid."))
-else:
-    after = state.experiment(inp, name, kind, arg, text_ids, mask)
-    diff = ex.max_difference(tr, after)
-    st.subheader("Before and after")
-    moved = compare(after, diff)
-    st.info("What to notice: " + notice(after, diff, moved))
+if steps.show("experiments", 1):
+    if (kind == "heads" or kind == "occlude") and not arg:
+        st.info("What to notice: nothing is switched off or greyed out yet, so both runs would be "
+                "the same; " + ("pick a head above." if kind == "heads" else
+                                "click a patch on the grid."))
+    else:
+        after = state.experiment(inp, name, kind, arg, text_ids, mask)
+        diff = ex.max_difference(tr, after)
+        st.subheader("Before and after")
+        moved = compare(after, diff)
+        st.info("What to notice: " + notice(after, diff, moved))

@@ -4,7 +4,8 @@ Captioner: next-token distributions, generation step by step, and a typed captio
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, models, show, state
+from ui import figures, keys, models, player, show, state
+from ui import steps as stepper  # `steps` is the caption's word count below
 from vit_core.explain.generation import caption_note
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
@@ -23,139 +24,163 @@ masked = "" if state.chosen_mask() is None else f" (under the {tr.mask_kind} mas
 if c.num_classes:
     K = c.num_classes
     names = list(c.class_names) or [f"class {k}" for k in range(K)]
-    st.write(
-        f"{readout(c)} Softmax turns the scores into probabilities. Dividing the logits by a "
-        f"temperature before the softmax makes the distribution sharper (T < 1) or flatter "
-        f"(T > 1) without changing which class wins."
-    )
-    if c.global_pool == "avg":
-        pooled = (rf"\mathrm{{LN}}_\mathrm{{fc}}\!\left(\tfrac1{{{c.num_patches}}}\sum_p "
-                  rf"z_L^p\right)" if c.fc_norm else rf"\tfrac1{{{c.num_patches}}}\sum_p z_L^p")
-        eq = rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{{pooled}\,W_c + b_c}}{{T}}\right)"
-    elif c.dist_token:
-        eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\tfrac12\left(\mathrm{LN}(z_L^\mathrm{CLS})"
-              r"W_c + b_c + \mathrm{LN}(z_L^\mathrm{DIST})W_d + b_d\right)}{T}\right)")
-    else:
-        eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\mathrm{LN}(z_L^\mathrm{CLS})\,W_c + b_c}"
-              r"{T}\right)")
-    st.latex(eq + rf",\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
+    if stepper.first():
+        st.write(
+            f"{readout(c)} Softmax turns the scores into probabilities. Dividing the logits by a "
+            f"temperature before the softmax makes the distribution sharper (T < 1) or flatter "
+            f"(T > 1) without changing which class wins."
+        )
+        if c.global_pool == "avg":
+            pooled = (rf"\mathrm{{LN}}_\mathrm{{fc}}\!\left(\tfrac1{{{c.num_patches}}}\sum_p "
+                      rf"z_L^p\right)" if c.fc_norm else rf"\tfrac1{{{c.num_patches}}}\sum_p z_L^p")
+            eq = rf"\hat y = \mathrm{{softmax}}\!\left(\frac{{{pooled}\,W_c + b_c}}{{T}}\right)"
+        elif c.dist_token:
+            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\tfrac12\left("
+                  r"\mathrm{LN}(z_L^\mathrm{CLS})W_c + b_c + "
+                  r"\mathrm{LN}(z_L^\mathrm{DIST})W_d + b_d\right)}{T}\right)")
+        else:
+            eq = (r"\hat y = \mathrm{softmax}\!\left(\frac{\mathrm{LN}(z_L^\mathrm{CLS})\,"
+                  r"W_c + b_c}{T}\right)")
+        st.latex(eq + rf",\quad W_c\in\mathbb{{R}}^{{{c.embed_dim}\times {K}}}")
     T = st.slider("Temperature T", 0.1, 5.0, 1.0, 0.1, key=keys.CLASS_TEMPERATURE)
     logits = tr.logits
     probs = (logits / T).softmax(-1).numpy()
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K),
-                                           title=f"top {min(5, K)} of {K} classes at T = {T:g}",
-                                           x_title="probability"), key=keys.LOGITS_TOPK)
-        best = int(np.argmax(probs))
-        st.write(f"Prediction{masked}: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
-                 f"(logit {float(logits[best]):.2f}).")
-    with right:
-        st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
-    st.subheader("The logit lens: how the answer forms with depth")
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
-    top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
-    st.plotly_chart(figures.line_chart(
-        ["embed"] + [f"block {i}" for i in range(c.depth)],
-        {names[k]: lens[:, k] for k in top},
-        f"P(class) if the network stopped after each block (T = {T:g})", "read out after",
-        "probability"), key=keys.LOGITS_LENS)
-    st.caption(f"Each point sends the residual stream after that block down the same path as "
-               f"the answer ({readout_path(c)}), as if the network stopped there; the last "
-               f"point is exactly the prediction above. Lines: the classes the model ranks "
-               f"highest at the end, and any class that is on top at some depth.")
-    st.info("What to notice: " + distribution_note(probs, names, T) + " "
-            + lens_note(lens, names))
+    if stepper.show("logits", 0):
+        left, right = st.columns(2)
+        with left:
+            st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K),
+                                               title=f"top {min(5, K)} of {K} classes at T = {T:g}",
+                                               x_title="probability"), key=keys.LOGITS_TOPK)
+            best = int(np.argmax(probs))
+            st.write(f"Prediction{masked}: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
+                     f"(logit {float(logits[best]):.2f}).")
+        with right:
+            st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
+    if stepper.show("logits", 1):
+        st.subheader("The logit lens: how the answer forms with depth")
+        top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
+        st.plotly_chart(figures.line_chart(
+            ["embed"] + [f"block {i}" for i in range(c.depth)],
+            {names[k]: lens[:, k] for k in top},
+            f"P(class) if the network stopped after each block (T = {T:g})", "read out after",
+            "probability"), key=keys.LOGITS_LENS)
+        st.caption(f"Each point sends the residual stream after that block down the same path as "
+                   f"the answer ({readout_path(c)}), as if the network stopped there; the last "
+                   f"point is exactly the prediction above. Lines: the classes the model ranks "
+                   f"highest at the end, and any class that is on top at some depth.")
+    if stepper.show("logits", 1):
+        st.info("What to notice: " + distribution_note(probs, names, T) + " "
+                + lens_note(lens, names))
 elif not c.has_text:
     summary = headless_summary(tr)
     tok = summary["token"]
     D = c.embed_dim
-    st.write(f"{models.plain_label(name)} has no class head, so there are no class logits: its "
-             f"output is the final token vectors themselves ({D} numbers each). Here is the "
-             f"final {tok} vector, the one that stands for the whole image.")
-    ln = "" if c.fc_norm else r"\mathrm{LN}"
-    st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in\mathbb{{R}}^{{{D}}}")
-    st.plotly_chart(figures.vector_strip(
-        summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
-        x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
+    if stepper.show("logits", 0):
+        st.write(f"{models.plain_label(name)} has no class head, so there are no class logits: its "
+                 f"output is the final token vectors themselves ({D} numbers each). Here is the "
+                 f"final {tok} vector, the one that stands for the whole image.")
+        ln = "" if c.fc_norm else r"\mathrm{LN}"
+        st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in"
+                 rf"\mathbb{{R}}^{{{D}}}")
+        st.plotly_chart(figures.vector_strip(
+            summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
+            x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
     g = c.grid
-    left, right = st.columns(2)
-    with left:
-        sim = summary["similarity"].reshape(g, g).numpy()
-        show.image(figures.with_scale(figures.overlay(prep.crop, sim), float(sim.min()),
-                                      float(sim.max()), "cosine similarity", fmt="{:.2f}"),
-                   f"cosine similarity of each final patch vector with the {tok} vector",
-                   "final-token-similarity", width=320)
-    with right:
-        dims = ", ".join(f"{i} ({v:+.2f})" for i, v in summary["top_dims"])
-        near = ", ".join(f"patch {i} ({s:.2f})" for i, s in summary["nearest"])
-        st.write(f"Its norm is {summary['norm']:.2f}; its largest dimensions are {dims}; the "
-                 f"patches pointing most like it are {near}.")
+    if stepper.show("logits", 1):
+        left, right = st.columns(2)
+        with left:
+            sim = summary["similarity"].reshape(g, g).numpy()
+            show.image(figures.with_scale(figures.overlay(prep.crop, sim), float(sim.min()),
+                                          float(sim.max()), "cosine similarity", fmt="{:.2f}"),
+                       f"cosine similarity of each final patch vector with the {tok} vector",
+                       "final-token-similarity", width=320)
+        with right:
+            dims = ", ".join(f"{i} ({v:+.2f})" for i, v in summary["top_dims"])
+            near = ", ".join(f"patch {i} ({s:.2f})" for i, s in summary["nearest"])
+            st.write(f"Its norm is {summary['norm']:.2f}; its largest dimensions are {dims}; the "
+                     f"patches pointing most like it are {near}.")
     st.info(f"What to notice: without a head the model gives vectors, not answers; the patch "
             f"most like the {tok} vector is patch {summary['nearest'][0][0]} (cosine "
             f"{summary['nearest'][0][1]:.2f}).")
 else:
     tok_vocab = c.vocab
-    st.write(
-        "An image-to-text model reads the image tokens and then the text so far, starting with "
-        "[SOS]. At every text position it produces one logit per word of its vocabulary: its "
-        "guess for the next word. Generation picks a word, appends it, and runs again."
-    )
-    head_w = "E^\\top" if c.tie_text_head else "W_\\mathrm{vocab}"
-    st.latex(rf"Z = \mathrm{{LN}}(X_L)[{c.num_image_tokens}{{:}}]\,{head_w} \in "
-             rf"\mathbb{{R}}^{{T\times {c.vocab_size}}}")
-    cols = st.columns(3)
-    temperature = cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1,
-                                 key=keys.TEMPERATURE)
-    top_k = cols[1].number_input("Top-k (0 = all)", 0, c.vocab_size, 0, key=keys.TOP_K)
-    seed = cols[2].number_input("Sampling seed", 0, 10_000, 0, key=keys.GEN_SEED)
-    signature = (inp.key, name, temperature, top_k, seed)
-    if st.session_state.get(keys.GEN_FOR) != signature:
-        st.session_state[keys.GEN_FOR], st.session_state[keys.GEN_STEPS] = signature, 0
-    b = st.columns(3)
-    if b[0].button("Next token", key=keys.GEN_NEXT):
-        st.session_state[keys.GEN_STEPS] += 1
-    if b[1].button("Run to end", key=keys.GEN_ALL):
-        st.session_state[keys.GEN_STEPS] = c.max_text_len
-    if b[2].button("Start again", key=keys.GEN_RESET):
-        st.session_state[keys.GEN_STEPS] = 0
-    steps = st.session_state[keys.GEN_STEPS]
-    with st.spinner("Writing the caption, one forward pass per word…"):
-        # The whole caption once per settings (greedy ignores the seed, so it shares the
-        # overview's); each step is a prefix of it, so Next token costs no forward pass.
-        gen = state.generation(inp, name, temperature=temperature, top_k=int(top_k) or None,
-                               seed=int(seed) if temperature > 0 else None,
-                               mask=state.chosen_mask())
-    shown = gen.words[:steps]
-    st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
-    if len(gen.words) > steps:
-        p = gen.probs[steps].numpy()
-        st.plotly_chart(figures.top_k_bars(
-            p, list(tok_vocab), k=8, title=f"P(word {steps + 1} | image, words before)"
-            + (f" at T = {temperature:g}" if temperature > 0 else ""),
-            x_title="probability"), key=keys.GEN_DIST)
-        kept = (f" Top-k = {int(top_k)}: only the {int(top_k)} most likely words keep any "
-                f"probability, renormalised to sum to 1." if top_k else "")
-        st.caption(f"The 8 most likely next words{masked}"
-                   + (": greedy takes the tallest bar." if temperature == 0 else
-                      f", from softmax(logits / {temperature:g}); the next word is sampled from "
-                      f"it.") + kept)
-    elif gen.words and gen.words[-1] == "[EOS]":
-        st.success(f"Finished: “{gen.text}” (the model wrote [EOS]).")
-    else:
-        st.success(f"Finished: “{gen.text}” (the {c.max_text_len} text positions ran out "
-                   f"before [EOS]).")
-    st.subheader("Score your own caption")
-    text = st.text_input("Type a caption", "a red ball on the grass", key=keys.CAPTION,
-                         max_chars=2000)
-    scored = state.scores(inp, name, text, mask=state.chosen_mask())
-    if name.startswith("shapes-captioner"):
-        st.caption("Trained with label smoothing 0.05: a word the model is sure of gets about "
-                   "95 %, not 100 %.")
-    if scored.notice:
-        st.warning(scored.notice)
-    rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":
-             f"{p:.2%}"} for w, p, u in zip(scored.words, scored.probs, scored.unknown,
-                                              strict=True)]
-    st.dataframe(rows, hide_index=True, key=keys.CAPTION_SCORES)
-    st.info("What to notice: " + caption_note(scored))
+    if stepper.first():
+        st.write(
+            "An image-to-text model reads the image tokens and then the text so far, starting with "
+            "[SOS]. At every text position it produces one logit per word of its vocabulary: its "
+            "guess for the next word. Generation picks a word, appends it, and runs again."
+        )
+        head_w = "E^\\top" if c.tie_text_head else "W_\\mathrm{vocab}"
+        st.latex(rf"Z = \mathrm{{LN}}(X_L)[{c.num_image_tokens}{{:}}]\,{head_w} \in "
+                 rf"\mathbb{{R}}^{{T\times {c.vocab_size}}}")
+    if stepper.show("logits", 0):
+        cols = st.columns(3)
+        temperature = cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1,
+                                     key=keys.TEMPERATURE)
+        top_k = cols[1].number_input("Top-k (0 = all)", 0, c.vocab_size, 0, key=keys.TOP_K)
+        seed = cols[2].number_input("Sampling seed", 0, 10_000, 0, key=keys.GEN_SEED)
+        signature = (inp.key, name, temperature, top_k, seed)
+        if st.session_state.get(keys.GEN_FOR) != signature:
+            st.session_state[keys.GEN_FOR], st.session_state[keys.GEN_STEPS] = signature, 0
+        with st.spinner("Writing the caption, one forward pass per word…"):
+            # The whole caption once per settings (greedy ignores the seed, so it shares the
+            # overview's); each step is a prefix of it, so Next token costs no forward pass.
+            gen = state.generation(inp, name, temperature=temperature, top_k=int(top_k) or None,
+                                   seed=int(seed) if temperature > 0 else None,
+                                   mask=state.chosen_mask())
+
+        def rewind_caption() -> None:
+            """Play from [SOS] when the caption is already written out."""
+            if st.session_state[keys.GEN_STEPS] >= len(gen.words):
+                st.session_state[keys.GEN_STEPS] = 0
+
+        def next_word() -> bool:
+            st.session_state[keys.GEN_STEPS] = min(st.session_state[keys.GEN_STEPS] + 1,
+                                                   len(gen.words))
+            return st.session_state[keys.GEN_STEPS] < len(gen.words)
+
+        b = st.columns(4)
+        if b[0].button("Next token", key=keys.GEN_NEXT):
+            st.session_state[keys.GEN_STEPS] += 1
+        if b[1].button("Run to end", key=keys.GEN_ALL):
+            st.session_state[keys.GEN_STEPS] = c.max_text_len
+        if b[2].button("Start again", key=keys.GEN_RESET):
+            st.session_state[keys.GEN_STEPS] = 0
+        player.play("caption", keys.PLAY_CAPTION, rewind_caption, next_word, where=b[3],
+                    help=f"Write the caption one word every {player.PLAY_EVERY:g} s.")
+        steps = st.session_state[keys.GEN_STEPS]
+        shown = gen.words[:steps]
+        st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
+        if len(gen.words) > steps:
+            p = gen.probs[steps].numpy()
+            st.plotly_chart(figures.top_k_bars(
+                p, list(tok_vocab), k=8, title=f"P(word {steps + 1} | image, words before)"
+                + (f" at T = {temperature:g}" if temperature > 0 else ""),
+                x_title="probability"), key=keys.GEN_DIST)
+            kept = (f" Top-k = {int(top_k)}: only the {int(top_k)} most likely words keep any "
+                    f"probability, renormalised to sum to 1." if top_k else "")
+            st.caption(f"The 8 most likely next words{masked}"
+                       + (": greedy takes the tallest bar." if temperature == 0 else
+                          f", from softmax(logits / {temperature:g}); the next word is sampled "
+                          f"from it.") + kept)
+        elif gen.words and gen.words[-1] == "[EOS]":
+            st.success(f"Finished: “{gen.text}” (the model wrote [EOS]).")
+        else:
+            st.success(f"Finished: “{gen.text}” (the {c.max_text_len} text positions ran out "
+                       f"before [EOS]).")
+    if stepper.show("logits", 1):
+        st.subheader("Score your own caption")
+        text = st.text_input("Type a caption", "a red ball on the grass", key=keys.CAPTION,
+                             max_chars=2000)
+        scored = state.scores(inp, name, text, mask=state.chosen_mask())
+        if name.startswith("shapes-captioner"):
+            st.caption("Trained with label smoothing 0.05: a word the model is sure of gets about "
+                       "95 %, not 100 %.")
+        if scored.notice:
+            st.warning(scored.notice)
+        rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":
+                 f"{p:.2%}"} for w, p, u in zip(scored.words, scored.probs, scored.unknown,
+                                                  strict=True)]
+        st.dataframe(rows, hide_index=True, key=keys.CAPTION_SCORES)
+        st.info("What to notice: " + caption_note(scored))

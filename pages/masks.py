@@ -3,23 +3,24 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, state
+from ui import figures, keys, state, steps
 from ui import models as picker
 from vit_core import allowed_keys, bundled_models
 from vit_core.explain.generation import learning_curve, tokenizer_for
 
 inp, name, model, prep, tr = state.load_current()
 st.title("5 · Masks: who may look at whom")
-st.write(
-    "An image-to-text model puts the image tokens first and the text after them, in one "
-    "sequence. A mask M is added to the scores before the softmax: 0 where a query may read a "
-    "key, −∞ where it may not, which the softmax turns into a weight of exactly 0. The mask "
-    "decides what each token can know. Text must never see words after it (otherwise "
-    "training would let it copy the answer), but the image has no order, so its patches may "
-    "as well see each other in both directions: that is the prefix mask."
-)
-st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\qquad "
-         r"M_{ij}\in\{0, -\infty\}")
+if steps.first():
+    st.write(
+        "An image-to-text model puts the image tokens first and the text after them, in one "
+        "sequence. A mask M is added to the scores before the softmax: 0 where a query may read a "
+        "key, −∞ where it may not, which the softmax turns into a weight of exactly 0. The mask "
+        "decides what each token can know. Text must never see words after it (otherwise "
+        "training would let it copy the answer), but the image has no order, so its patches may "
+        "as well see each other in both directions: that is the prefix mask."
+    )
+    st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\qquad "
+             r"M_{ij}\in\{0, -\infty\}")
 # the captioners: the two bundled ones (side by side), else the one chosen, else the preset
 trained = [m for m in ("shapes-captioner-prefix", "shapes-captioner-causal")
            if m in bundled_models()]
@@ -40,125 +41,132 @@ if enc.notice:
 n_img, n_txt = cc.num_image_tokens, len(enc.ids)
 S = n_img + n_txt
 pre_names = " + ".join(cc.prefix_names)
-st.write(f"{captioners[0]}: **{n_img}** image tokens ({pre_names + ' + ' if pre_names else ''}"
-         f"{cc.num_patches} patches) + **{n_txt}** text tokens ([SOS] + {n_txt - 1} words) = "
-         f"S = **{S}**.")
+if steps.show("masks", 0):
+    st.write(f"{captioners[0]}: **{n_img}** image tokens ({pre_names + ' + ' if pre_names else ''}"
+             f"{cc.num_patches} patches) + **{n_txt}** text tokens ([SOS] + {n_txt - 1} words) = "
+             f"S = **{S}**.")
 cap_labels = figures.token_labels(cc, enc.words)
-mask_ticks = figures.spaced_ticks(cap_labels, cc.grid, 190)  # three masks side by side
-cols = st.columns(3)
-for col, kind in zip(cols, ("full", "causal", "prefix"), strict=True):
-    allowed = allowed_keys(kind, n_img, n_txt)
-    col.plotly_chart(figures.mask_figure(allowed.numpy(), n_img,
-                                         f"{kind}: {S}×{S} (light: may look; dark: −∞)",
-                                         labels=cap_labels, ticks=mask_ticks, height=300),
-                     key=keys.mask_kind(kind))
-visible = {k: allowed_keys(k, n_img, n_txt).sum(1).numpy() for k in ("causal", "prefix")}
-st.plotly_chart(figures.visible_keys_chart(visible, cap_labels,
-                                           figures.spaced_ticks(cap_labels, cc.grid, 760),
-                                           n_img),
-                key=keys.MASK_VISIBLE)
-first = (f"{cc.prefix_names[0]} (token 0) sees only itself and patch p (token p + "
-         f"{cc.num_prefix_tokens}) sees p + {cc.num_prefix_tokens + 1} tokens"
-         if cc.num_prefix_tokens else "patch 0 sees only itself and patch p sees p + 1 tokens")
-st.caption(f"On the axes pN is patch N; the text rows and columns are [SOS] and then, in "
-           f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some are "
-           f"printed). Under the causal mask token i sees i + 1 tokens: "
-           f"{first}. Under the prefix mask every image token sees all {n_img} image tokens. "
-           f"A text token sees the same keys under both: every image token, and the text up to "
-           f"itself.")
+if steps.show("masks", 0):
+    mask_ticks = figures.spaced_ticks(cap_labels, cc.grid, 190)  # three masks side by side
+    cols = st.columns(3)
+    for col, kind in zip(cols, ("full", "causal", "prefix"), strict=True):
+        allowed = allowed_keys(kind, n_img, n_txt)
+        col.plotly_chart(figures.mask_figure(allowed.numpy(), n_img,
+                                             f"{kind}: {S}×{S} (light: may look; dark: −∞)",
+                                             labels=cap_labels, ticks=mask_ticks, height=300),
+                         key=keys.mask_kind(kind))
+    visible = {k: allowed_keys(k, n_img, n_txt).sum(1).numpy() for k in ("causal", "prefix")}
+    st.plotly_chart(figures.visible_keys_chart(visible, cap_labels,
+                                               figures.spaced_ticks(cap_labels, cc.grid, 760),
+                                               n_img),
+                    key=keys.MASK_VISIBLE)
+    first = (f"{cc.prefix_names[0]} (token 0) sees only itself and patch p (token p + "
+             f"{cc.num_prefix_tokens}) sees p + {cc.num_prefix_tokens + 1} tokens"
+             if cc.num_prefix_tokens else "patch 0 sees only itself and patch p sees p + 1 tokens")
+    st.caption(f"On the axes pN is patch N; the text rows and columns are [SOS] and then, in "
+               f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some "
+               f"are printed). Under the causal mask token i sees i + 1 tokens: "
+               f"{first}. Under the prefix mask every image token sees all {n_img} image tokens. "
+               f"A text token sees the same keys under both: every image token, and the text up to "
+               f"itself.")
 
-st.subheader("The trained attention, live")
-c1, c2 = st.columns(2)
-with c1:
-    layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key=keys.MASK_LAYER)
-with c2:
-    head = st.slider("Head", 0, cc.num_heads - 1, 0, key=keys.MASK_HEAD)
-runs = ([(m, models[m].config.default_mask) for m in captioners] if len(captioners) > 1
-        else [(captioners[0], "prefix"), (captioners[0], "causal")])
-cols = st.columns(len(runs))
-for col, (m, kind) in zip(cols, runs, strict=True):
-    t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
-    tl = figures.token_labels(models[m].config, enc.words)
-    live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 200)
-    col.plotly_chart(figures.matrix_heatmap(
-        t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask", colorscale="Viridis",
-        zmid=None, height=380, x_title="key token (what is looked at)",
-        y_title="query token (who looks)", value_name="attention weight",
-        row_labels=tl, col_labels=tl, row_ticks=live_ticks, col_ticks=live_ticks,
-        boundaries=(models[m].config.num_prefix_tokens, models[m].config.num_image_tokens)),
-        key=keys.mask_live(m, kind))
-    info = models[m].info
-    col.markdown(f"Its caption for this image (greedy): **“{state.greedy_caption(inp, m, kind)}”**")
-    if info.metrics.get("exact_match") is not None:
-        col.write(f"Held-out (model card): exact caption {info.metrics['exact_match']:.1%}, "
-                  f"token accuracy {info.metrics['token_accuracy']:.1%}.")
-    scored = state.scores(inp, m, caption, mask=kind)
-    col.dataframe([{"word": w, "P(word)": f"{p:.1%}"} for w, p in
-                   zip(scored.words, scored.probs, strict=True)], hide_index=True,
-                  key=keys.mask_scores(m, kind))
-if trained:
-    st.caption("The bundled captioners were trained with label smoothing 0.05, so a word they "
-               "are sure of gets about 95 %, not 100 %.")
-if not all(models[m].info.trained for m in captioners):
-    st.warning("These captioners are untrained (random weights): the masks are real, the "
-               "probabilities are not.")
+if steps.show("masks", 1):
+    st.subheader("The trained attention, live")
+    c1, c2 = st.columns(2)
+    with c1:
+        layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key=keys.MASK_LAYER)
+    with c2:
+        head = st.slider("Head", 0, cc.num_heads - 1, 0, key=keys.MASK_HEAD)
+    runs = ([(m, models[m].config.default_mask) for m in captioners] if len(captioners) > 1
+            else [(captioners[0], "prefix"), (captioners[0], "causal")])
+    cols = st.columns(len(runs))
+    for col, (m, kind) in zip(cols, runs, strict=True):
+        t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
+        tl = figures.token_labels(models[m].config, enc.words)
+        live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 200)
+        col.plotly_chart(figures.matrix_heatmap(
+            t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask",
+            colorscale="Viridis",
+            zmid=None, height=380, x_title="key token (what is looked at)",
+            y_title="query token (who looks)", value_name="attention weight",
+            row_labels=tl, col_labels=tl, row_ticks=live_ticks, col_ticks=live_ticks,
+            boundaries=(models[m].config.num_prefix_tokens, models[m].config.num_image_tokens)),
+            key=keys.mask_live(m, kind))
+        info = models[m].info
+        col.markdown(f"Its caption for this image (greedy): "
+                     f"**“{state.greedy_caption(inp, m, kind)}”**")
+        if info.metrics.get("exact_match") is not None:
+            col.write(f"Held-out (model card): exact caption {info.metrics['exact_match']:.1%}, "
+                      f"token accuracy {info.metrics['token_accuracy']:.1%}.")
+        scored = state.scores(inp, m, caption, mask=kind)
+        col.dataframe([{"word": w, "P(word)": f"{p:.1%}"} for w, p in
+                       zip(scored.words, scored.probs, strict=True)], hide_index=True,
+                      key=keys.mask_scores(m, kind))
+    if trained:
+        st.caption("The bundled captioners were trained with label smoothing 0.05, so a word they "
+                   "are sure of gets about 95 %, not 100 %.")
+    if not all(models[m].info.trained for m in captioners):
+        st.warning("These captioners are untrained (random weights): the masks are real, the "
+                   "probabilities are not.")
 
-st.subheader("A mask changes what a token can know: a classifier under a causal mask")
-fallback = "shapes-classifier" if "shapes-classifier" in bundled_models() else "vit-b16"
-clf_name = name if model.config.num_classes else fallback
-clf = state.get_model(clf_name)
-k = clf.config
-if clf_name != name:
-    st.write(f"{picker.plain_label(name)} has no class head, so this part uses {clf_name}.")
-names = list(k.class_names) or [f"class {i}" for i in range(k.num_classes)]
-full = state.trace(inp, clf_name, mask="full").logits.softmax(-1).numpy()
-causal_logits = state.trace(inp, clf_name, mask="causal").logits
-causal = causal_logits.softmax(-1).numpy()
-seeds = state.sample_seeds()
-other_seed = next(sd for sd in seeds if state.sample_bytes(sd) != inp.data)
-other = state.make_input(f"sample: {state.sample_caption(other_seed)}",
-                         state.sample_bytes(other_seed))
-other_logits = state.trace(other, clf_name, mask="causal").logits
-gap = float((other_logits - causal_logits).abs().max())
-left, right = st.columns(2)
-label = picker.plain_label(clf_name)
-left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)",
-                                    x_title="probability"), key=keys.CLF_FULL)
-right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",
-                                     x_title="probability"), key=keys.CLF_CAUSAL)
-win = f"**{names[int(np.argmax(causal))]}** ({causal.max():.1%})"
-compare = (f"On another picture (“{state.sample_caption(other_seed)}”) its causal logits are "
-           + (f"the same (largest difference {gap:.1g})" if gap < 1e-4 else
-              f"different (by up to {gap:.2f})") + ".")
-if k.global_pool == "avg":
-    first = ("CLS (token 0) sees only itself, but the class head does not read CLS: it reads "
-             "the mean of the patch tokens" if k.class_token else
-             "This model has no CLS token: patch 0 sees only itself, and the class head reads "
-             "the mean of the patch tokens")
-    st.write(f"{first}. The last patch still sees every token, so the prediction still depends "
-             f"on the image: {win} with the causal mask. {compare}")
-elif k.dist_token:
-    st.write(f"CLS is token 0 and DIST token 1, so under a causal mask CLS sees only itself and "
-             f"DIST only CLS and itself, in every layer. The class heads read only these two, so "
-             f"the prediction no longer depends on the image: it becomes {win} for any picture. "
-             f"{compare}")
-else:
-    st.write(f"CLS is token 0, so under a causal mask it can attend only to itself in every "
-             f"layer: its final vector, the only one the class head reads, no longer depends on "
-             f"the image. The prediction becomes {win} for any picture. {compare}")
-story = ""
-if len(trained) == 2:
-    curves = {m: learning_curve(models[m].info.card) for m in captioners}
-    early = min(set.intersection(*(set(cv) for cv in curves.values())), default=None)
-    story = (" On these scenes the two trained captioners end close (" + " vs ".join(
-        f"{models[m].info.metrics['exact_match']:.1%} {models[m].config.default_mask}"
-        for m in captioners) + " exact captions on 1000 held-out scenes)")
-    if early is not None:
-        story += (f"; at step {early} of training they stood at " + " vs ".join(
-            f"{curves[m][early]:.1%}" for m in captioners) + " (model cards)")
-    story += (". A causal mask also tells each token its position: token i sees exactly i + 1 "
-              "keys.")
-st.info("What to notice: the prefix and causal masks differ only in the image block; the text "
-        "rows are identical. What changes is what the image tokens know by the time the text "
-        "reads them: under the causal mask the early patches never see the rest of the image."
-        + story)
+if steps.show("masks", 2):
+    st.subheader("A mask changes what a token can know: a classifier under a causal mask")
+    fallback = "shapes-classifier" if "shapes-classifier" in bundled_models() else "vit-b16"
+    clf_name = name if model.config.num_classes else fallback
+    clf = state.get_model(clf_name)
+    k = clf.config
+    if clf_name != name:
+        st.write(f"{picker.plain_label(name)} has no class head, so this part uses {clf_name}.")
+    names = list(k.class_names) or [f"class {i}" for i in range(k.num_classes)]
+    full = state.trace(inp, clf_name, mask="full").logits.softmax(-1).numpy()
+    causal_logits = state.trace(inp, clf_name, mask="causal").logits
+    causal = causal_logits.softmax(-1).numpy()
+    seeds = state.sample_seeds()
+    other_seed = next(sd for sd in seeds if state.sample_bytes(sd) != inp.data)
+    other = state.make_input(f"sample: {state.sample_caption(other_seed)}",
+                             state.sample_bytes(other_seed))
+    other_logits = state.trace(other, clf_name, mask="causal").logits
+    gap = float((other_logits - causal_logits).abs().max())
+    left, right = st.columns(2)
+    label = picker.plain_label(clf_name)
+    left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)",
+                                        x_title="probability"), key=keys.CLF_FULL)
+    right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",
+                                         x_title="probability"), key=keys.CLF_CAUSAL)
+    win = f"**{names[int(np.argmax(causal))]}** ({causal.max():.1%})"
+    compare = (f"On another picture (“{state.sample_caption(other_seed)}”) its causal logits are "
+               + (f"the same (largest difference {gap:.1g})" if gap < 1e-4 else
+                  f"different (by up to {gap:.2f})") + ".")
+    if k.global_pool == "avg":
+        first = ("CLS (token 0) sees only itself, but the class head does not read CLS: it reads "
+                 "the mean of the patch tokens" if k.class_token else
+                 "This model has no CLS token: patch 0 sees only itself, and the class head reads "
+                 "the mean of the patch tokens")
+        st.write(f"{first}. The last patch still sees every token, so the prediction still depends "
+                 f"on the image: {win} with the causal mask. {compare}")
+    elif k.dist_token:
+        st.write(f"CLS is token 0 and DIST token 1, so under a causal mask CLS sees only itself "
+                 f"and DIST only CLS and itself, in every layer. The class heads read only these "
+                 f"two, so the prediction no longer depends on the image: it becomes {win} for any "
+                 f"picture. {compare}")
+    else:
+        st.write(f"CLS is token 0, so under a causal mask it can attend only to itself in every "
+                 f"layer: its final vector, the only one the class head reads, no longer depends "
+                 f"on the image. The prediction becomes {win} for any picture. {compare}")
+if steps.show("masks", 2):
+    story = ""
+    if len(trained) == 2:
+        curves = {m: learning_curve(models[m].info.card) for m in captioners}
+        early = min(set.intersection(*(set(cv) for cv in curves.values())), default=None)
+        story = (" On these scenes the two trained captioners end close (" + " vs ".join(
+            f"{models[m].info.metrics['exact_match']:.1%} {models[m].config.default_mask}"
+            for m in captioners) + " exact captions on 1000 held-out scenes)")
+        if early is not None:
+            story += (f"; at step {early} of training they stood at " + " vs ".join(
+                f"{curves[m][early]:.1%}" for m in captioners) + " (model cards)")
+        story += (". A causal mask also tells each token its position: token i sees exactly i + 1 "
+                  "keys.")
+    st.info("What to notice: the prefix and causal masks differ only in the image block; the text "
+            "rows are identical. What changes is what the image tokens know by the time the text "
+            "reads them: under the causal mask the early patches never see the rest of the image."
+            + story)

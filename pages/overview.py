@@ -22,13 +22,9 @@ if c.has_text:  # the map shows the pass that wrote the caption's last word: ima
         gen = state.generation(inp, name, mask=state.chosen_mask())
         text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
         map_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
-scale = 1.0
-if st.session_state.get(keys.PRESENTER) and navigate.unzoomed(keys.OVERVIEW_MAP):
-    st.html(navigate.unzoomed(keys.OVERVIEW_MAP))  # not zoomed twice: drawn larger instead
-    scale = navigate.presenter_zoom()
 _, C, H, W = prep.pixels.shape
 mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
-st.plotly_chart(figures.model_map(mm, scale=scale), key=keys.OVERVIEW_MAP, on_select=lambda:
+st.plotly_chart(figures.model_map(mm), key=keys.OVERVIEW_MAP, on_select=lambda:
                 navigate.on_map_click(keys.OVERVIEW_MAP), selection_mode="points",
                 config={"displayModeBar": False}, width="content")
 pick = (" The dotted frame is one block; the cells under it pick which block's tensors label "

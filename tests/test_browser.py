@@ -176,23 +176,194 @@ def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):
     ctx.close()
 
 
-def test_presenter_mode_next_and_previous(browser, server):
+# Every chart, image, table and iframe: inside the screen's width and inside its parent frame
+# (its column or block), and a plotly chart's drawing inside its own box; is one above the fold?
+LAYOUT_JS = """() => {
+  const vw = document.documentElement.clientWidth, vh = window.innerHeight, bad = [];
+  let shown = 0, above = 0;
+  const sel = '[data-testid="stPlotlyChart"], [data-testid="stImage"], ' +
+              '[data-testid="stDataFrame"], [data-testid="stTable"], iframe';
+  for (const el of document.querySelectorAll(sel)) {
+    if (el.closest('.st-key-presenter_keys, [data-testid="stSidebar"]')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width < 2 || r.height < 2) continue;  // not shown (a closed popover)
+    shown += 1;
+    const text = el.innerText || el.getAttribute('title') || '';
+    const name = (el.getAttribute('data-testid') || el.tagName) + ' ' +
+                 text.slice(0, 40).replace(/\\s+/g, ' ');
+    if (r.left < -1 || r.right > vw + 1)
+      bad.push(`wider than the screen: ${name} ${Math.round(r.left)}..${Math.round(r.right)} ` +
+               `of ${vw}`);
+    const frame = el.parentElement.closest(
+        '[data-testid="stColumn"], [data-testid="stVerticalBlock"]');
+    if (frame) {
+      const f = frame.getBoundingClientRect();
+      if (r.left < f.left - 1 || r.right > f.right + 1)
+        bad.push(`outside its frame: ${name} ${Math.round(r.left)}..${Math.round(r.right)} in ` +
+                 `${Math.round(f.left)}..${Math.round(f.right)}`);
+    }
+    for (const inner of el.querySelectorAll('.main-svg, img')) {
+      const i = inner.getBoundingClientRect();
+      if (i.width > 0 && (i.left < r.left - 1 || i.right > r.right + 1))
+        bad.push(`cut inside its box: ${name} ${Math.round(i.left)}..${Math.round(i.right)} ` +
+                 `in ${Math.round(r.left)}..${Math.round(r.right)}`);
+    }
+    if (r.top < vh && r.bottom > 0) above += 1;
+  }
+  return {bad, shown, above};
+}"""
+
+
+CUT_JS = "b => [b, ...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)"
+
+
+def presenter_sequence(model: str = "shapes-classifier") -> list[str]:
+    """The header of every step of every stage, in order: 'Overview · step 1/1', …"""
+    from ui import steps
+    from vit_core import load_model
+
+    c = load_model(model).config
+    out = []
+    for i, slug in enumerate(STAGES):
+        n = steps.count(slug, c)
+        out += [f"{f'Stage {i}/10' if i else 'Overview'} · step {k + 1}/{n}" for k in range(n)]
+    return out
+
+
+def at_step(page, header: str) -> None:
+    page.get_by_text(header, exact=False).first.wait_for(timeout=60_000)
+
+
+@pytest.mark.parametrize(("width", "height", "forward", "back"),
+                         [(1280, 720, "ArrowRight", "ArrowLeft"),
+                          (1920, 1080, "PageDown", "PageUp")])
+def test_presenter_mode_fits_the_projector_and_the_clicker_walks_every_step(
+        browser, server, width, height, forward, back):
+    """Presenter mode on the bundled default model: every step of every stage fits the screen
+    with a figure above the fold; the clicker's keys walk to the end and back."""
     requests: list[str] = []
-    ctx, page = new_page(browser, requests, 1600, 900)
-    page.goto(f"{server}/?page=patches&presenter=1")
+    ctx, page = new_page(browser, requests, width, height)
+    page.goto(f"{server}/?page=overview&presenter=1")
     wait_idle(page)
-    page.get_by_text("Stage 1 / 10").wait_for()
-    for expected in (2, 3, 4):
-        page.get_by_role("button", name="Next ▶").click()
+    sequence = presenter_sequence()
+    problems = []
+    for i, header in enumerate(sequence):
+        at_step(page, header)
+        assert_no_exception(page, header)
+        try:  # plotly draws after the run has ended
+            page.wait_for_function(f"({LAYOUT_JS})().above > 0", timeout=15_000)
+        except playwright.TimeoutError:
+            pass  # reported below
+        page.wait_for_timeout(300)
+        layout = page.evaluate(LAYOUT_JS)
+        problems += [f"{header}: {p}" for p in layout["bad"]]
+        if not layout["above"]:
+            problems.append(f"{header}: no figure above the fold ({layout['shown']} shown)")
+        for key in ("prev", "next", "exit"):  # whole labels: never "◀ Previo…"
+            button = page.locator(f".st-key-presenter_{key} button").first
+            if button.evaluate(CUT_JS):
+                problems.append(f"{header}: the label of {button.inner_text()!r} is cut")
+        if i == 0 or header.startswith("Stage 4/10 · step 2"):
+            page.screenshot(path=str(SHOTS / f"presenter-{width}-{i}.png"))
+        if i < len(sequence) - 1:
+            page.keyboard.press(forward)
+            wait_idle(page)
+    assert page.locator(".st-key-presenter_next button").first.is_disabled()  # the very end
+    page.keyboard.press(forward)  # nothing further: still the last step
+    wait_idle(page)
+    at_step(page, sequence[-1])
+    for header in reversed(sequence[-4:-1]):  # back across a stage boundary
+        page.keyboard.press(back)
         wait_idle(page)
-        page.get_by_text(f"Stage {expected} / 10").wait_for()
-        assert_no_exception(page, f"presenter stage {expected}")
-    page.screenshot(path=str(SHOTS / "presenter.png"))
-    page.get_by_role("button", name="◀ Previous").click()
-    wait_idle(page)
-    page.get_by_text("Stage 3 / 10").wait_for()
+        at_step(page, header)
     assert "presenter=1" in page.url
     assert_local(requests)
+    ctx.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_clicker_keys_leave_typing_alone(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests, 1280, 720)
+    page.goto(f"{server}/?page=masks&presenter=1")
+    wait_idle(page)
+    at_step(page, "Stage 5/10 · step 1/3")
+    box = page.get_by_label("Caption fed to the text stream")
+    box.click()
+    box.press("End")
+    box.press("ArrowLeft")  # moves the cursor in the text box, not the slides
+    box.press("PageDown")
+    page.wait_for_timeout(1500)
+    assert page.get_by_text("Stage 5/10 · step 1/3").count() == 1
+    page.mouse.click(5, 700)  # out of the text box
+    page.keyboard.press("ArrowRight")
+    wait_idle(page)
+    at_step(page, "Stage 5/10 · step 2/3")
+    ctx.close()
+
+
+def slider_value(page, label: str) -> int:
+    return int(page.locator(f"[data-testid='stSlider'] input[aria-label='{label}']").first
+               .input_value())
+
+
+def test_play_walks_the_layers_and_stops_at_the_last(browser, server):
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{server}/?page=attention")  # shapes-classifier: 6 blocks, the last shown
+    wait_idle(page)
+    assert slider_value(page, "Layer") == 5
+    page.get_by_role("button", name="▶ Play").click()
+    page.get_by_role("button", name="⏸ Pause").wait_for(timeout=30_000)
+    seen = set()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        seen.add(slider_value(page, "Layer"))
+        title = page.get_by_text("attention pattern A (rows sum to 1)").first.text_content()
+        seen.add(f"title {title.split(':')[0]}")
+        if page.get_by_role("button", name="▶ Play").count() and 5 in seen:
+            break
+        page.wait_for_timeout(300)
+    layers = sorted(v for v in seen if isinstance(v, int))
+    assert layers[0] == 0 and 5 in layers and len(layers) >= 4, seen  # it moved, block by block
+    assert any(s == "title Layer 2, head 0" for s in seen if isinstance(s, str)), seen
+    wait_idle(page)
+    page.wait_for_timeout(2000)  # stopped at the end: nothing moves any more
+    assert slider_value(page, "Layer") == 5
+    assert page.get_by_role("button", name="▶ Play").count() == 1
+    assert_no_exception(page, "after playing the layers")
+    ctx.close()
+
+
+def test_play_writes_the_caption_word_by_word(browser, server):
+    from tests.independent import greedy
+    from ui import state
+    from vit_core import load_image, load_model, preprocess
+
+    net = load_model("shapes-captioner-causal")
+    seed = state.sample_seeds()[0]
+    words, _ = greedy(net, preprocess(load_image(state.sample_bytes(seed)), net.config))
+    requests: list[str] = []
+    ctx, page = new_page(browser, requests)
+    page.goto(f"{server}/?page=logits&model=shapes-captioner-causal")
+    wait_idle(page)
+    page.get_by_role("button", name="▶ Play").click()
+    page.get_by_role("button", name="⏸ Pause").wait_for(timeout=30_000)
+    prefixes = set()
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        head = page.locator("h3").filter(has_text="[SOS]").first.text_content() or ""
+        prefixes.add(tuple(head.replace("…", "").split()))
+        if page.get_by_text("Finished:").count():
+            break
+        page.wait_for_timeout(300)
+    shown = sorted(prefixes, key=len)
+    assert shown[0] == ("[SOS]",)
+    for p in shown:  # every caption shown is the first k words of the greedy caption
+        assert list(p[1:]) == words[:len(p) - 1], (p, words)
+    assert len(shown) >= len(words) - 1, shown  # one word at a time, not all at once
+    assert page.get_by_role("button", name="▶ Play").count() == 1  # stopped at the end
+    assert_no_exception(page, "after playing the caption")
     ctx.close()
 
 
@@ -206,7 +377,8 @@ def test_presenter_mode_keeps_a_composed_scene(browser, server):
     assert page.get_by_text(words).count() >= 1
     page.get_by_role("button", name="Next ▶").click()
     wait_idle(page)
-    page.get_by_text("Stage 1 / 10").wait_for()
+    page.get_by_text("Stage 1/10 · step 1/3").wait_for()
+    page.get_by_role("button", name="Model and image").click()  # the sidebar's widgets
     assert page.get_by_text(words).count() >= 1
     assert "scene=star_blue_sand_right_100_30_2_5" in page.url
     assert_local(requests)

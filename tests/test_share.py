@@ -68,12 +68,16 @@ def test_the_mask_choice_reaches_the_trace():
 
 def test_presenter_mode_shows_the_stage_and_its_story():
     at = open_link({"page": "qkv", "model": "vit-ti16", "presenter": "1"})
-    assert any("Stage 3 / 10" in m.value for m in at.markdown)
+    assert any("Stage 3/10 · step 1/2" in m.value for m in at.markdown)
     assert at.success and "query" in at.success[0].value
-    assert at.sidebar.toggle(key="presenter").value
+    assert at.toggle(key="presenter").value  # in the header's popover: the sidebar is hidden
+    assert not at.sidebar.toggle
     assert not at.button(key="presenter_prev").disabled
-    # Next switches page (AppTest loses sidebar state across st.switch_page, so the browser
-    # test walks the whole presenter sequence; here: it lands on the next stage)
+    # Next walks the stage's steps, then switches page (AppTest loses sidebar state across
+    # st.switch_page, so the browser test walks the whole presenter sequence; here: it lands on
+    # the next stage)
+    at.button(key="presenter_next").click().run()
+    assert not at.exception and at.title[0].value.startswith("3 · LayerNorm")
     at.button(key="presenter_next").click().run()
     assert not at.exception and at.title[0].value.startswith("4 · Attention")
 

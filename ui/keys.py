@@ -52,7 +52,16 @@ COMPOSE_VARIATION = "compose_variation"  # int: texture crop, lighting... (numbe
 # Drawn by ui/presenter.py when presenter mode is on.
 PRESENTER_EXIT = "presenter_exit"  # button: leave presenter mode
 PRESENTER_PREV = "presenter_prev"  # button: previous stage
-PRESENTER_NEXT = "presenter_next"  # button: next stage
+PRESENTER_NEXT = "presenter_next"  # button: next step (after a stage's last: the next stage)
+PRESENTER_KEYS = "presenter_keys"  # container: the clicker's key listener (an empty iframe)
+PRESENTER_STEP = "step"  # int: current step of the stage in PRESENTER_AT, from 0 (ui/steps.py;
+#                          the link's ?step= counts from 1: share.load_once / current_params)
+PRESENTER_AT = "_presenter_at"  # str: the stage PRESENTER_STEP belongs to (ui/steps.py)
+PRESENTER_GOTO = "_presenter_goto"  # str: the stage Next / Previous switches to (presenter.py)
+PRESENTER_PLAYING = "_playing"  # str | None: what ▶ Play is playing ("layers", "caption")
+PRESENTER_PLAY_FULL = "_play_full_run"  # bool: the player's fragment runs inside a full run
+PLAY_LAYERS = "play_layers"  # button: ▶ Play / ⏸ Pause the layers (pages/attention.py)
+PLAY_CAPTION = "play_caption"  # button: ▶ Play / ⏸ Pause the caption (pages/logits.py)
 
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
@@ -79,6 +88,8 @@ MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui
 # ---------------------------------------------------------------- per-page widget keys
 # ui/show.py: the PNG download under every composed image
 PNG_PREFIX = "png_"  # + image slug (see png())
+# ui/presenter.py: the questions to ask the class, under a stage's last step
+REVEAL_PREFIX = "reveal_"  # + stage and question number: the answer's toggle (see reveal())
 # pages/overview.py
 OVERVIEW_GRID = "overview_grid"  # chart: patch grid
 OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
@@ -161,6 +172,11 @@ EXP_WORDS = "exp_words"  # chart: the caption before, each word's probability be
 def kept(key: str) -> str:
     """Where controls.remember_sidebar keeps a sidebar value: '_kept_model', …"""
     return f"{KEPT_PREFIX}{key}"
+
+
+def reveal(stage: str, i: int) -> str:
+    """The 'Reveal' toggle of question i of a stage in presenter mode: 'reveal_attention_0'."""
+    return f"{REVEAL_PREFIX}{stage}_{i}"
 
 
 def upload(round_: int) -> str:

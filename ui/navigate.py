@@ -1,31 +1,19 @@
 """Opening a stage from a click: the model map's boxes (pages/overview.py).
 
-The stages and their scripts are app.py's STAGES; app.py is the script Streamlit runs, so it is
-read here (its STAGES literal, parsed once) rather than imported, which would run it again.
+The stages and their scripts are ui/routes.py's STAGES, as app.py routes them.
 """
 
 from __future__ import annotations
 
-import ast
-import re
-from functools import lru_cache
-from pathlib import Path
-
 import streamlit as st
 
 from . import keys
+from .routes import STAGES
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 
-
-@lru_cache(maxsize=1)
 def stage_scripts() -> dict[str, str]:
-    """slug -> page script, from app.py's STAGES."""
-    for node in ast.parse(APP.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "STAGES"
-                                                for t in node.targets):
-            return {slug: value[0] for slug, value in ast.literal_eval(node.value).items()}
-    raise LookupError("app.py defines no STAGES")
+    """slug -> page script, as app.py routes them."""
+    return {slug: value[0] for slug, value in STAGES.items()}
 
 
 def clicked_box(chart_key: str) -> tuple[str, int] | None:
@@ -58,26 +46,3 @@ def open_pending() -> None:
         from .share import current_params
 
         st.switch_page(stage_scripts()[slug], query_params=current_params(slug))
-
-
-
-def presenter_zoom() -> float:
-    """The CSS zoom presenter mode puts on the page (ui/presenter.LARGE), 1 if none."""
-    from .presenter import LARGE
-
-    found = re.search(r"stMainBlockContainer[^}]*zoom:\s*([\d.]+)", LARGE)
-    return float(found.group(1)) if found else 1.0
-
-
-def unzoomed(chart_key: str) -> str:
-    """CSS that undoes presenter mode's page zoom on one plotly chart ("" without a zoom).
-
-    Under a CSS `zoom` Streamlit measures the chart's container already zoomed and plotly then
-    draws at that width, so the zoom applies twice (1.3² ≈ 1.7×) and the chart is cut at the
-    right and bottom. Zooming this chart back by the inverse draws it at its own size; the page
-    then draws the figure itself larger (figures.model_map's `scale`).
-    """
-    zoom = presenter_zoom()
-    if zoom == 1:
-        return ""
-    return f"<style>.st-key-{chart_key} {{ zoom: {1 / zoom:.4f}; }}</style>"

@@ -58,6 +58,11 @@ def load_once() -> None:
         st.session_state[keys.MASK] = q[keys.MASK]
     if q.get(keys.PRESENTER) in ("1", "true", "on"):
         st.session_state[keys.PRESENTER] = True
+        try:  # ?step=2: the second step of the page's stage (ui/steps.py clamps it)
+            st.session_state[keys.PRESENTER_STEP] = int(q[keys.PRESENTER_STEP]) - 1
+            st.session_state[keys.PRESENTER_AT] = q.get("page", "overview")
+        except (KeyError, ValueError):
+            pass
 
 
 def current_params(stage: str) -> dict[str, str]:
@@ -74,6 +79,8 @@ def current_params(stage: str) -> dict[str, str]:
         params[keys.MASK] = ss[keys.MASK]
     if ss.get(keys.PRESENTER):
         params[keys.PRESENTER] = 1
+        if ss.get(keys.PRESENTER_AT) == stage and ss.get(keys.PRESENTER_STEP):
+            params[keys.PRESENTER_STEP] = ss[keys.PRESENTER_STEP] + 1
     return {k: str(v) for k, v in params.items() if v is not None}
 
 

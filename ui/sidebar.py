@@ -14,9 +14,12 @@ from . import composer, keys, models, share, state
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
 
-def draw(stage: str) -> None:
-    """Draw the sidebar and store the chosen input in st.session_state[keys.INPUT]."""
-    sb = st.sidebar
+def draw(stage: str, where=None) -> None:
+    """Draw the sidebar and store the chosen input in st.session_state[keys.INPUT].
+
+    `where`: another container to draw the same widgets in (presenter mode's popover, while the
+    sidebar is hidden); the widgets and their keys are the same, so nothing is drawn twice."""
+    sb = st.sidebar if where is None else where
     sb.toggle("Presenter mode", key=keys.PRESENTER,
               help="Large type, one stage per screen with Previous / Next, and a short story "
                    "for each stage. Also opens with ?presenter=1.")

@@ -24,7 +24,7 @@ class Box:
     id: str
     label: str  # lines separated by "\n"
     row: str  # one of ROWS
-    page: str  # the app stage (app.STAGES slug) that explains this box
+    page: str  # the app stage (ui.routes.STAGES slug) that explains this box
     in_block: bool = False  # part of the repeated block: a click also selects the layer
 
 

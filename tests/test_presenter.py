@@ -1,0 +1,220 @@
+"""Presenter mode in steps, its questions and the players, driven with AppTest.
+
+The browser half (every step fits 1280×720 and 1920×1080; the clicker's keys walk every step;
+Play advances the layers and the caption) is in tests/test_browser.py.
+"""
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.independent import charts_by_key
+from tests.test_app import APP
+from ui import keys, steps
+from vit_core import load_image, load_model, preprocess, run_trace
+
+HUB = "tests/fixtures/hub"
+
+
+def open_app(params: dict, model: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=240)
+    for k, v in params.items():
+        at.query_params[k] = v
+    if model:
+        if "/" in model:
+            at.session_state[keys.LOADED_PATHS] = [model]
+        at.session_state[keys.MODEL] = model
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if model:
+        assert at.session_state[keys.MODEL] == model  # the model really ran
+    return at
+
+
+def where(at) -> str:
+    """The header's 'Stage 4/10 · step 2/5 · …' line."""
+    found = [m.value for m in at.markdown if re.search(r"(Stage \d+/\d+|Overview) · step", m.value)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def trace_of(at, name: str):
+    model = load_model(name)
+    pixels = preprocess(load_image(at.session_state[keys.INPUT].data), model.config)
+    return model, run_trace(model, pixels)
+
+
+# ---------------------------------------------------------------- steps
+PATCH_STEPS = [{keys.GRID_CLICK}, {keys.PATCH_VECTOR, keys.PATCH_MATRIX}, {keys.WHAT_IF_GRID}]
+ATTENTION_STEPS = [{keys.ATTN_MATRIX}, set(), set(), set(), {keys.ATTN_DISTANCE, keys.ATTN_ENTROPY}]
+
+
+@pytest.mark.parametrize(("slug", "expected"), [("patches", PATCH_STEPS),
+                                                ("attention", ATTENTION_STEPS)])
+def test_presenter_mode_shows_only_the_current_steps_figures(slug, expected):
+    everything = set().union(*expected)
+    normal = open_app({"page": slug})
+    assert everything <= set(charts_by_key(normal))  # outside presenter mode: all of them
+    assert normal.session_state[keys.MODEL] == "shapes-classifier"
+    n = len(expected)
+    for k, shown in enumerate(expected):
+        at = open_app({"page": slug, "presenter": "1", "step": str(k + 1)})
+        assert f"step {k + 1}/{n}" in where(at)
+        assert set(charts_by_key(at)) & everything == shown, k
+    # the intro is said on the first step only
+    first = open_app({"page": slug, "presenter": "1"})
+    later = open_app({"page": slug, "presenter": "1", "step": "2"})
+    assert len(first.markdown) > len(later.markdown) or len(first.latex) > len(later.latex)
+
+
+def test_next_and_previous_walk_the_steps_then_the_stages():
+    at = open_app({"page": "patches", "presenter": "1"}, "vit-ti16")
+    assert "Stage 1/10 · step 1/3" in where(at) and "cut into patches" in where(at)
+    for expected in ("Stage 1/10 · step 2/3", "Stage 1/10 · step 3/3", "Stage 2/10 · step 1/4"):
+        at.button(key=keys.PRESENTER_NEXT).click().run()
+        assert not at.exception
+        if expected.startswith("Stage 2"):  # st.switch_page: AppTest keeps the elements drawn
+            assert at.title[0].value.startswith("2 · Patch embeddings")  # after pg.run();
+            at.run()  # the header is drawn before, and shows from the next run on
+        assert expected in where(at), where(at)
+    assert at.query_params["page"] == "embeddings" and at.query_params["model"] == "vit-ti16"
+    at.button(key=keys.PRESENTER_PREV).click().run()  # back to the last step of stage 1
+    assert at.title[0].value.startswith("1 · Input") and at.query_params["step"] == "3"
+    at.run()
+    assert "Stage 1/10 · step 3/3" in where(at)
+    assert set(charts_by_key(at)) & set().union(*PATCH_STEPS) == {keys.WHAT_IF_GRID}
+
+
+def test_the_last_step_of_the_last_stage_has_no_next():
+    c = load_model("shapes-classifier").config
+    n = steps.count("experiments", c)
+    at = open_app({"page": "experiments", "presenter": "1", "step": str(n)})
+    assert at.button(key=keys.PRESENTER_NEXT).disabled
+    assert not at.button(key=keys.PRESENTER_PREV).disabled
+
+
+def test_step_titles_follow_the_model_family():
+    assert steps.titles("logits", load_model("shapes-captioner-causal").config)[0].startswith(
+        "Writing the caption")
+    assert steps.titles("logits", load_model(f"{HUB}/tiny-org/vit-headless").config)[0] == (
+        "The final token vector")
+    nocls = load_model(f"{HUB}/timm/vit_tiny_avg_nocls.test").config
+    assert not any("CLS" in t for t in steps.titles("attention", nocls))
+    at = open_app({"page": "attention", "presenter": "1", "step": "3"},
+                  f"{HUB}/timm/vit_tiny_avg_nocls.test")
+    assert "step 3/4" in where(at) and "rollout" in where(at).lower()
+
+
+def test_the_model_and_image_stay_reachable_in_presenter_mode():
+    at = open_app({"page": "patches", "presenter": "1"})
+    # the sidebar's own widgets, drawn in the header's popover instead of the hidden sidebar
+    assert not at.sidebar.selectbox  # nothing is drawn twice
+    at.selectbox(key=keys.MODEL).set_value("vit-ti16").run()
+    assert not at.exception and at.session_state[keys.MODEL] == "vit-ti16"
+    assert "Stage 1/10" in where(at)
+    at.toggle(key=keys.PRESENTER).set_value(False).run()  # the popover also leaves
+    assert not at.exception and at.sidebar.selectbox(key=keys.MODEL).value == "vit-ti16"
+
+
+# ---------------------------------------------------------------- questions
+def reveal(slug: str, model: str, extra: dict | None = None) -> list[str]:
+    """Open the stage's last step, reveal every answer, and return the answers shown."""
+    c = load_model(model).config
+    at = open_app({"page": slug, "presenter": "1", "step": str(steps.count(slug, c)),
+                   **(extra or {})}, model)
+    toggles = [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
+    assert toggles, "no question to reveal"
+    before = {i.value for i in at.info}
+    for t in toggles:
+        t.set_value(True)
+    at.run()
+    assert not at.exception
+    return [i.value for i in at.info if i.value not in before], at
+
+
+@pytest.mark.parametrize("model", ["shapes-classifier", "vit-ti16"])
+def test_the_patch_size_answer_is_computed_for_this_model(model):
+    answers, at = reveal("patches", model)
+    _, tr = trace_of(at, model)
+    n = tr["patches"].shape[0]  # patches of this model
+    s = tr["embed"].shape[0]  # tokens
+    img = int(round((n * tr["patches"].shape[1] / 3) ** 0.5))  # N · 3P² = 3 · img²
+    p = img // int(round(n ** 0.5))
+    n2 = (img // (p // 2)) ** 2
+    s2 = n2 + (s - n)
+    ratio = s2 * s2 / (s * s)
+    text = answers[0]
+    assert f"If P were {p // 2} instead of {p}" in " ".join(m.value for m in at.markdown)
+    assert f"= {n2:,} patches" in text and f"{s2:,}² = {s2 * s2:,}" in text
+    assert f"{ratio:.1f}× bigger" in text
+    assert {"shapes-classifier": "15.5×", "vit-ti16": "15.9×"}[model] in text
+
+
+def pct(x: float) -> str:
+    return f"{x:.1%}" if x < 0.1 else f"{x:.0%}"
+
+
+@pytest.mark.parametrize("model", ["shapes-classifier", f"{HUB}/tiny-org/deit-distilled"])
+def test_where_cls_looks_is_read_from_the_trace(model):
+    answers, at = reveal("attention", model)
+    net, tr = trace_of(at, model)
+    c = net.config
+    last = tr[f"blocks.{c.depth - 1}.attn.pattern"].double()  # [H, S, S]
+    row = last[:, 0].mean(0)  # CLS is token 0
+    j = int(row.argmax())
+    name = list(c.prefix_names)[j] if j < c.num_prefix_tokens else (
+        f"patch {j - c.num_prefix_tokens} ({(j - c.num_prefix_tokens) // c.grid},"
+        f"{(j - c.num_prefix_tokens) % c.grid})")
+    assert f"CLS puts {pct(float(row[j]))} on {name}" in answers[0]
+    favourites = [int(r.argmax()) for r in last[:, 0]]
+    assert all(f"head {h} → " in answers[1] for h in range(c.num_heads))
+    agree = max(favourites.count(f) for f in favourites)
+    assert (f"All {c.num_heads} agree" in answers[1]) == (agree == c.num_heads)
+
+
+@pytest.mark.parametrize("model", ["shapes-classifier", "vit-ti16"])
+def test_the_share_of_hidden_units_on_is_read_from_the_trace(model):
+    answers, at = reveal("mlp", model, {"layer": "1", "patch": "3"})
+    _, tr = trace_of(at, model)
+    c = load_model(model).config
+    u = tr["blocks.1.mlp.pre"][3 + c.num_prefix_tokens]  # patch 3's hidden pre-activations
+    on = int((u > 0).sum())
+    assert f"In block 1, {on} of patch 3 (0,3)'s {c.mlp_hidden} hidden units" in answers[0]
+    assert f"{on / c.mlp_hidden:.1%}" in answers[0]
+
+
+def test_questions_that_do_not_apply_say_so():
+    answers, _ = reveal("logits", f"{HUB}/tiny-org/vit-headless")
+    assert answers == ["This model has no head, so there are no logits to divide by a "
+                       "temperature: its output is the final token vectors."]
+    answers, _ = reveal("masks", f"{HUB}/timm/vit_tiny_avg_nocls.test")
+    assert "This model has no CLS token." in answers[2]
+
+
+def test_questions_come_under_the_last_step_only():
+    at = open_app({"page": "attention", "presenter": "1"})
+    assert not [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
+
+
+# ---------------------------------------------------------------- players
+def test_play_rewinds_the_layers_and_pause_stops():
+    at = open_app({"page": "attention"})
+    assert at.slider(key=keys.LAYER).value == 5  # the last block of shapes-classifier
+    at.button(key=keys.PLAY_LAYERS).click().run()
+    assert not at.exception
+    assert at.session_state[keys.PRESENTER_PLAYING] == "layers"
+    assert at.slider(key=keys.LAYER).value == 0  # played from block 0
+    assert at.button(key=keys.PLAY_LAYERS).label == "⏸ Pause"
+    at.button(key=keys.PLAY_LAYERS).click().run()
+    assert at.session_state[keys.PRESENTER_PLAYING] is None
+    assert at.button(key=keys.PLAY_LAYERS).label == "▶ Play"
+
+
+def test_play_starts_the_caption_from_the_first_word():
+    at = open_app({"page": "logits"}, "shapes-captioner-causal")
+    at.button(key=keys.GEN_ALL).click().run()  # the caption written out
+    at.button(key=keys.PLAY_CAPTION).click().run()
+    assert not at.exception and at.session_state[keys.GEN_STEPS] == 0
+    assert at.session_state[keys.PRESENTER_PLAYING] == "caption"
+    assert at.subheader[0].value == "[SOS]  …"  # no word yet: Play writes them one by one

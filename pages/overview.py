@@ -24,7 +24,8 @@ if c.has_text:  # the map shows the pass that wrote the caption's last word: ima
         map_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
 _, C, H, W = prep.pixels.shape
 mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
-st.plotly_chart(figures.model_map(mm), key=keys.OVERVIEW_MAP, on_select=lambda:
+big = 1.3 if st.session_state.get(keys.PRESENTER) else 1.0  # a projector: the map drawn larger
+st.plotly_chart(figures.model_map(mm, scale=big), key=keys.OVERVIEW_MAP, on_select=lambda:
                 navigate.on_map_click(keys.OVERVIEW_MAP), selection_mode="points",
                 config={"displayModeBar": False}, width="content")
 pick = (" The dotted frame is one block; the cells under it pick which block's tensors label "

@@ -88,14 +88,21 @@ class SlowCaptioner(torch.nn.Module):
     """A text model's stand-in: each pass sleeps, logs itself and names the same word, never
     [EOS], so a caption is always max_new_tokens passes long."""
 
-    def __init__(self, config, log: list, pass_s: float = 0.03, word: int = 5):
+    def __init__(self, config, log: list, pass_s: float = 0.03, word: int = 5,
+                 busy: bool = False):
         super().__init__()
         self.config, self.log, self.pass_s, self.word = config, log, pass_s, word
+        self.busy = busy  # spend pass_s of CPU time (as a real pass does) instead of sleeping
 
     def forward(self, pixels, ids, mask=None):
         thread = threading.current_thread().name
         self.log.append(("pass", thread, torch.is_inference_mode_enabled()))
-        time.sleep(self.pass_s)
+        if self.busy:
+            end = time.thread_time() + self.pass_s
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(self.pass_s)
         logits = torch.zeros(ids.shape[0], ids.shape[1], self.config.vocab_size)
         logits[..., self.word] = 1.0
         return logits
@@ -125,7 +132,7 @@ def test_a_first_view_sent_during_captions_runs_after_the_pass_in_progress():
     from vit_core import generate
 
     worker, log = w.Worker(warm=False), []
-    model = worker.stepwise(SlowCaptioner(captioner_config(), log))
+    model = worker.stepwise(SlowCaptioner(captioner_config(), log, busy=True))  # not cheap
     pixels = torch.zeros(1, 3, 8, 8)
     with ThreadPoolExecutor(4) as pool:
         captions = [pool.submit(generate, model, pixels, max_new_tokens=10) for _ in range(4)]
@@ -177,7 +184,7 @@ def test_a_cheap_model_s_words_go_before_queued_passes_of_a_costly_one():
 
     cheap = worker.stepwise(SlowCaptioner(captioner_config(), Tagged("cheap"), pass_s=0.0))
     costly = worker.stepwise(SlowCaptioner(captioner_config(), Tagged("costly"),
-                                           pass_s=2.5 * w.CHEAP_S))
+                                           pass_s=2.5 * w.CHEAP_S, busy=True))
     pixels = torch.zeros(1, 3, 8, 8)
     generate(cheap, pixels, max_new_tokens=1)  # the worker learns each model's cost
     generate(costly, pixels, max_new_tokens=1)

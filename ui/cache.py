@@ -36,7 +36,7 @@ from PIL import Image
 
 from vit_core.trace import Trace
 
-DEFAULT_MB = 1536  # 1.5 GB: ~40 ViT-B/16 lean traces with two blocks read (37 MB each)
+DEFAULT_MB = 1024  # 1 GB: ~25 ViT-B/16 lean traces with two blocks read (37 MB each)
 ENV = "VIT_EXPLAINER_CACHE_MB"
 FLAG = "--cache-mb"
 MB = 2**20

@@ -21,9 +21,10 @@ or `stepwise(model)` for vit_core.generate), so between two of its passes other 
 - `run_step` calls queue behind them; each long job has one step queued at a time, so long jobs
   take turns (round robin). After FRESH_IN_A_ROW `run` calls in a row a waiting step gets its
   turn, so a stream of new students delays a caption but never stops it;
-- a step of a model whose last pass took under CHEAP_S (a bundled captioner's word: ~10 ms) is
-  served before everything else: it delays a first view by less than that, while queueing its ten
-  words behind other students' ViT-B/16 passes (0.3 s each) would hold its page for many seconds.
+- a step of a model whose last pass took under CHEAP_S of the worker's CPU time (a bundled
+  captioner's word: ~10 ms) is served before everything else: it delays a first view by less
+  than that, while queueing its ten words behind other students' ViT-B/16 passes (0.3 s each)
+  would hold its page for many seconds.
 Every wait has a limit (LIMIT_S unless `timeout=` says otherwise): past it the caller gets `Busy`,
 whose message is one sentence for the page, and the job is dropped if it has not started.
 
@@ -158,7 +159,9 @@ class Worker:
                 self._run(job)
 
     def _run(self, job: _Job) -> None:
-        start = time.perf_counter()
+        # a pass's cost is this thread's CPU time: on a busy server the wall time of even a tiny
+        # pass includes waits for the GIL and the cores, which say nothing about the pass
+        start = time.thread_time()
         try:
             result = job.fn(*job.args, **job.kwargs)
         except BaseException as e:  # handed to the caller, never kills the worker
@@ -166,7 +169,7 @@ class Worker:
             return
         finally:
             if job.cost_key is not None:
-                self.cost[job.cost_key] = time.perf_counter() - start
+                self.cost[job.cost_key] = time.thread_time() - start
         job.done.set_result(result)
         if self.warm:
             self.to_warm = _nbytes(result)

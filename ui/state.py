@@ -3,7 +3,7 @@
 Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
 cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image.
 Everything that holds a trace or a copy of one (prepared images, traces, experiment traces,
-attention summaries, the patch PCA, generations) shares ONE byte budget (ui/cache.py: 1.5 GB by
+attention summaries, the patch PCA, generations) shares ONE byte budget (ui/cache.py: 1 GB by
 default, `-- --cache-mb N` or VIT_EXPLAINER_CACHE_MB), least recently used dropped first; the
 values are read-only, so sessions share them without copies.
 Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).

@@ -125,6 +125,11 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
     requests: list[str] = []
     ctx, page = new_page(browser, requests)
     page.goto(f"{served.url}/?page=overview&model={model}")
+    # the first run on a new model is the slowest (a captioner writes its caption before the
+    # map): wait until it has drawn the map and the sidebar's input line, not only for a pause
+    page.locator("[data-testid='stSidebar']").get_by_text("Showing ").first.wait_for(
+        timeout=180_000)
+    page.locator("[data-testid='stPlotlyChart']").first.wait_for(timeout=180_000)
     wait_idle(page)
     problems = []
     for slug in STAGES:
@@ -135,6 +140,9 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
             problems.append(f"{slug}: exception: "
                             f"{page.locator('[data-testid=stException]').first.inner_text()[:300]}")
         problems += [f"{slug}: {p}" for p in dict.fromkeys(page.evaluate(KATEX_ERRORS_JS))]
+    waiting = [p for p in problems if any(p.startswith(f"{slug}: ") and known in p
+                                          for slug, known in WAITING.items())]
+    assert not set(problems) - set(waiting), "\n".join(problems)  # before the download: says why
     path = download_trace(page, tmp_path, served)
     assert path.name.startswith("trace-") and path.suffix == ".npz"
     data = np.load(path)
@@ -145,9 +153,6 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
     np.testing.assert_allclose(data["logits"], tr.logits.numpy(), atol=1e-5)
     assert_local(requests)
     ctx.close()
-    waiting = [p for p in problems if any(p.startswith(f"{slug}: ") and known in p
-                                          for slug, known in WAITING.items())]
-    assert not set(problems) - set(waiting), "\n".join(problems)
     if waiting:
         pytest.xfail("waiting for another developer's fix: " + "; ".join(waiting))
 

@@ -434,29 +434,7 @@ def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
     plot.locator(".scatterlayer .point").nth(48).wait_for(state="attached")  # 49 cell markers
     g, row, col = 7, 2, 5
     cell = plot.locator(".scatterlayer .point").nth(row * g + col)  # the invisible marker
-    # plotly takes the clicked point from its hover state: hover first, as a hand would. The
-    # chart may still resize or move while the page settles (CI failed twice on a busy machine),
-    # so each try measures the cell where it is now, and a failure leaves a screenshot.
-    for _ in range(10):
-        box = cell.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        page.mouse.move(x - 4, y - 4)
-        page.mouse.move(x, y)
-        try:
-            plot.locator(".hoverlayer").get_by_text(f"patch {row * g + col}").wait_for(
-                timeout=3_000)
-            break
-        except playwright.TimeoutError:
-            page.mouse.move(1, 1)
-            page.wait_for_timeout(500)
-    else:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "patch-click-failed.png"), full_page=True)
-        hover = plot.locator(".hoverlayer").text_content()
-        pytest.fail(f"no hover label on patch {row * g + col} after 10 tries: marker box {box}, "
-                    f"hover layer says {hover!r}")
-    page.mouse.click(x, y)
-    wait_idle(page)
+    hover_and_click(page, plot, cell, f"patch {row * g + col}", "patch-click-failed.png")
     page.get_by_text(f"Patch {row * g + col}: row {row}, column {col}").wait_for(timeout=30_000)
     assert page.get_by_role("spinbutton", name="Selected patch").input_value() == "19"
     assert_no_exception(page, "after clicking the grid")
@@ -511,6 +489,14 @@ def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> Non
     """Hover an invisible marker of the model map until plotly shows its label, then click."""
     marker = plot.locator(".scatterlayer .trace").nth(trace).locator(".point").nth(index)
     marker.wait_for(state="attached")
+    hover_and_click(page, plot, marker, hover_text, "map-click-failed.png")
+
+
+def hover_and_click(page, plot, marker, hover_text: str, shot: str) -> None:
+    """Click an invisible plotly marker as a hand would: plotly takes the clicked point from its
+    hover state, so hover until its label shows. The chart may still resize or move while the
+    page settles (CI failed twice on a busy machine), so each try measures the marker where it
+    is now, and a failure leaves a screenshot named `shot`."""
     for _ in range(10):
         box = marker.bounding_box()
         x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
@@ -524,8 +510,10 @@ def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> Non
             page.wait_for_timeout(500)
     else:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "map-click-failed.png"), full_page=True)
-        pytest.fail(f"no hover label {hover_text!r} on the map: marker box {box}")
+        page.screenshot(path=str(SHOTS / shot), full_page=True)
+        hover = plot.locator(".hoverlayer").text_content()
+        pytest.fail(f"no hover label {hover_text!r} after 10 tries: marker box {box}, hover "
+                    f"layer says {hover!r}")
     page.mouse.click(x, y)
     wait_idle(page)
 

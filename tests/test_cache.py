@@ -236,3 +236,25 @@ def test_one_function_s_entries_can_be_dropped(monkeypatch):
         assert lru.held == cache.size_of(state.prepare(inp, MODEL))
     finally:
         state.shared_cache.clear()
+
+
+def test_asking_for_the_trained_mask_by_name_reuses_the_same_pass(monkeypatch):
+    """The Masks page asks the classifier for mask="full" and the captioners for their own mask
+    by name; the first view asked with None. Same mask, same pass: one cache entry, one object.
+    Another mask is another pass."""
+    monkeypatch.setenv(cache.ENV, "200")
+    state.shared_cache.clear()
+    try:
+        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[2]))
+        first = state.trace(inp, MODEL)
+        assert state.trace(inp, MODEL, mask="full") is first
+        causal = state.trace(inp, MODEL, mask="causal")
+        assert causal is not first and causal.mask_kind == "causal"
+        cap = "shapes-captioner-prefix"
+        assert state.greedy_caption(inp, cap, "prefix") is state.greedy_caption(inp, cap)
+        assert state.experiment(inp, MODEL, "positions", mask="full") is \
+            state.experiment(inp, MODEL, "positions")
+        assert sorted(k[0] for k in state.shared_cache().keys()) == [
+            "_experiment", "_generation", "_prepare", "_prepare", "_trace", "_trace"]
+    finally:
+        state.shared_cache.clear()

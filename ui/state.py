@@ -123,11 +123,17 @@ def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pix
     return worker.run(run_trace, get_model(model_name), _pixels, text_ids=text, mask=mask)
 
 
+def same_mask(model_name: str, mask):
+    """`mask` as a cache key: None for the mask the model was trained with, however it was
+    asked for ("full" for a classifier is None), so one pass serves both."""
+    return None if mask == get_model(model_name).config.default_mask else mask
+
+
 def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
     """The cached trace for this image, model, mask and text (computed once, then shared)."""
     pixels = prepare(inp, model_name).pixels
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
-    return _trace(inp.key, model_name, mask, text, pixels)
+    return _trace(inp.key, model_name, same_mask(model_name, mask), text, pixels)
 
 
 def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
@@ -228,7 +234,7 @@ def experiment(inp: Input, model_name: str, kind: str, arg: tuple = (), text_ids
     """A cached intervention trace (vit_core.explain.interventions.run) for this image, model,
     intervention, text and mask (the mask of the run before the change: the sidebar's)."""
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
-    return _experiment(inp.key, model_name, kind, tuple(arg), text, mask,
+    return _experiment(inp.key, model_name, kind, tuple(arg), text, same_mask(model_name, mask),
                        prepare(inp, model_name).pixels)
 
 
@@ -244,8 +250,8 @@ def _experiment_caption(key: str, model_name: str, kind: str, arg: tuple, mask: 
 def experiment_caption(inp: Input, model_name: str, kind: str, arg: tuple = (),
                        mask: str | None = None):
     """The greedy caption with an intervention in place, cached like `experiment`."""
-    return _experiment_caption(inp.key, model_name, kind, tuple(arg), mask,
-                               prepare(inp, model_name).pixels)
+    return _experiment_caption(inp.key, model_name, kind, tuple(arg),
+                               same_mask(model_name, mask), prepare(inp, model_name).pixels)
 
 
 @held
@@ -262,8 +268,9 @@ def generation(inp: Input, model_name: str, max_new_tokens: int | None = None,
                temperature: float = 0.0, top_k: int | None = None, seed: int | None = None,
                mask: str | None = None):
     """vit_core.generate for this image, cached per image, model, mask and settings."""
-    return _generation(inp.key, model_name, mask, (max_new_tokens, float(temperature), top_k,
-                                                   seed), prepare(inp, model_name).pixels)
+    settings = (max_new_tokens, float(temperature), top_k, seed)
+    return _generation(inp.key, model_name, same_mask(model_name, mask), settings,
+                       prepare(inp, model_name).pixels)
 
 
 def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
@@ -310,7 +317,7 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
 
 def attention_summary(inp: Input, model_name: str) -> dict:
     """Rollout, attention distance and entropy of the page's trace, computed once per trace."""
-    mask = chosen_mask()
+    mask = same_mask(model_name, chosen_mask())
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
@@ -324,7 +331,7 @@ def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict
 def sublayer_norms(inp: Input, model_name: str) -> dict:
     """What each block's attention and MLP add to every token, in norms ([L, S] each), once per
     trace: the MLP page's residual-stream chart would otherwise recompute every block per rerun."""
-    mask = chosen_mask()
+    mask = same_mask(model_name, chosen_mask())
     return _sublayer_norms(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
@@ -340,5 +347,5 @@ def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
 def patch_pca(inp: Input, model_name: str):
     """The final patch tokens' first three principal components as a [g, g, 3] RGB grid,
     computed once per trace (an SVD of N x D)."""
-    mask = chosen_mask()
+    mask = same_mask(model_name, chosen_mask())
     return _patch_pca(inp.key, model_name, mask, trace(inp, model_name, mask=mask))

@@ -121,7 +121,8 @@ def test_a_caption_is_one_pass_per_turn_on_the_worker_and_reads_as_generate():
     model = SlowCaptioner(captioner_config(), log, pass_s=0.0)
     gen = generate(worker.stepwise(model), torch.zeros(1, 3, 8, 8), max_new_tokens=10)
     assert gen.ids == [5] * 10 and len(gen.probs) == 10
-    assert log == [("pass", "vit-forward", True)] * 10  # each pass on the worker, no autograd
+    # each pass on the worker, no autograd; once its cost is known, on the light thread
+    assert log == [("pass", "vit-forward", True)] + [("pass", "vit-light", True)] * 9
     assert generate(model, torch.zeros(1, 3, 8, 8), max_new_tokens=10).ids == gen.ids
 
 
@@ -132,7 +133,8 @@ def test_a_first_view_sent_during_captions_runs_after_the_pass_in_progress():
     from vit_core import generate
 
     worker, log = w.Worker(warm=False), []
-    model = worker.stepwise(SlowCaptioner(captioner_config(), log, busy=True))  # not cheap
+    model = worker.stepwise(SlowCaptioner(captioner_config(), log, pass_s=1.2 * w.CHEAP_S,
+                                          busy=True))  # not cheap
     pixels = torch.zeros(1, 3, 8, 8)
     with ThreadPoolExecutor(4) as pool:
         captions = [pool.submit(generate, model, pixels, max_new_tokens=10) for _ in range(4)]
@@ -166,6 +168,33 @@ def test_long_jobs_take_turns_and_a_stream_of_first_views_never_stops_them():
         for f in steps + fresh:
             f.result(timeout=10)
     assert log == ["view"] * n + ["step"] + ["view"] * 2 + ["step"]
+
+
+def test_a_cheap_model_s_caption_is_written_while_a_big_pass_holds_the_worker():
+    """Once the worker knows a model is cheap, its passes (a trace with `cost_key`, a caption's
+    words) run on the light thread: a whole caption is written while a long pass is still in
+    progress on the main one, and a costly model's word still waits for it."""
+    from vit_core import generate
+
+    worker, log = w.Worker(warm=False), []
+    cheap_model = SlowCaptioner(captioner_config(), log, pass_s=0.0)
+    cheap = worker.stepwise(cheap_model)
+    pixels = torch.zeros(1, 3, 8, 8)
+    generate(cheap, pixels, max_new_tokens=1)  # its first pass: on the main thread, measured
+    assert log.pop() == ("pass", "vit-forward", True)
+    gate = threading.Event()
+    with ThreadPoolExecutor(4) as pool:
+        held = pool.submit(worker.run, gate.wait, 10)  # a big pass in progress
+        time.sleep(0.05)
+        costly = pool.submit(worker.run, lambda: "costly done")
+        caption = generate(cheap, pixels, max_new_tokens=10)
+        traced = worker.run(lambda: threading.current_thread().name, cost_key=id(cheap_model))
+        assert not held.done() and not costly.done()  # the main lane is still held
+        gate.set()
+        assert held.result(timeout=10) and costly.result(timeout=10) == "costly done"
+    assert caption.ids == [5] * 10
+    assert log == [("pass", "vit-light", True)] * 10
+    assert traced == "vit-light"
 
 
 def test_a_cheap_model_s_words_go_before_queued_passes_of_a_costly_one():
@@ -253,6 +282,7 @@ def test_a_page_that_waits_too_long_says_so_in_one_sentence_and_the_session_goes
     assert not at.exception
     gate = threading.Event()
     monkeypatch.setattr(w, "LIMIT_S", 0.3)
+    monkeypatch.setattr(w, "CHEAP_S", 0.0)  # the classifier's pass too waits for the held lane
     with ThreadPoolExecutor(1) as pool:
         held = pool.submit(w.run, gate.wait, 30, timeout=30)
         at.sidebar.file_uploader[0].upload("busy.png", photo_bytes(w=613), "image/png").run()

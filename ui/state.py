@@ -120,7 +120,8 @@ def prepare(inp: Input, model_name: str) -> Prepared:
 
 @held
 def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
-    return worker.run(run_trace, get_model(model_name), _pixels, text_ids=text, mask=mask)
+    model = get_model(model_name)
+    return worker.run(run_trace, model, _pixels, text_ids=text, mask=mask, cost_key=id(model))
 
 
 def same_mask(model_name: str, mask):
@@ -294,6 +295,12 @@ def weight_views(model_name: str) -> dict:
 
 @held
 def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
+    # on the worker: it recomputes the attention half of every block (a third of a pass), and
+    # thirty students' pages doing that on their own threads at once only fight for the cores
+    return worker.run(_summarise_attention, _trace)
+
+
+def _summarise_attention(trace) -> dict:
     import numpy as np
 
     from vit_core.explain.attention import (
@@ -303,8 +310,8 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
         stack_patterns,
     )
 
-    c = _trace.config
-    patterns = stack_patterns(_trace)  # [L, H, S, S]
+    c = trace.config
+    patterns = stack_patterns(trace)  # [L, H, S, S]
     return {
         "patterns": patterns,
         "rollout": rollout(patterns),
@@ -325,7 +332,7 @@ def attention_summary(inp: Input, model_name: str) -> dict:
 def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict:
     from vit_core.explain.tokens import sublayer_norms
 
-    return sublayer_norms(_trace)
+    return worker.run(sublayer_norms, _trace)  # every block again: one pass, on the worker
 
 
 def sublayer_norms(inp: Input, model_name: str) -> dict:

@@ -21,14 +21,17 @@ or `stepwise(model)` for vit_core.generate), so between two of its passes other 
 - `run_step` calls queue behind them; each long job has one step queued at a time, so long jobs
   take turns (round robin). After FRESH_IN_A_ROW `run` calls in a row a waiting step gets its
   turn, so a stream of new students delays a caption but never stops it;
-- a step of a model whose last pass took under CHEAP_S of the worker's CPU time (a bundled
-  captioner's word: ~10 ms) is served before everything else: it delays a first view by less
-  than that, while queueing its ten words behind other students' ViT-B/16 passes (0.3 s each)
-  would hold its page for many seconds.
+- a pass of a model whose last pass took under CHEAP_S of the worker's CPU time (a bundled
+  captioner's word: ~10 ms, its traced pass ~20 ms; a ViT-B/16 pass ~300 ms) runs on a second
+  thread, `vit-light`, at once, even while a big pass is in progress on the first: a caption
+  of ten such words would otherwise wait for ten other students' ViT-B/16 passes to finish, one
+  per word, and hold its page for seconds. Ten 10 ms passes beside a big one slow it by little.
+  Callers say which model a pass is with `cost_key`; a model runs on the big lane until its cost
+  is known.
 Every wait has a limit (LIMIT_S unless `timeout=` says otherwise): past it the caller gets `Busy`,
 whose message is one sentence for the page, and the job is dropped if it has not started.
 
-No Streamlit here: `run` is called from ui.state's cached functions. The thread starts on the
+No Streamlit here: `run` is called from ui.state's cached functions. The threads start on the
 first `run`, not when this module is imported.
 """
 
@@ -48,7 +51,7 @@ IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the p
 BLOCK = MMAP_THRESHOLD // 2  # warm in blocks under the mmap threshold, so freeing keeps them
 LIMIT_S = 60.0  # the longest any caller waits for one pass (its turn included)
 FRESH_IN_A_ROW = 4  # one-pass calls served in a row while a long job's step waits
-CHEAP_S = 0.02  # a step whose model's last pass took less than this goes first
+CHEAP_S = 0.05  # a pass of a model whose last pass took less than this: the light thread
 
 
 class Busy(TimeoutError):
@@ -73,11 +76,13 @@ class _Job:
 
 
 class Worker:
-    """A single thread that runs submitted calls: one-pass calls first, long jobs' steps in turn."""
+    """A thread that runs submitted calls (one-pass calls first, long jobs' steps in turn), and a
+    second one for the passes of cheap models."""
 
     def __init__(self, warm: bool):
         self.fresh: deque[_Job] = deque()  # `run`: first views, experiments (one pass each)
         self.steps: deque[_Job] = deque()  # `run_step`: the next pass of a long job
+        self.light: deque[_Job] = deque()  # any pass of a model known to cost < CHEAP_S
         self.served_ahead = 0  # `run` calls served since a step started waiting
         self.cost: dict = {}  # a step's cost_key -> seconds its last pass took
         self.lock = threading.Condition()
@@ -86,20 +91,25 @@ class Worker:
         self.to_warm = 0  # bytes the last pass kept
         self.warmed = 0  # bytes touched and freed so far (tests read it)
         self.thread = threading.Thread(target=self._loop, name="vit-forward", daemon=True)
+        self.light_thread = threading.Thread(target=self._light_loop, name="vit-light",
+                                             daemon=True)
         self.thread.start()
+        self.light_thread.start()
         # Let the thread leave torch before the interpreter goes: a daemon thread caught inside
         # a torch op at exit aborts the process ("terminate called without an active exception").
         atexit.register(self.stop)
 
-    def run(self, fn, /, *args, timeout: float | None = None, **kwargs):
+    def run(self, fn, /, *args, timeout: float | None = None, cost_key=None, **kwargs):
         """fn(*args, **kwargs) on the worker thread, before any waiting long job's next step;
-        its result, or its exception re-raised. Raises Busy after `timeout` s (LIMIT_S)."""
-        return self._submit(self.fresh, fn, args, kwargs, timeout)
+        its result, or its exception re-raised. Raises Busy after `timeout` s (LIMIT_S).
+        `cost_key` names the model: if its last pass cost under CHEAP_S, the light thread runs
+        it at once."""
+        return self._submit(self.fresh, fn, args, kwargs, timeout, cost_key)
 
     def run_step(self, fn, /, *args, timeout: float | None = None, cost_key=None, **kwargs):
         """One pass of a long job (a caption's next word): as `run`, but queued behind the
         one-pass calls and taking turns with the other long jobs, unless the last pass with the
-        same `cost_key` (the model) took under CHEAP_S."""
+        same `cost_key` (the model) took under CHEAP_S (then on the light thread)."""
         return self._submit(self.steps, fn, args, kwargs, timeout, cost_key)
 
     def stepwise(self, model) -> Stepwise:
@@ -110,8 +120,9 @@ class Worker:
         """Finish the queued calls, then end the thread (waits at most `timeout` seconds)."""
         with self.lock:
             self.stopping = True
-            self.lock.notify()
+            self.lock.notify_all()
         self.thread.join(timeout)
+        self.light_thread.join(timeout)
 
     def _submit(self, queue: deque, fn, args, kwargs, timeout, cost_key=None):
         job = _Job(fn, args, kwargs, cost_key)
@@ -119,8 +130,9 @@ class Worker:
             if self.stopping or not self.thread.is_alive():
                 raise RuntimeError(
                     "The forward-pass worker has stopped (the server is shutting down).")
-            queue.append(job)
-            self.lock.notify()
+            cheap = cost_key is not None and self.cost.get(cost_key, CHEAP_S) < CHEAP_S
+            (self.light if cheap else queue).append(job)
+            self.lock.notify_all()
         limit = LIMIT_S if timeout is None else timeout
         if not wait([job.done], limit).done:
             job.dropped = True
@@ -130,12 +142,7 @@ class Worker:
         return job.done.result()
 
     def _next(self) -> _Job | None:
-        """The next job (under the lock): a cheap step, else a one-pass call unless a step has
-        waited long enough."""
-        for i, job in enumerate(self.steps):
-            if self.cost.get(job.cost_key, CHEAP_S) < CHEAP_S:
-                del self.steps[i]
-                return job
+        """The next job (under the lock): a one-pass call unless a step has waited long enough."""
         if self.fresh and (not self.steps or self.served_ahead < FRESH_IN_A_ROW):
             self.served_ahead += bool(self.steps)
             return self.fresh.popleft()
@@ -145,20 +152,33 @@ class Worker:
     def _loop(self) -> None:
         while True:
             with self.lock:
+                quiet = False
                 if not (self.fresh or self.steps or self.stopping):
-                    self.lock.wait(IDLE_S if self.to_warm else None)
+                    quiet = not self.lock.wait(IDLE_S if self.to_warm else None)
                 job = self._next()
                 if job is None and self.stopping:
                     return
-            if job is None:  # quiet for IDLE_S: the page is drawn
+            if job is not None:
+                if not job.dropped:
+                    self._run(job, keeps=self.warm)
+            elif quiet:  # quiet for IDLE_S (not woken for a light job): the page is drawn
                 try:
                     self._warm()
                 except (MemoryError, RuntimeError):  # warming is only a favour
                     pass
-            elif not job.dropped:
-                self._run(job)
 
-    def _run(self, job: _Job) -> None:
+    def _light_loop(self) -> None:
+        while True:
+            with self.lock:
+                while not (self.light or self.stopping):
+                    self.lock.wait()
+                if not self.light:
+                    return
+                job = self.light.popleft()
+            if not job.dropped:
+                self._run(job, keeps=False)
+
+    def _run(self, job: _Job, keeps: bool) -> None:
         # a pass's cost is this thread's CPU time: on a busy server the wall time of even a tiny
         # pass includes waits for the GIL and the cores, which say nothing about the pass
         start = time.thread_time()
@@ -171,7 +191,7 @@ class Worker:
             if job.cost_key is not None:
                 self.cost[job.cost_key] = time.thread_time() - start
         job.done.set_result(result)
-        if self.warm:
+        if keeps:
             self.to_warm = _nbytes(result)
 
     def _warm(self) -> None:
@@ -214,7 +234,7 @@ def shared() -> Worker:
 
 
 def run(fn, /, *args, **kwargs):
-    """fn(*args, **kwargs) on the shared worker thread (see Worker.run)."""
+    """fn(*args, **kwargs) on the shared worker (see Worker.run, and its `cost_key`)."""
     return shared().run(fn, *args, **kwargs)
 
 

@@ -95,6 +95,33 @@ def test_every_name_is_what_the_eager_pass_computed(case):
         assert torch.equal(r, ref[f"blocks.{layer}.resid_post"])
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_sublayer_norms_are_the_eager_pass_s_and_cost_no_second_pass(case):
+    """What each block's attention and MLP add, in norms per token: a lean trace kept them as
+    the pass went (reading them recomputes no block), a full trace reads its tensors; both are
+    torch's norms of the eager pass's attn_out and mlp_out."""
+    make, kwargs = CASES[case]
+    model = make()
+    c = model.config
+    torch.manual_seed(2)
+    pixels = torch.randn(1, c.in_chans, c.img_size, c.img_size)
+    ref = eager(model, pixels, **kwargs)
+    expected = {part: torch.stack([torch.linalg.vector_norm(ref[f"blocks.{i}.{part}_out"].double(),
+                                                            dim=-1) for i in range(c.depth)])
+                for part in ("attn", "mlp")}
+    tr = run_trace(model, pixels, **kwargs)
+    full = run_trace(model, pixels, lean=False, **kwargs)
+    held = tr.nbytes()
+    with torch.no_grad():  # from now on the lean trace could not recompute a block (it refuses)
+        model.blocks[0].mlp.fc2.bias += 1.0
+    for trace in (tr, full):
+        got = trace.sublayer_norms()
+        for part in ("attn", "mlp"):
+            assert got[part].shape == (c.depth, ref["embed"].shape[0])
+            torch.testing.assert_close(got[part].double(), expected[part], rtol=1e-6, atol=1e-6)
+    assert tr.nbytes() == held  # nothing recomputed, nothing new kept
+
+
 @pytest.mark.filterwarnings("ignore:Ignored pooler")
 def test_the_headless_encoder_has_no_logits_and_the_rest_is_exact():
     model = load_model(str(DEIT.parent / "vit-headless"))
@@ -117,7 +144,8 @@ def test_reading_one_name_recomputes_and_keeps_only_its_block():
     tr = run_trace(model, pixels)
     kept = ["patches", "embed", "logits"] + [f"blocks.{i}.resid_post" for i in range(3)]
     lean = tr.nbytes()
-    assert lean == held_by(ref[n] for n in kept)
+    norms = 2 * 3 * ref["embed"].shape[0] * 4  # an [S] float32 norm per attn_out and mlp_out
+    assert lean == held_by(ref[n] for n in kept) + norms
     full = run_trace(model, pixels, lean=False).nbytes()
     assert lean < full / 10
 

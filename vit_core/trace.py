@@ -72,6 +72,9 @@ def symbol_sizes(config: ViTConfig, n_text: int = 0) -> dict[str, int]:
 # `resid_post`. Everything else is recomputed on first read.
 KEPT = ("patches", "embed", "blocks.l.resid_post", "seg_logits", "logits")
 KEEP_BLOCKS = 2  # recomputed blocks a lean trace keeps (the ones read most recently)
+# ... and, of these, only each token's norm ([S] per block, 0.8 KB for ViT-B/16): what every
+# block's attention and MLP add, for `Trace.sublayer_norms()` without a second pass.
+NORMED = ("blocks.l.attn_out", "blocks.l.mlp_out")
 
 
 def weights_version(model) -> tuple[int, ...]:
@@ -117,7 +120,7 @@ class Trace(Mapping):
     are recomputed when one of them is first read, then kept with the trace; `nbytes()` says
     what it holds. Reading is thread-safe: many threads may read one trace, each block is
     recomputed once. For aggregates over every layer, `patterns()`, `blocks()` and `residuals()`
-    go block by block and keep nothing new.
+    go block by block and keep nothing new; `sublayer_norms()` reads norms the pass kept.
 
     Attributes:
         config: the model's ViTConfig.
@@ -128,10 +131,12 @@ class Trace(Mapping):
 
     def __init__(self, tensors: dict, config: ViTConfig, mask: torch.Tensor, mask_kind: str,
                  text_ids: torch.Tensor | None = None, *, names: list[str] | None = None,
-                 rerun: _Rerun | None = None):
+                 rerun: _Rerun | None = None, norms: dict | None = None):
         """tensors: the kept tensors; names: every name in forward order (default: tensors');
-        rerun: how to recompute the names not in `tensors` (a lean trace)."""
+        rerun: how to recompute the names not in `tensors` (a lean trace); norms: per-token
+        norms [S] the pass kept of some names (NORMED)."""
         self._kept = dict(tensors)
+        self._norms = dict(norms or {})
         self._names = list(tensors) if names is None else list(names)
         self._known = frozenset(self._names)
         self._rerun = rerun
@@ -183,7 +188,7 @@ class Trace(Mapping):
     def held_tensors(self) -> list[torch.Tensor]:
         """The tensors the trace holds now (kept by the pass, or recomputed and kept), without
         computing anything: what a cache measures."""
-        held = list(self._kept.values())
+        held = list(self._kept.values()) + list(self._norms.values())
         with self._order:
             parts = list(self._computed.values())
         for part in parts:
@@ -215,6 +220,20 @@ class Trace(Mapping):
             else:
                 yield self._rerun.block(layer, self[f"blocks.{layer}.resid_pre"],
                                         attention_only=True)[name]
+
+    def sublayer_norms(self) -> dict[str, torch.Tensor]:
+        """The norm of what each block's attention and MLP add to every token: {"attn": [L, S],
+        "mlp": [L, S]}, the norms of `blocks.l.attn_out` and `blocks.l.mlp_out` along D. A lean
+        pass kept them as it went; otherwise they are read block by block (`blocks()`)."""
+        L = self.config.depth
+        attn = [self._norms.get(f"blocks.{layer}.attn_out") for layer in range(L)]
+        mlp = [self._norms.get(f"blocks.{layer}.mlp_out") for layer in range(L)]
+        if any(t is None for t in attn + mlp):
+            attn, mlp = [], []
+            for block in self.blocks():
+                attn.append(block["attn_out"].norm(dim=-1))
+                mlp.append(block["mlp_out"].norm(dim=-1))
+        return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
 
     def residuals(self) -> Iterator[torch.Tensor]:
         """The residual stream [S, D]: `embed`, then each block's `resid_post` (all kept by the
@@ -320,18 +339,20 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         head_mask = torch.as_tensor(head_mask).detach().clone()
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
+    normed = [n.replace(".l.", f".{i}.") for n in NORMED for i in range(L)]
     # Capture lives in a context variable: concurrent traces of one model never mix.
-    with torch.inference_mode(), capture(only=keep if lean else None) as store:
+    with torch.inference_mode(), capture(only=keep if lean else None, norms=normed) as store:
         model(pixels, text_ids, mask="full" if resolved is None else resolved,
               head_mask=head_mask, positions=positions)
     names = store.seen if lean else list(store)  # every name the pass passed, in forward order
     tensors = {name: t[0].detach().cpu() for name, t in store.items()}
+    norms = {name: t[0].cpu() for name, t in getattr(store, "norms", {}).items()}
     rerun = _Rerun(model, resolved, head_mask, pixels.device, weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()
     return Trace(tensors, model.config, shown, kind,
                  None if text_ids is None else text_ids[0].clone(), names=names,
-                 rerun=rerun if lean else None)
+                 rerun=rerun if lean else None, norms=norms)
 
 
 def names_table() -> str:

@@ -62,19 +62,15 @@ def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
 
 def sublayer_norms(trace) -> dict[str, torch.Tensor]:
     """The norm of what each block's attention and MLP add to every token, {"attn": [L, S],
-    "mlp": [L, S]}: one pass over the blocks, one block's internals held at a time."""
-    attn, mlp = [], []
-    for block in trace.blocks():
-        attn.append(block["attn_out"].norm(dim=-1))
-        mlp.append(block["mlp_out"].norm(dim=-1))
-    return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
+    "mlp": [L, S]} (`Trace.sublayer_norms`: a lean pass kept them, nothing is recomputed)."""
+    return trace.sublayer_norms()
 
 
 def residual_stream(trace, token: int, norms: dict | None = None) -> dict:
     """One token's residual stream through the blocks, in forward order.
 
     Args:
-        norms: `sublayer_norms(trace)` if already computed (it streams every block).
+        norms: `sublayer_norms(trace)` if already at hand.
     Returns:
         {"labels": ["embed", "block 0", ...], "resid": norms of the token at the embedding and
          after each block (L + 1 values), "attn" / "mlp": norms of what each block's attention

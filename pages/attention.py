@@ -9,7 +9,6 @@ from vit_core.explain.attention import (
     entropy_note,
     keys_holding,
     max_entropy,
-    prefix_share,
     rollout_note,
     uniform_distance,
 )
@@ -114,14 +113,14 @@ if steps.show("attention", 1):
                    "attention-who")
 
 summary = state.attention_summary(inp, name)  # computed once per trace
-patterns = summary["patterns"]  # [L, H, S, S]
+prefix_rows = summary["prefix_rows"]  # [L, H, prefix, S]: the CLS / DIST queries' rows
 cls_step = 1 if pre else 0  # no CLS: no step of CLS maps (ui/steps.py)
 if pre and steps.show("attention", 2):
     st.subheader(f"Every head's {' and '.join(prefix)} attention in layer {layer}")
     for i, tok in enumerate(prefix):
-        rows = [patterns[layer, h, i, pre:pre + g * g] for h in range(H)]
+        rows = [prefix_rows[layer, h, i, pre:pre + g * g] for h in range(H)]
         maps = [figures.overlay(prep.crop, r.reshape(g, g).numpy()) for r in rows]
-        mean_row = patterns[layer, :, i].mean(0)
+        mean_row = prefix_rows[layer, :, i].mean(0)
         half = keys_holding(mean_row)
         show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
             f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),
@@ -152,7 +151,7 @@ if steps.show("attention", 3 + cls_step):
     dist, ent = summary["distance"], summary["entropy"]
     baseline = uniform_distance(g, P, allowed, pre)
     ent_max = max_entropy(allowed)
-    share = [prefix_share(patterns[i], g, pre) for i in range(L)]
+    share = summary["prefix_share"]  # [L, H]
     left, right = st.columns(2)
     with left:
         st.plotly_chart(figures.distance_chart(dist, baseline, "Mean attention distance"),

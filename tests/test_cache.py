@@ -218,8 +218,8 @@ def test_summaries_pca_and_generations_count_against_the_same_budget(monkeypatch
                                                     "_patch_pca", "_prepare", "_trace"]
         assert state.trace(inp, name) is values[1]  # a hit measures the grown trace again
         assert lru.held == sum(cache.size_of(v) for v in values)
-        patterns = values[2]["patterns"]  # a stacked copy of every pattern: counted
-        assert cache.size_of(values[2]) >= patterns.numel() * patterns.element_size()
+        roll = values[2]["rollout"]  # [S, S]: counted
+        assert cache.size_of(values[2]) >= roll.numel() * roll.element_size()
     finally:
         state.shared_cache.clear()
 

@@ -282,3 +282,43 @@ def test_a_lean_trace_keeps_only_the_blocks_read_last():
     tr["blocks.0.ln1"]  # evicted long ago: recomputed, the same numbers
     assert torch.equal(tr["blocks.0.ln1"], ref["blocks.0.ln1"])
     assert tr.nbytes() == lean + per_block * KEEP_BLOCKS
+
+
+@pytest.mark.parametrize("case", ["classifier", "captioner, causal", "deit distilled",
+                                  "avg pool, fc_norm, segmentation head"])
+def test_the_attention_summary_walks_the_layers_once_and_keeps_none_of_them(case):
+    """summarise() (the Attention page's rollout, distances, entropy, prefix shares and CLS/DIST
+    rows) against hand math in float64 on the eager pass's patterns; the lean trace it read
+    holds no more than before."""
+    from vit_core.explain.attention import summarise
+
+    make, kwargs = CASES[case]
+    model = make()
+    c = model.config
+    torch.manual_seed(3)
+    pixels = torch.randn(1, c.in_chans, c.img_size, c.img_size)
+    ref = eager(model, pixels, **kwargs)
+    A = [ref[f"blocks.{i}.attn.pattern"].double() for i in range(c.depth)]
+    pre, N, P = c.num_prefix_tokens, c.num_patches, c.patch_size
+    joint = torch.eye(A[0].shape[-1], dtype=torch.float64)
+    for a in A:
+        m = 0.5 * torch.eye(a.shape[-1], dtype=torch.float64) + 0.5 * a.mean(0)
+        joint = (m / m.sum(-1, keepdim=True)) @ joint
+    rc = torch.tensor([(i // c.grid, i % c.grid) for i in range(N)], dtype=torch.float64)
+    dist = ((rc[:, None] - rc[None]) ** 2).sum(-1).sqrt() * P  # patch centres, in pixels
+    tr = run_trace(model, pixels, **kwargs)
+    held = tr.nbytes()
+    got = summarise(tr)
+    assert tr.nbytes() == held
+    torch.testing.assert_close(got["rollout"].double(), joint, rtol=1e-5, atol=1e-6)
+    for layer, a in enumerate(A):
+        pp = a[:, pre:pre + N, pre:pre + N]
+        pp = pp / pp.sum(-1, keepdim=True)
+        expected_dist = (pp * dist).sum(-1).mean(-1)
+        plogp = torch.where(a > 0, a * a.log(), torch.zeros_like(a))
+        expected = {"distance": expected_dist, "entropy": -plogp.sum(-1).mean(-1),
+                    "prefix_share": a[:, pre:pre + N, :pre].sum(-1).mean(-1)}
+        for field, want in expected.items():
+            torch.testing.assert_close(torch.as_tensor(got[field][layer]).double(), want,
+                                       rtol=1e-4, atol=1e-5, msg=f"{field}, layer {layer}")
+        assert torch.equal(got["prefix_rows"][layer], ref[f"blocks.{layer}.attn.pattern"][:, :pre])

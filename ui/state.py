@@ -295,35 +295,16 @@ def weight_views(model_name: str) -> dict:
 
 @held
 def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
+    from vit_core.explain.attention import summarise
+
     # on the worker: it recomputes the attention half of every block (a third of a pass), and
     # thirty students' pages doing that on their own threads at once only fight for the cores
-    return worker.run(_summarise_attention, _trace)
-
-
-def _summarise_attention(trace) -> dict:
-    import numpy as np
-
-    from vit_core.explain.attention import (
-        attention_entropy,
-        mean_attention_distance,
-        rollout,
-        stack_patterns,
-    )
-
-    c = trace.config
-    patterns = stack_patterns(trace)  # [L, H, S, S]
-    return {
-        "patterns": patterns,
-        "rollout": rollout(patterns),
-        "distance": np.stack([mean_attention_distance(patterns[i], c.grid, c.patch_size,
-                                                      c.num_prefix_tokens).numpy()
-                              for i in range(c.depth)]),
-        "entropy": np.stack([attention_entropy(patterns[i]).numpy() for i in range(c.depth)]),
-    }
+    return worker.run(summarise, _trace)
 
 
 def attention_summary(inp: Input, model_name: str) -> dict:
-    """Rollout, attention distance and entropy of the page's trace, computed once per trace."""
+    """Rollout, attention distance, entropy and the CLS / DIST rows of every layer of the page's
+    trace (vit_core.explain.attention.summarise), computed once per trace."""
     mask = same_mask(model_name, chosen_mask())
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 

@@ -16,26 +16,54 @@ def stack_patterns(trace) -> torch.Tensor:
     return torch.stack(list(trace.patterns()))
 
 
-def rollout(patterns: torch.Tensor, residual: float = 0.5) -> torch.Tensor:
+def rollout(patterns, residual: float = 0.5) -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema, 2020): how much each input token flows to each output.
 
     Per layer: average the heads, mix in the identity for the residual path
     (A' = residual * I + (1 - residual) * A), re-normalise rows, and multiply the layers through.
 
     Args:
-        patterns: [L, H, S, S] attention patterns, layer 0 first.
+        patterns: [L, H, S, S] attention patterns, layer 0 first, or any iterable of [H, S, S]
+            layers (e.g. `Trace.patterns()`, which holds one layer at a time).
         residual: weight of the skip connection; 0.5 is the paper's "A + I, renormalised".
     Returns:
         [S, S]: row i is how much output token i draws on each input token.
     """
-    L, _, S, _ = patterns.shape
-    eye = torch.eye(S, dtype=patterns.dtype)
-    joint = eye
-    for layer in range(L):
-        a = residual * eye + (1 - residual) * patterns[layer].mean(0)
-        a = a / a.sum(-1, keepdim=True)
-        joint = a @ joint  # later layers act on what earlier layers already mixed
+    joint = None
+    for pattern in patterns:
+        joint = _rollout_step(joint, pattern, residual)
     return joint
+
+
+def _rollout_step(joint: torch.Tensor | None, pattern: torch.Tensor, residual: float = 0.5):
+    """The rollout through one more layer: [S, S] (None before layer 0) and [H, S, S]."""
+    eye = torch.eye(pattern.shape[-1], dtype=pattern.dtype)
+    a = residual * eye + (1 - residual) * pattern.mean(0)
+    a = a / a.sum(-1, keepdim=True)
+    return a if joint is None else a @ joint  # later layers act on what earlier ones mixed
+
+
+def summarise(trace) -> dict:
+    """Every layer's attention, summed up in one walk over the layers (`Trace.patterns()`: one
+    layer's pattern held at a time, never all L):
+
+    {"rollout": [S, S], "distance": [L, H] px (`mean_attention_distance`), "entropy": [L, H]
+    nats, "prefix_share": [L, H] (`prefix_share`), "prefix_rows": [L, H, prefix, S], the rows of
+    the CLS / DIST queries}: rollout and the rows as tensors, the rest numpy arrays.
+    """
+    import numpy as np
+
+    c = trace.config
+    pre, joint = c.num_prefix_tokens, None
+    distance, entropy, share, rows = [], [], [], []
+    for pattern in trace.patterns():
+        joint = _rollout_step(joint, pattern)
+        distance.append(mean_attention_distance(pattern, c.grid, c.patch_size, pre).numpy())
+        entropy.append(attention_entropy(pattern).numpy())
+        share.append(prefix_share(pattern, c.grid, pre).numpy())
+        rows.append(pattern[:, :pre].clone())
+    return {"rollout": joint, "distance": np.stack(distance), "entropy": np.stack(entropy),
+            "prefix_share": np.stack(share), "prefix_rows": torch.stack(rows)}
 
 
 def patch_centres(grid: int, patch_size: int) -> torch.Tensor:

@@ -197,6 +197,19 @@ def test_a_cheap_model_s_caption_is_written_while_a_big_pass_holds_the_worker():
     assert traced == "vit-light"
 
 
+def test_one_slow_pass_of_a_cheap_model_does_not_send_it_back_to_the_big_lane():
+    """On a busy server a small model's pass can take longer than it costs; its cost is the
+    cheapest pass seen, so its next pass still runs on the light thread."""
+    worker, log = w.Worker(warm=False), []
+    model = SlowCaptioner(captioner_config(), log, pass_s=0.0, busy=True)
+    ids, pixels = torch.tensor([[1, 4]]), torch.zeros(1, 3, 8, 8)
+    for pass_s in (0.0, 0.0, 2 * w.CHEAP_S, 0.0):
+        model.pass_s = pass_s
+        worker.stepwise(model)(pixels, ids)
+    assert [thread for _, thread, _ in log] == ["vit-forward", "vit-light", "vit-light",
+                                                "vit-light"]
+
+
 def test_a_cheap_model_s_words_go_before_queued_passes_of_a_costly_one():
     """A small captioner's words (each pass under CHEAP_S) are served ahead of waiting one-pass
     calls; a costly model's words still wait their turn behind them."""

@@ -21,13 +21,15 @@ or `stepwise(model)` for vit_core.generate), so between two of its passes other 
 - `run_step` calls queue behind them; each long job has one step queued at a time, so long jobs
   take turns (round robin). After FRESH_IN_A_ROW `run` calls in a row a waiting step gets its
   turn, so a stream of new students delays a caption but never stops it;
-- a pass of a model whose last pass took under CHEAP_S of the worker's CPU time (a bundled
+- a pass of a model whose passes take under CHEAP_S of the worker's CPU time (a bundled
   captioner's word: ~10 ms, its traced pass ~20 ms; a ViT-B/16 pass ~300 ms) runs on a second
   thread, `vit-light`, at once, even while a big pass is in progress on the first: a caption
   of ten such words would otherwise wait for ten other students' ViT-B/16 passes to finish, one
   per word, and hold its page for seconds. Ten 10 ms passes beside a big one slow it by little.
   Callers say which model a pass is with `cost_key`; a model runs on the big lane until its cost
-  is known.
+  is known. Its cost is the least CPU time one of its passes took: on a busy server cache misses
+  and other threads only add to a pass's time, and one slow pass would otherwise send the model
+  back to the queue of big passes.
 Every wait has a limit (LIMIT_S unless `timeout=` says otherwise): past it the caller gets `Busy`,
 whose message is one sentence for the page, and the job is dropped if it has not started.
 
@@ -51,7 +53,7 @@ IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the p
 BLOCK = MMAP_THRESHOLD // 2  # warm in blocks under the mmap threshold, so freeing keeps them
 LIMIT_S = 60.0  # the longest any caller waits for one pass (its turn included)
 FRESH_IN_A_ROW = 4  # one-pass calls served in a row while a long job's step waits
-CHEAP_S = 0.05  # a pass of a model whose last pass took less than this: the light thread
+CHEAP_S = 0.05  # a pass of a model whose cheapest pass took less than this: the light thread
 
 
 class Busy(TimeoutError):
@@ -84,7 +86,7 @@ class Worker:
         self.steps: deque[_Job] = deque()  # `run_step`: the next pass of a long job
         self.light: deque[_Job] = deque()  # any pass of a model known to cost < CHEAP_S
         self.served_ahead = 0  # `run` calls served since a step started waiting
-        self.cost: dict = {}  # a step's cost_key -> seconds its last pass took
+        self.cost: dict = {}  # a cost_key -> the fewest CPU seconds one of its passes took
         self.lock = threading.Condition()
         self.stopping = False
         self.warm = warm
@@ -102,13 +104,13 @@ class Worker:
     def run(self, fn, /, *args, timeout: float | None = None, cost_key=None, **kwargs):
         """fn(*args, **kwargs) on the worker thread, before any waiting long job's next step;
         its result, or its exception re-raised. Raises Busy after `timeout` s (LIMIT_S).
-        `cost_key` names the model: if its last pass cost under CHEAP_S, the light thread runs
+        `cost_key` names the model: if its cheapest pass cost under CHEAP_S, the light thread runs
         it at once."""
         return self._submit(self.fresh, fn, args, kwargs, timeout, cost_key)
 
     def run_step(self, fn, /, *args, timeout: float | None = None, cost_key=None, **kwargs):
         """One pass of a long job (a caption's next word): as `run`, but queued behind the
-        one-pass calls and taking turns with the other long jobs, unless the last pass with the
+        one-pass calls and taking turns with the other long jobs, unless the cheapest pass with the
         same `cost_key` (the model) took under CHEAP_S (then on the light thread)."""
         return self._submit(self.steps, fn, args, kwargs, timeout, cost_key)
 
@@ -188,8 +190,9 @@ class Worker:
             job.done.set_exception(e)
             return
         finally:
-            if job.cost_key is not None:
-                self.cost[job.cost_key] = time.thread_time() - start
+            if job.cost_key is not None:  # the least seen: others' work only ever adds to it
+                spent = time.thread_time() - start
+                self.cost[job.cost_key] = min(self.cost.get(job.cost_key, spent), spent)
         job.done.set_result(result)
         if keeps:
             self.to_warm = _nbytes(result)

@@ -258,3 +258,24 @@ def test_asking_for_the_trained_mask_by_name_reuses_the_same_pass(monkeypatch):
             "_experiment", "_generation", "_prepare", "_prepare", "_trace", "_trace"]
     finally:
         state.shared_cache.clear()
+
+
+@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-prefix"])
+def test_the_first_view_keeps_only_what_the_pass_kept(model):
+    """The overview draws the model map and the stage table from shapes (Trace.shape): a new
+    image's first view recomputes no block, so its trace stays as small as the pass left it."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP
+    from vit_core.trace import Trace
+
+    state.shared_cache.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.session_state["model"] = model
+        at.run()
+        assert not at.exception and at.session_state["model"] == model
+        traces = [v for v, _ in state.shared_cache()._items.values() if isinstance(v, Trace)]
+        assert traces and all(not t._computed for t in traces)
+    finally:
+        state.shared_cache.clear()

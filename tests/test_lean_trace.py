@@ -322,3 +322,26 @@ def test_the_attention_summary_walks_the_layers_once_and_keeps_none_of_them(case
             torch.testing.assert_close(torch.as_tensor(got[field][layer]).double(), want,
                                        rtol=1e-4, atol=1e-5, msg=f"{field}, layer {layer}")
         assert torch.equal(got["prefix_rows"][layer], ref[f"blocks.{layer}.attn.pattern"][:, :pre])
+
+
+@pytest.mark.parametrize("case", list(CASES) + ["headless"])
+def test_shape_says_every_tensor_s_shape_without_recomputing_it(case):
+    """The model map and the stage table print shapes only: Trace.shape gives each name's shape
+    as the eager pass made it, for every family, and reading shapes recomputes no block."""
+    if case == "headless":
+        model, kwargs = load_model(str(DEIT.parent / "vit-headless")), {}
+    else:
+        make, kwargs = CASES[case]
+        model = make()
+    c = model.config
+    pixels = torch.randn(1, c.in_chans, c.img_size, c.img_size)
+    ref = eager(model, pixels, **kwargs)
+    tr = run_trace(model, pixels, **kwargs)
+    held = tr.nbytes()
+    assert {name: tuple(tr.shape(name)) for name in tr} == {
+        name: tuple(t.shape) for name, t in ref.items()}
+    assert tr.nbytes() == held and not tr._computed
+    tr["blocks.0.attn.pattern"]  # a block the trace now holds: its own tensor's shape
+    assert tr.shape("blocks.0.mlp.pre") == ref["blocks.0.mlp.pre"].shape
+    with pytest.raises(KeyError):
+        tr.shape("blocks.0.attn.nothing")

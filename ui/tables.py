@@ -18,7 +18,7 @@ def stage_table(tr, blocks: tuple[int, ...] | None = None) -> list[dict]:
         if name.startswith("blocks.") and int(name.split(".")[1]) not in keep:
             continue
         symbols, meaning = TRACE_NAMES[name_pattern(name)]
-        rows.append({"tensor": name, "shape": " × ".join(map(str, tr[name].shape)),
+        rows.append({"tensor": name, "shape": " × ".join(map(str, tr.shape(name))),
                      "in symbols": symbols,
                      "what it is": for_this_model(name, meaning, tr.config, tr.n_text)})
     return rows

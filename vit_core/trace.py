@@ -6,9 +6,9 @@ the same modules from what was kept: block l's internals from its input `blocks.
 `patch_embed` from `patches`, `ln_final` from the last block's output. Same code, same input,
 same shapes, so the numbers are the ones the pass computed, bit for bit. For ViT-B/16 the pass
 keeps 8.5 MB instead of 170 MB; reading one name of block l recomputes that block alone (1/L of
-a pass) and keeps its internals (14 MB) for the next read, for the KEEP_BLOCKS blocks read most
-recently: a trace never grows past what it kept plus that many blocks, however many layers a
-page visits.
+a pass) and keeps its internals (14 MB) for the next read, for the KEEP_BLOCKS block(s) read
+most recently: a trace never grows past what it kept plus that many blocks, however many layers
+a page visits. `shape(name)` says a tensor's shape without recomputing anything.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def symbol_sizes(config: ViTConfig, n_text: int = 0) -> dict[str, int]:
 # What a lean pass keeps; `blocks.l.resid_pre` is the same tensor as `embed` or block l-1's
 # `resid_post`. Everything else is recomputed on first read.
 KEPT = ("patches", "embed", "blocks.l.resid_post", "seg_logits", "logits")
-KEEP_BLOCKS = 2  # recomputed blocks a lean trace keeps (the ones read most recently)
+KEEP_BLOCKS = 1  # recomputed blocks a lean trace keeps (the one read most recently)
 # ... and, of these, only each token's norm ([S] per block, 0.8 KB for ViT-B/16): what every
 # block's attention and MLP add, for `Trace.sublayer_norms()` without a second pass.
 NORMED = ("blocks.l.attn_out", "blocks.l.mlp_out")
@@ -164,6 +164,21 @@ class Trace(Mapping):
 
     def names(self) -> list[str]:
         return list(self._names)
+
+    def shape(self, name: str) -> torch.Size:
+        """The shape of `trace[name]` without reading it: a tensor the trace holds gives its
+        own; one it would recompute has the shape TRACE_NAMES gives it in this model's sizes
+        (a test checks the two agree for every name of every model family)."""
+        if name not in self._known:
+            raise KeyError(f"No tensor named '{name}' in this trace; see trace.names().")
+        held = self._kept.get(self._alias(name))
+        if held is None:
+            with self._order:
+                held = self._computed.get(self._part_of(name), {}).get(name)
+        if held is not None:
+            return held.shape
+        sizes = symbol_sizes(self.config, self.n_text)
+        return torch.Size(sizes[s] for s in TRACE_NAMES[name_pattern(name)][0].split(", "))
 
     @property
     def logits(self) -> torch.Tensor:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 # Rows of the map, top to bottom: the text stream (captioners), the image stream, the block's
 # attention half, its MLP half, and the readout.
 ROWS = ("text", "input", "attn", "mlp", "out")
@@ -53,7 +55,8 @@ class ModelMap:
 
 
 def _shape(t) -> tuple[int, ...]:
-    return tuple(int(n) for n in t.shape)
+    """A tensor's shape, or a shape (Trace.shape: without recomputing the tensor)."""
+    return tuple(int(n) for n in (t.shape if isinstance(t, torch.Tensor) else t))
 
 
 def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
@@ -82,14 +85,14 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     box("patches", f"Cut into\n{c.patch_size}×{c.patch_size} patches", "input", "patches")
     box("patch_embed", "Linear patch\nembedding W_E", "input", "embeddings")
     edge("image", "patches", "image", image_shape)
-    edge("patches", "patch_embed", "patches", _shape(tr["patches"]))
+    edge("patches", "patch_embed", "patches", _shape(tr.shape("patches")))
     last = "patch_embed"
     if c.prefix_names:
         box("prefix", "Prepend\n" + " and ".join(c.prefix_names), "input", "embeddings")
-        edge(last, "prefix", "patch_embed", _shape(tr["patch_embed"]))
+        edge(last, "prefix", "patch_embed", _shape(tr.shape("patch_embed")))
         last, carried, shape = "prefix", "tokens", (n_img, D)
     else:
-        carried, shape = "patch_embed", _shape(tr["patch_embed"])
+        carried, shape = "patch_embed", _shape(tr.shape("patch_embed"))
     box("pos", "+ position\nembeddings", "input", "embeddings")
     edge(last, "pos", carried, shape)
     if c.has_text:  # the text stream joins the image tokens
@@ -116,32 +119,32 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     box("mlp_down", "MLP: W₂", "mlp", "mlp", True)
     box("add2", "+ X′\n(residual)", "mlp", "mlp", True)
     edge(last, "ln1", "embed", _shape(embed))
-    edge("ln1", "qkv", b + "ln1", _shape(tr[b + "ln1"]))
-    edge("qkv", "pattern", b + "attn.q", _shape(tr[b + "attn.q"]))
+    edge("ln1", "qkv", b + "ln1", _shape(tr.shape(b + "ln1")))
+    edge("qkv", "pattern", b + "attn.q", _shape(tr.shape(b + "attn.q")))
     edge("mask", "pattern", "mask", _shape(tr.mask))
-    edge("pattern", "attn_out", b + "attn.pattern", _shape(tr[b + "attn.pattern"]))
-    edge("attn_out", "add1", b + "attn_out", _shape(tr[b + "attn_out"]))
-    edge("add1", "ln2", b + "resid_mid", _shape(tr[b + "resid_mid"]))
-    edge("ln2", "mlp_up", b + "ln2", _shape(tr[b + "ln2"]))
-    edge("mlp_up", "mlp_down", b + "mlp.post", _shape(tr[b + "mlp.post"]))
-    edge("mlp_down", "add2", b + "mlp_out", _shape(tr[b + "mlp_out"]))
+    edge("pattern", "attn_out", b + "attn.pattern", _shape(tr.shape(b + "attn.pattern")))
+    edge("attn_out", "add1", b + "attn_out", _shape(tr.shape(b + "attn_out")))
+    edge("add1", "ln2", b + "resid_mid", _shape(tr.shape(b + "resid_mid")))
+    edge("ln2", "mlp_up", b + "ln2", _shape(tr.shape(b + "ln2")))
+    edge("mlp_up", "mlp_down", b + "mlp.post", _shape(tr.shape(b + "mlp.post")))
+    edge("mlp_down", "add2", b + "mlp_out", _shape(tr.shape(b + "mlp_out")))
     # ---- the readout this model has
     out = f"blocks.{c.depth - 1}.resid_post"
     if c.fc_norm:  # timm: no final LayerNorm; pool first, then fc_norm
         box("pool", f"Mean of the\n{N} patch tokens", "out", "logits")
         box("fc_norm", "fc_norm\n(LayerNorm)", "out", "logits")
-        edge("add2", "pool", out, _shape(tr[out]))
+        edge("add2", "pool", out, _shape(tr.shape(out)))
         edge("pool", "fc_norm", "pooled", (D,))
         last, carried, shape = "fc_norm", "pooled", (D,)
     else:
         box("ln_final", "Final\nLayerNorm", "out", "logits")
-        edge("add2", "ln_final", out, _shape(tr[out]))
-        ln_final = _shape(tr["ln_final"])
+        edge("add2", "ln_final", out, _shape(tr.shape(out)))
+        ln_final = _shape(tr.shape("ln_final"))
         if "seg_logits" in tr:
             box("seg_head", "Segmentation\nhead", "out", "segmentation")
             box("seg_map", "Class map\nper patch cell", "out", "segmentation")
             edge("ln_final", "seg_head", "ln_final.patches", (N, ln_final[1]))
-            edge("seg_head", "seg_map", "seg_logits", _shape(tr["seg_logits"]))
+            edge("seg_head", "seg_map", "seg_logits", _shape(tr.shape("seg_logits")))
         if c.has_text:
             box("pool", f"The {T} text\npositions", "out", "logits")
             last, carried, shape = "pool", "pooled", (T, D)

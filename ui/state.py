@@ -297,7 +297,7 @@ def weight_views(model_name: str) -> dict:
 def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> dict:
     from vit_core.explain.attention import summarise
 
-    # on the worker: it recomputes the attention half of every block (a third of a pass), and
+    # on the worker: it recomputes every block up to its pattern (a quarter of a pass), and
     # thirty students' pages doing that on their own threads at once only fight for the cores
     return worker.run(summarise, _trace)
 

@@ -36,19 +36,24 @@ class Attention(nn.Module):
         self.hook_pattern = HookPoint()  # [batch, head, query_pos, key_pos], rows sum to 1
         self.hook_z = HookPoint()  # [batch, head, pos, d_k], each head's output A V
 
-    def forward(self, x, mask=None, head_mask=None):
+    def forward(self, x, mask=None, head_mask=None, pattern_only: bool = False):
+        """(B, S, D) -> (B, S, D); with pattern_only, the pattern A (B, H, S, S) and no more
+        (what a lean trace recomputes for attention summaries)."""
         B, S, D = x.shape
         H = self.num_heads
         # one matmul gives Q, K and V for all heads; split D into H heads of d_k
         qkv = self.qkv(x).view(B, S, 3, H, D // H).permute(2, 0, 3, 1, 4)  # (3, B, H, S, d_k)
         q, k, v = qkv[0], qkv[1], qkv[2]
-        if wanted(self.hook_q, self.hook_k, self.hook_v, self.hook_scores, self.hook_pattern):
+        if pattern_only or wanted(self.hook_q, self.hook_k, self.hook_v, self.hook_scores,
+                                  self.hook_pattern):
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
             scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, S, S)  Q K^T / sqrt(d_k)
             if mask is not None:
                 scores = scores + mask  # + M: -inf where a query may not see a key
             scores = self.hook_scores(scores)
-            self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A, for whoever reads it
+            pattern = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A, for readers
+            if pattern_only:
+                return pattern
         # z = A V, per head: softmax(Q K^T / sqrt(d_k) + M) V by torch's fused kernel, which
         # never forms A, so a pass that reads no pattern (a plain forward, a lean trace) skips
         # it. Every pass computes z this one way, so a lean trace's kept residual stream and

@@ -106,8 +106,8 @@ class _Rerun:
         heads = None if self.head_mask is None else self.head_mask[layer]
         with torch.inference_mode(), capture() as store:
             x = x[None].to(self.device)  # (1, S, D), as in the pass
-            if attention_only:  # MSA(LN(X)), the first half of Block.forward, for patterns()
-                block.attn(block.norm1(x), mask, heads)
+            if attention_only:  # LN(X) up to the pattern, the start of Block.forward
+                block.attn(block.norm1(x), mask, heads, pattern_only=True)
             else:
                 block(x, mask, heads)
         return {name: t[0].cpu() for name, t in store.items()}
@@ -225,8 +225,8 @@ class Trace(Mapping):
             yield self._block_view(layer, keep=False)
 
     def patterns(self) -> Iterator[torch.Tensor]:
-        """Every layer's attention pattern [H, S, S] in turn, layer 0 first, not kept. Only the
-        attention half of each block is recomputed (about a third of a block's work).
+        """Every layer's attention pattern [H, S, S] in turn, layer 0 first, not kept. Only what
+        leads to the pattern is recomputed (LN1, Q, K, the scores: about a quarter of a block).
         `rollout`, distances and entropy can consume it one layer at a time."""
         for layer in range(self.config.depth):
             name = f"blocks.{layer}.attn.pattern"

@@ -12,8 +12,9 @@ memory   one cached ViT-B/16 trace, and server RSS after N sessions with their o
 fair     a new student's first view while others' captions are written: whole-caption jobs
          against one word per turn on the worker
 load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
-         ViT-B/16, each uploads its own picture and visits every page (tools/load_test.py,
-         Streamlit's protocol, no browsers), on one app process and on --replicas behind HAProxy
+         ViT-B/16, each uploads its own picture and visits every page 10 s apart
+         (tools/load_test.py, Streamlit's protocol, no browsers), on one app process and on
+         --replicas behind HAProxy (one torch thread each, the 1 GB cache shared out)
 """
 
 from __future__ import annotations
@@ -245,9 +246,12 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
 def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
 
-    runs = [protocol_run(sessions=sessions, replicas=1)]
+    # the classroom of the README: arriving within 30 s, 10 s on each page; the replicas on one
+    # machine each with one torch thread and half the cache (README "Capacity and deployment")
+    runs = [protocol_run(sessions=sessions, within=30, think=10, replicas=1)]
     if replicas > 1:
-        runs.append(protocol_run(sessions=sessions, replicas=replicas, threads=1))
+        runs.append(protocol_run(sessions=sessions, within=30, think=10, replicas=replicas,
+                                 threads=1, cache_mb=1024 // replicas))
     return "\n\n".join(report(r) for r in runs)
 
 

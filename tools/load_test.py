@@ -1,7 +1,7 @@
 """Classroom load test: many sessions against the app, each with its own photo, on every page.
 
     python tools/load_test.py [--sessions 30] [--within 30] [--model vit-b16] [--replicas 1]
-                              [--threads N] [--think 0] [--json out.json]
+                              [--threads N] [--cache-mb MB] [--think 0] [--json out.json]
     python tools/load_test.py --browser --sessions 20 --processes 2 [--stagger 1] [--model M]
 
 Protocol mode (the default) measures the server, not the browsers. Each session is a
@@ -288,11 +288,14 @@ async def teacher(urls: list[str], model: str, timeout: float) -> None:
 
 def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16",
                  replicas: int = 1, threads: int | None = None, think: float = 0.0,
-                 timeout: float = 120.0) -> dict:
+                 timeout: float = 120.0, cache_mb: float | None = None) -> dict:
     """Start the server (or `replicas` behind HAProxy), run the classroom; the summary."""
     from tools.balancer import balanced
 
-    env = {"OMP_NUM_THREADS": str(threads)} if threads else None
+    env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
+    if cache_mb is not None:
+        env["VIT_EXPLAINER_CACHE_MB"] = str(cache_mb)
+    env = env or None
     with contextlib.ExitStack() as stack:
         if replicas > 1:
             lb = stack.enter_context(balanced(replicas, env=env))
@@ -315,7 +318,8 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
     return summarize(results, {
         "date": str(date.today()), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "sessions": sessions, "within_s": within, "model": model, "replicas": replicas,
-        "torch_threads": threads or "default", "think_s": think, "wall_s": round(wall, 1),
+        "torch_threads": threads or "default", "cache_mb": cache_mb or "default",
+        "think_s": think, "wall_s": round(wall, 1),
         "server_cpu_s": round(sum(cpu), 1),
         "server_cpu_share": round(sum(cpu) / (wall * (os.cpu_count() or 1)), 2),
         "server_cpu_per_session_s": round(sum(cpu) / sessions, 2),
@@ -352,7 +356,8 @@ def report(summary: dict) -> str:
     s = summary
     out = [f"{s['date']} · {s['machine']} · {s['sessions']} sessions arriving within "
            f"{s['within_s']:g} s · {s['model']} · {s['replicas']} replica(s), torch threads "
-           f"{s['torch_threads']} · think {s['think_s']:g} s · load average before / after "
+           f"{s['torch_threads']} · cache {s.get('cache_mb', 'default')} MB · think "
+           f"{s['think_s']:g} s · load average before / after "
            f"{s['load_average_before_after'][0]} / {s['load_average_before_after'][1]}", "",
            "| view | sessions | p50 (s) | p95 (s) | max (s) |", "|---|---|---|---|---|"]
     names = {OPEN: "open (connect → run finished)", FIRST: "first view (upload → run finished)"}
@@ -383,6 +388,7 @@ def main(argv=None) -> int:
                     help="sessions arrive evenly within this many seconds")
     ap.add_argument("--replicas", type=int, default=1, help="app processes behind HAProxy")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
+    ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")
     ap.add_argument("--think", type=float, default=0.0, help="seconds on a page before the next")
     ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
     ap.add_argument("--browser", action="store_true", help="real Chromium tabs instead")
@@ -394,7 +400,8 @@ def main(argv=None) -> int:
         args.sessions = args.sessions or 20
         return browser_main(args)
     summary = protocol_run(args.sessions or 30, args.within, args.model or "vit-b16",
-                           args.replicas, args.threads, args.think, args.timeout)
+                           args.replicas, args.threads, args.think, args.timeout,
+                           args.cache_mb)
     print(report(summary))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -34,7 +34,7 @@ i = 0 if use_cls else p + pre
 u = tr[f"blocks.{layer}.mlp.pre"][i]
 gelu_u = tr[f"blocks.{layer}.mlp.post"][i]
 on = int((u > 0).sum())
-stream = residual_stream(tr, i)
+stream = residual_stream(tr, i, state.sublayer_norms(inp, name))
 
 if steps.show("mlp", 0):
     left, right = st.columns(2)

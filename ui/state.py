@@ -310,6 +310,21 @@ def attention_summary(inp: Input, model_name: str) -> dict:
 
 
 @held
+def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict:
+    from vit_core.explain.tokens import sublayer_norms
+
+    # the attention half of every block again (about 40 % of a pass): on the worker
+    return worker.run(sublayer_norms, _trace)
+
+
+def sublayer_norms(inp: Input, model_name: str) -> dict:
+    """What each block's attention and MLP add to every token, in norms ([L, S] each), once per
+    trace: the MLP page's residual-stream chart would otherwise recompute them on every rerun."""
+    mask = same_mask(model_name, chosen_mask())
+    return _sublayer_norms(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
+
+
+@held
 def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
     from vit_core.explain.tokens import pca_rgb
 

@@ -57,31 +57,26 @@ def name_hook_points(model: nn.Module) -> list[str]:
 
 class _Only(dict):
     """A store that keeps only the given names, and lists every name it was offered in order.
-    The other tensors are not held, so the pass reuses their memory at once. For the names in
-    `norms` it keeps each token's L2 norm (`.norms[name]`, [batch, pos]) instead."""
+    The other tensors are not held, so the pass reuses their memory at once."""
 
-    def __init__(self, names, norms=()):
+    def __init__(self, names):
         super().__init__()
         self.names, self.seen = frozenset(names), []
-        self.norm_names, self.norms = frozenset(norms), {}
 
     def __setitem__(self, name: str, x: torch.Tensor) -> None:
         self.seen.append(name)
         if name in self.names:
             super().__setitem__(name, x)
-        if name in self.norm_names:
-            self.norms[name] = x.norm(dim=-1)
 
 
 @contextmanager
-def capture(only=None, norms=()):
+def capture(only=None):
     """Collect every hook point's tensor computed inside the `with` block into a dict.
 
     Args:
         only: if given, the names to keep; the others are only listed, in order, in `.seen`.
-        norms: with `only`, names whose per-token norms to keep (in `.norms`).
     """
-    store: dict[str, torch.Tensor] = {} if only is None else _Only(only, norms)
+    store: dict[str, torch.Tensor] = {} if only is None else _Only(only)
     token = _STORE.set(store)
     try:
         yield store

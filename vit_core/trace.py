@@ -72,9 +72,6 @@ def symbol_sizes(config: ViTConfig, n_text: int = 0) -> dict[str, int]:
 # `resid_post`. Everything else is recomputed on first read.
 KEPT = ("patches", "embed", "blocks.l.resid_post", "seg_logits", "logits")
 KEEP_BLOCKS = 1  # recomputed blocks a lean trace keeps (the one read most recently)
-# ... and, of these, only each token's norm ([S] per block, 0.8 KB for ViT-B/16): what every
-# block's attention and MLP add, for `Trace.sublayer_norms()` without a second pass.
-NORMED = ("blocks.l.attn_out", "blocks.l.mlp_out")
 
 
 def weights_version(model) -> tuple[int, ...]:
@@ -98,15 +95,21 @@ class _Rerun:
             raise RuntimeError("The model's weights changed after this trace was taken, so its "
                                "internals cannot be recomputed; run run_trace again.")
 
-    def block(self, layer: int, x: torch.Tensor, attention_only: bool = False) -> dict:
-        """Block `layer` run again on its input x [S, D]; every hook point's tensor by name."""
+    def block(self, layer: int, x: torch.Tensor, part: str = "all") -> dict:
+        """Block `layer` run again on its input x [S, D]; every hook point's tensor by name.
+        part="pattern": only up to the attention pattern; "attn_out": only the attention half,
+        MSA(LN(X)) by the fused kernel as in a lean pass, and only that tensor."""
         self.check()
         block = self.model.blocks[layer]
         mask = None if self.attn_mask is None else self.attn_mask.to(self.device, x.dtype)
         heads = None if self.head_mask is None else self.head_mask[layer]
+        x = x[None].to(self.device)  # (1, S, D), as in the pass
+        if part == "attn_out":
+            with torch.inference_mode(), capture(only=()):  # keeps nothing: Q, K not formed
+                return {f"blocks.{layer}.attn_out": block.attn(block.norm1(x), mask, heads)[0]
+                        .cpu()}
         with torch.inference_mode(), capture() as store:
-            x = x[None].to(self.device)  # (1, S, D), as in the pass
-            if attention_only:  # LN(X) up to the pattern, the start of Block.forward
+            if part == "pattern":  # LN(X) up to the pattern, the start of Block.forward
                 block.attn(block.norm1(x), mask, heads, pattern_only=True)
             else:
                 block(x, mask, heads)
@@ -120,7 +123,7 @@ class Trace(Mapping):
     are recomputed when one of them is first read, then kept with the trace; `nbytes()` says
     what it holds. Reading is thread-safe: many threads may read one trace, each block is
     recomputed once. For aggregates over every layer, `patterns()`, `blocks()` and `residuals()`
-    go block by block and keep nothing new; `sublayer_norms()` reads norms the pass kept.
+    go block by block and keep nothing new, and so does `sublayer_norms()`.
 
     Attributes:
         config: the model's ViTConfig.
@@ -131,12 +134,10 @@ class Trace(Mapping):
 
     def __init__(self, tensors: dict, config: ViTConfig, mask: torch.Tensor, mask_kind: str,
                  text_ids: torch.Tensor | None = None, *, names: list[str] | None = None,
-                 rerun: _Rerun | None = None, norms: dict | None = None):
+                 rerun: _Rerun | None = None):
         """tensors: the kept tensors; names: every name in forward order (default: tensors');
-        rerun: how to recompute the names not in `tensors` (a lean trace); norms: per-token
-        norms [S] the pass kept of some names (NORMED)."""
+        rerun: how to recompute the names not in `tensors` (a lean trace)."""
         self._kept = dict(tensors)
-        self._norms = dict(norms or {})
         self._names = list(tensors) if names is None else list(names)
         self._known = frozenset(self._names)
         self._rerun = rerun
@@ -203,7 +204,7 @@ class Trace(Mapping):
     def held_tensors(self) -> list[torch.Tensor]:
         """The tensors the trace holds now (kept by the pass, or recomputed and kept), without
         computing anything: what a cache measures."""
-        held = list(self._kept.values()) + list(self._norms.values())
+        held = list(self._kept.values())
         with self._order:
             parts = list(self._computed.values())
         for part in parts:
@@ -234,20 +235,28 @@ class Trace(Mapping):
                 yield self[name]
             else:
                 yield self._rerun.block(layer, self[f"blocks.{layer}.resid_pre"],
-                                        attention_only=True)[name]
+                                        part="pattern")[name]
 
     def sublayer_norms(self) -> dict[str, torch.Tensor]:
         """The norm of what each block's attention and MLP add to every token: {"attn": [L, S],
-        "mlp": [L, S]}, the norms of `blocks.l.attn_out` and `blocks.l.mlp_out` along D. A lean
-        pass kept them as it went; otherwise they are read block by block (`blocks()`)."""
-        L = self.config.depth
-        attn = [self._norms.get(f"blocks.{layer}.attn_out") for layer in range(L)]
-        mlp = [self._norms.get(f"blocks.{layer}.mlp_out") for layer in range(L)]
-        if any(t is None for t in attn + mlp):
-            attn, mlp = [], []
-            for block in self.blocks():
-                attn.append(block["attn_out"].norm(dim=-1))
-                mlp.append(block["mlp_out"].norm(dim=-1))
+        "mlp": [L, S]}, the norms of `blocks.l.attn_out` and `blocks.l.mlp_out` along D, layer
+        by layer, keeping nothing. A lean trace recomputes only each block's attention half:
+        attn_out exactly, and mlp_out as resid_post − (resid_pre + attn_out), the kept output
+        minus the recomputed X' (equal to the pass's mlp_out up to float32 rounding of that
+        sum, ~1e-7 of the residual's size); the MLP's two matrix products, two thirds of a
+        block, are not run again."""
+        attn, mlp = [], []
+        for layer in range(self.config.depth):
+            pre = f"blocks.{layer}."
+            if self._rerun is None or layer in self._computed or pre + "attn_out" in self._kept:
+                block = self._block_view(layer, keep=False)
+                a, m = block["attn_out"], block["mlp_out"]
+            else:
+                x = self[pre + "resid_pre"]
+                a = self._rerun.block(layer, x, part="attn_out")[pre + "attn_out"]
+                m = self[pre + "resid_post"] - (x + a)
+            attn.append(a.norm(dim=-1))
+            mlp.append(m.norm(dim=-1))
         return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
 
     def residuals(self) -> Iterator[torch.Tensor]:
@@ -354,20 +363,18 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         head_mask = torch.as_tensor(head_mask).detach().clone()
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
-    normed = [n.replace(".l.", f".{i}.") for n in NORMED for i in range(L)]
     # Capture lives in a context variable: concurrent traces of one model never mix.
-    with torch.inference_mode(), capture(only=keep if lean else None, norms=normed) as store:
+    with torch.inference_mode(), capture(only=keep if lean else None) as store:
         model(pixels, text_ids, mask="full" if resolved is None else resolved,
               head_mask=head_mask, positions=positions)
     names = store.seen if lean else list(store)  # every name the pass passed, in forward order
     tensors = {name: t[0].detach().cpu() for name, t in store.items()}
-    norms = {name: t[0].cpu() for name, t in getattr(store, "norms", {}).items()}
     rerun = _Rerun(model, resolved, head_mask, pixels.device, weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()
     return Trace(tensors, model.config, shown, kind,
                  None if text_ids is None else text_ids[0].clone(), names=names,
-                 rerun=rerun if lean else None, norms=norms)
+                 rerun=rerun if lean else None)
 
 
 def names_table() -> str:

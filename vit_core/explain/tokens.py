@@ -62,7 +62,8 @@ def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
 
 def sublayer_norms(trace) -> dict[str, torch.Tensor]:
     """The norm of what each block's attention and MLP add to every token, {"attn": [L, S],
-    "mlp": [L, S]} (`Trace.sublayer_norms`: a lean pass kept them, nothing is recomputed)."""
+    "mlp": [L, S]} (`Trace.sublayer_norms`: a lean trace recomputes each block's attention
+    half, one block at a time, and keeps nothing)."""
     return trace.sublayer_norms()
 
 
@@ -70,7 +71,8 @@ def residual_stream(trace, token: int, norms: dict | None = None) -> dict:
     """One token's residual stream through the blocks, in forward order.
 
     Args:
-        norms: `sublayer_norms(trace)` if already at hand.
+        norms: `sublayer_norms(trace)` if already computed (it recomputes every block's
+            attention half).
     Returns:
         {"labels": ["embed", "block 0", ...], "resid": norms of the token at the embedding and
          after each block (L + 1 values), "attn" / "mlp": norms of what each block's attention

@@ -6,7 +6,7 @@ process.tune()  # before torch loads: the server's own allocator and OpenMP sett
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, keys, presenter, share, sidebar, state, steps, worker  # noqa: E402
+from ui import controls, icon, keys, presenter, readahead, share, sidebar, state, steps, worker  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
 
 share.load_once()  # a shared link restores its view before any widget exists
@@ -34,5 +34,6 @@ try:
     if head is not None:
         presenter.ask(stage, config)
     sidebar.fingerprint()
+    readahead.schedule()  # the later pages' work for this image, while the worker would idle
 except worker.Busy as e:  # a wait for the model past its limit: one sentence, the session goes on
     st.error(str(e), icon=":material/hourglass_top:")

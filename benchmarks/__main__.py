@@ -245,13 +245,15 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
 
 def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
+    from ui.cache import DEFAULT_MB
 
     # the classroom of the README: arriving within 30 s, 10 s on each page; the replicas on one
-    # machine each with one torch thread and half the cache (README "Capacity and deployment")
+    # machine each with one torch thread and half the default cache (README "Capacity and
+    # deployment": 768 MB each for two)
     runs = [protocol_run(sessions=sessions, within=30, think=10, replicas=1)]
     if replicas > 1:
         runs.append(protocol_run(sessions=sessions, within=30, think=10, replicas=replicas,
-                                 threads=1, cache_mb=1024 // replicas))
+                                 threads=1, cache_mb=DEFAULT_MB // replicas))
     return "\n\n".join(report(r) for r in runs)
 
 

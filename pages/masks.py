@@ -3,9 +3,9 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, state, steps
+from ui import figures, keys, readahead, state, steps
 from ui import models as picker
-from vit_core import allowed_keys, bundled_models
+from vit_core import allowed_keys
 from vit_core.explain.generation import learning_curve, tokenizer_for
 
 inp, name, model, prep, tr = state.load_current()
@@ -21,19 +21,14 @@ if steps.first():
     )
     st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\qquad "
              r"M_{ij}\in\{0, -\infty\}")
-# the captioners: the two bundled ones (side by side), else the one chosen, else the preset
-trained = [m for m in ("shapes-captioner-prefix", "shapes-captioner-causal")
-           if m in bundled_models()]
-if trained:
-    captioners = trained
-elif model.config.has_text:
-    captioners = [name]
-else:
-    captioners = ["vit-b16-text"]
+# the captioners: the two bundled ones (side by side), else the one chosen, else the preset;
+# the read-ahead (ui/readahead.py) computes their captions before the student gets here
+captioners, runs, clf_name = readahead.masks_page_models(name, model)
+trained = [m for m in captioners if m in readahead.CAPTIONERS]
 models = {m: state.get_model(m) for m in captioners}
 cap = models[captioners[0]]
 cc = cap.config
-caption = st.text_input("Caption fed to the text stream", "a red ball on the grass",
+caption = st.text_input("Caption fed to the text stream", readahead.MASK_CAPTION,
                         key=keys.MASK_CAPTION, max_chars=2000)
 enc = tokenizer_for(cap).encode(caption, max_len=cc.max_text_len)
 if enc.notice:
@@ -77,8 +72,6 @@ if steps.show("masks", 1):
         layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key=keys.MASK_LAYER)
     with c2:
         head = st.slider("Head", 0, cc.num_heads - 1, 0, key=keys.MASK_HEAD)
-    runs = ([(m, models[m].config.default_mask) for m in captioners] if len(captioners) > 1
-            else [(captioners[0], "prefix"), (captioners[0], "causal")])
     cols = st.columns(len(runs))
     for col, (m, kind) in zip(cols, runs, strict=True):
         t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
@@ -111,21 +104,16 @@ if steps.show("masks", 1):
 
 if steps.show("masks", 2):
     st.subheader("A mask changes what a token can know: a classifier under a causal mask")
-    fallback = "shapes-classifier" if "shapes-classifier" in bundled_models() else "vit-b16"
-    clf_name = name if model.config.num_classes else fallback
     clf = state.get_model(clf_name)
     k = clf.config
     if clf_name != name:
         st.write(f"{picker.plain_label(name)} has no class head, so this part uses {clf_name}.")
     names = list(k.class_names) or [f"class {i}" for i in range(k.num_classes)]
-    full = state.trace(inp, clf_name, mask="full").logits.softmax(-1).numpy()
-    causal_logits = state.trace(inp, clf_name, mask="causal").logits
+    full = state.logits(inp, clf_name, mask="full").softmax(-1).numpy()
+    causal_logits = state.logits(inp, clf_name, mask="causal")
     causal = causal_logits.softmax(-1).numpy()
-    seeds = state.sample_seeds()
-    other_seed = next(sd for sd in seeds if state.sample_bytes(sd) != inp.data)
-    other = state.make_input(f"sample: {state.sample_caption(other_seed)}",
-                             state.sample_bytes(other_seed))
-    other_logits = state.trace(other, clf_name, mask="causal").logits
+    other_seed, other = readahead.other_sample(inp)
+    other_logits = state.logits(other, clf_name, mask="causal")
     gap = float((other_logits - causal_logits).abs().max())
     left, right = st.columns(2)
     label = picker.plain_label(clf_name)

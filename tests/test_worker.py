@@ -308,3 +308,20 @@ def test_a_page_that_waits_too_long_says_so_in_one_sentence_and_the_session_goes
     at.run()
     assert not at.exception and not at.error
     assert any(c.value.startswith("fingerprint ") for c in at.sidebar.caption)
+
+
+def test_wait_idle_waits_for_queued_passes_and_then_for_a_quiet_moment():
+    worker = w.Worker(warm=False)
+    assert worker.wait_idle(timeout=1)  # nothing ever ran
+    gate = threading.Event()
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(worker.run, gate.wait, 10)
+        queued = pool.submit(worker.run, time.sleep, 0)
+        time.sleep(0.05)
+        assert not worker.wait_idle(timeout=0.2)  # a pass in progress, one queued
+        gate.set()
+        running.result(5), queued.result(5)
+    start = time.monotonic()
+    assert worker.wait_idle(quiet=0.3, timeout=5)
+    assert time.monotonic() - start >= 0.25  # the last pass ended just now: it waited for quiet
+    assert not worker.wait_idle(quiet=10, timeout=0.1)  # quiet not reached within the limit

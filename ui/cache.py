@@ -36,7 +36,8 @@ from PIL import Image
 
 from vit_core.trace import Trace
 
-DEFAULT_MB = 1024  # 1 GB: ~25 ViT-B/16 lean traces with two blocks read (37 MB each)
+DEFAULT_MB = 1536  # 1.5 GB: 30 ViT-B/16 students, each a trace with one block read (21 MB), an
+# experiment trace (8 MB) and small things, hold ~0.9 GB; room for a second model or image each
 ENV = "VIT_EXPLAINER_CACHE_MB"
 FLAG = "--cache-mb"
 MB = 2**20

@@ -67,6 +67,7 @@ PLAY_CAPTION = "play_caption"  # button: ▶ Play / ⏸ Pause the caption (pages
 # Never a widget; written by code only.
 INPUT = "_input"  # state.Input: the image in use (sidebar.draw; state.load_current on a bad file)
 INPUT_ERROR = "_input_error"  # str | None: why the chosen image is not shown (sidebar.draw)
+READ_AHEAD = "_read_ahead"  # readahead._Interest: image, model, mask queued (readahead.schedule)
 URL_LOADED = "_url_loaded"  # bool: the URL's view was read into the session (share.load_once)
 PREVIOUS_MODEL = "_previous_model"  # str: model before the picker changed (sidebar.draw)
 UPLOAD = "_upload"  # (name, bytes) of the uploaded photo in use (sidebar._take_upload)

@@ -137,6 +137,28 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
     return _trace(inp.key, model_name, same_mask(model_name, mask), text, pixels)
 
 
+@held
+def _logits(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
+    model = get_model(model_name)
+    return worker.run(_final_logits, model, _pixels, text, mask, cost_key=id(model))
+
+
+def _final_logits(model, pixels, text, mask):
+    return run_trace(model, pixels, text_ids=text, mask=mask).logits.clone()
+
+
+def logits(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
+    """The logits of trace(inp, model_name, mask, text_ids) without keeping the trace (a lean
+    ViT-B/16 trace is 8 MB; its logits 4 KB): for pages that read only the answer. The cached
+    trace's own logits if that trace is cached."""
+    pixels = prepare(inp, model_name).pixels
+    text = None if text_ids is None else tuple(int(i) for i in text_ids)
+    mask = same_mask(model_name, mask)
+    if ("_trace", inp.key, model_name, mask, text) in shared_cache():
+        return _trace(inp.key, model_name, mask, text, pixels).logits
+    return _logits(inp.key, model_name, mask, text, pixels)
+
+
 def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
     """Each word of `text` scored by teacher forcing, read from the cached trace of this image
     fed with that text (vit_core.score_text, without a second forward pass)."""
@@ -200,7 +222,7 @@ def chosen_mask() -> str | None:
     return None if mask == "trained" else mask
 
 
-SIDEBAR_MASK = object()  # trace_npz's default: the mask chosen in the sidebar
+SIDEBAR_MASK = object()  # a default meaning "the mask chosen in the sidebar" (read in a script run)
 
 
 def trace_npz(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK) -> bytes:
@@ -302,10 +324,12 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
     return worker.run(summarise, _trace)
 
 
-def attention_summary(inp: Input, model_name: str) -> dict:
+def attention_summary(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK
+                      ) -> dict:
     """Rollout, attention distance, entropy and the CLS / DIST rows of every layer of the page's
-    trace (vit_core.explain.attention.summarise), computed once per trace."""
-    mask = same_mask(model_name, chosen_mask())
+    trace (vit_core.explain.attention.summarise), computed once per trace. Off a script run
+    (ui.readahead) pass `mask`."""
+    mask = same_mask(model_name, chosen_mask() if mask is SIDEBAR_MASK else mask)
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
@@ -317,10 +341,12 @@ def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict
     return worker.run(sublayer_norms, _trace)
 
 
-def sublayer_norms(inp: Input, model_name: str) -> dict:
+def sublayer_norms(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK
+                   ) -> dict:
     """What each block's attention and MLP add to every token, in norms ([L, S] each), once per
-    trace: the MLP page's residual-stream chart would otherwise recompute them on every rerun."""
-    mask = same_mask(model_name, chosen_mask())
+    trace: the MLP page's residual-stream chart would otherwise recompute them on every rerun.
+    Off a script run (ui.readahead) pass `mask`."""
+    mask = same_mask(model_name, chosen_mask() if mask is SIDEBAR_MASK else mask)
     return _sublayer_norms(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 

@@ -86,6 +86,8 @@ class Worker:
         self.steps: deque[_Job] = deque()  # `run_step`: the next pass of a long job
         self.light: deque[_Job] = deque()  # any pass of a model known to cost < CHEAP_S
         self.served_ahead = 0  # `run` calls served since a step started waiting
+        self.running = False  # the first thread is in a pass
+        self.last_pass = 0.0  # time.monotonic() when the first thread's last pass ended
         self.cost: dict = {}  # a cost_key -> the fewest CPU seconds one of its passes took
         self.lock = threading.Condition()
         self.stopping = False
@@ -117,6 +119,24 @@ class Worker:
     def stepwise(self, model) -> Stepwise:
         """`model`, with every call a `run_step` (for loops such as vit_core.generate)."""
         return Stepwise(self, model)
+
+    def wait_idle(self, quiet: float = 0.0, timeout: float | None = None) -> bool:
+        """Block until the first thread has had nothing queued and no pass in progress for
+        `quiet` seconds (or `timeout` s pass); True if it has. The light thread is not waited
+        for."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            while True:
+                left = None if end is None else end - time.monotonic()
+                if not self.lock.wait_for(lambda: self.stopping or not (
+                        self.fresh or self.steps or self.running), left):
+                    return False
+                rest = self.last_pass + quiet - time.monotonic()
+                if self.stopping or rest <= 0:
+                    return True
+                if end is not None and time.monotonic() + rest > end:
+                    return False
+                self.lock.wait(rest)  # a new job wakes us; wait_for above sees it
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish the queued calls, then end the thread (waits at most `timeout` seconds)."""
@@ -160,9 +180,14 @@ class Worker:
                 job = self._next()
                 if job is None and self.stopping:
                     return
+                self.running = job is not None
             if job is not None:
                 if not job.dropped:
                     self._run(job, keeps=self.warm)
+                with self.lock:
+                    self.running = False
+                    self.last_pass = time.monotonic()
+                    self.lock.notify_all()  # wait_idle
             elif quiet:  # quiet for IDLE_S (not woken for a light job): the page is drawn
                 try:
                     self._warm()

@@ -1,0 +1,119 @@
+"""ui/readahead.py: the later pages' work, computed while the worker idles, for the right image."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import photo_bytes
+from ui import readahead, state
+from ui import worker as w
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def settle(timeout: float = 120) -> None:
+    """Until the read-ahead queue is empty and the worker has been quiet for a moment."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not readahead.shared().pending() and w.shared().wait_idle(quiet=1.5, timeout=5):
+            if not readahead.shared().pending():
+                return
+    raise AssertionError("the read-ahead never finished")
+
+
+# ---------------------------------------------------------------- the queue alone
+def test_items_run_in_order_on_their_thread_only_when_idle_says_so():
+    gate, ran = threading.Event(), []
+    ra = readahead.ReadAhead(idle=gate.wait)
+    interest = readahead._Interest(("img", "model", None))
+    ra.add(interest, [lambda i=i: ran.append((i, threading.current_thread().name))
+                      for i in range(3)])
+    time.sleep(0.2)
+    assert ran == []  # the worker is not idle yet
+    gate.set()
+    deadline = time.monotonic() + 5
+    while len(ran) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran == [(i, "vit-read-ahead") for i in range(3)]
+    assert ra.done == 3 and ra.pending() == 0
+
+
+def test_a_session_that_moved_on_or_went_stale_has_its_items_dropped_and_a_failure_is_no_stop():
+    gate, ran = threading.Event(), []
+    ra = readahead.ReadAhead(idle=gate.wait)
+    old = readahead._Interest(("a", "m", None))
+    stale = readahead._Interest(("b", "m", None), stale_s=0.0)
+    new = readahead._Interest(("c", "m", None))
+    ra.add(old, [lambda: ran.append("old")])
+    ra.add(stale, [lambda: ran.append("stale")])
+    ra.add(new, [lambda: 1 / 0, lambda: ran.append("new")])
+    old.cancelled = True  # the session chose another image before the worker went quiet
+    gate.set()
+    deadline = time.monotonic() + 5
+    while ra.pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert ran == ["new"]
+    assert (ra.skipped, ra.failed, ra.done) == (2, 1, 1)
+
+
+# ---------------------------------------------------------------- in the app
+@pytest.fixture
+def read_ahead_on(monkeypatch):
+    monkeypatch.setenv(readahead.ENV, "1")
+    runs: list[str] = []
+    original = w.Worker._run
+
+    def counted(self, job, keeps):
+        runs.append(getattr(job.fn, "__name__", "?"))
+        return original(self, job, keeps)
+
+    monkeypatch.setattr(w.Worker, "_run", counted)
+    return runs
+
+
+def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_on):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["model"] = "shapes-classifier"
+    at.run()
+    at.sidebar.file_uploader[0].upload("photo.jpg", photo_bytes(w=610), "image/jpeg")
+    at.run()
+    assert not at.exception
+    assert at.session_state["model"] == "shapes-classifier"
+    inp = at.session_state["_input"]
+    assert inp.label == "upload: photo.jpg"
+    settle()
+    held = state.shared_cache().keys()
+    for name in ("_attention_summary", "_logits", "_sublayer_norms", "_experiment"):
+        assert any(k[0] == name and k[1] == inp.key for k in held), name
+    read_ahead_on.clear()
+    for page in ("attention", "masks", "mlp", "experiments"):
+        at.query_params["page"] = page
+        at.run()
+        assert not at.exception, page
+        assert read_ahead_on == [], (page, read_ahead_on)  # everything was computed ahead
+    assert at.session_state["model"] == "shapes-classifier"
+
+
+def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monkeypatch):
+    monkeypatch.setattr(readahead, "QUIET_S", 3.0)  # the second upload comes well within it
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["model"] = "shapes-classifier"
+    at.run()
+    skipped = readahead.shared().skipped
+    at.sidebar.file_uploader[0].upload("a.jpg", photo_bytes(w=620), "image/jpeg")
+    at.run()
+    first = at.session_state["_input"]
+    at.sidebar.file_uploader[0].upload("b.jpg", photo_bytes(w=630), "image/jpeg")
+    at.run()
+    second = at.session_state["_input"]
+    assert not at.exception and first.key != second.key
+    settle()
+    held = state.shared_cache().keys()
+    assert not any(k[0] == "_attention_summary" and k[1] == first.key for k in held)
+    assert any(k[0] == "_attention_summary" and k[1] == second.key for k in held)
+    assert readahead.shared().skipped - skipped >= len(
+        readahead.plan(first, "shapes-classifier", None, 0))

@@ -250,10 +250,10 @@ def bench_load(sessions: int, replicas: int) -> str:
     # the classroom of the README: arriving within 30 s, 10 s on each page; the replicas on one
     # machine each with one torch thread and half the default cache (README "Capacity and
     # deployment": 768 MB each for two)
-    runs = [protocol_run(sessions=sessions, within=30, think=10, replicas=1)]
+    runs = [protocol_run(sessions=sessions, within=30, think=10, replicas=1, read_ahead=True)]
     if replicas > 1:
         runs.append(protocol_run(sessions=sessions, within=30, think=10, replicas=replicas,
-                                 threads=1, cache_mb=DEFAULT_MB // replicas))
+                                 threads=1, cache_mb=DEFAULT_MB // replicas, read_ahead=True))
     return "\n\n".join(report(r) for r in runs)
 
 

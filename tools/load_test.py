@@ -288,13 +288,17 @@ async def teacher(urls: list[str], model: str, timeout: float) -> None:
 
 def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16",
                  replicas: int = 1, threads: int | None = None, think: float = 0.0,
-                 timeout: float = 120.0, cache_mb: float | None = None) -> dict:
-    """Start the server (or `replicas` behind HAProxy), run the classroom; the summary."""
+                 timeout: float = 120.0, cache_mb: float | None = None,
+                 read_ahead: bool | None = None) -> dict:
+    """Start the server (or `replicas` behind HAProxy), run the classroom; the summary.
+    `read_ahead`: True / False sets the servers' ui/readahead.py on / off (None: as inherited)."""
     from tools.balancer import balanced
 
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
     if cache_mb is not None:
         env["VIT_EXPLAINER_CACHE_MB"] = str(cache_mb)
+    if read_ahead is not None:
+        env["VIT_EXPLAINER_READ_AHEAD"] = "1" if read_ahead else "0"
     env = env or None
     with contextlib.ExitStack() as stack:
         if replicas > 1:
@@ -319,6 +323,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         "date": str(date.today()), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "sessions": sessions, "within_s": within, "model": model, "replicas": replicas,
         "torch_threads": threads or "default", "cache_mb": cache_mb or "default",
+        "read_ahead": {None: "inherited", True: "on", False: "off"}[read_ahead],
         "think_s": think, "wall_s": round(wall, 1),
         "server_cpu_s": round(sum(cpu), 1),
         "server_cpu_share": round(sum(cpu) / (wall * (os.cpu_count() or 1)), 2),
@@ -356,7 +361,8 @@ def report(summary: dict) -> str:
     s = summary
     out = [f"{s['date']} · {s['machine']} · {s['sessions']} sessions arriving within "
            f"{s['within_s']:g} s · {s['model']} · {s['replicas']} replica(s), torch threads "
-           f"{s['torch_threads']} · cache {s.get('cache_mb', 'default')} MB · think "
+           f"{s['torch_threads']} · cache {s.get('cache_mb', 'default')} MB · read-ahead "
+           f"{s.get('read_ahead', 'inherited')} · think "
            f"{s['think_s']:g} s · load average before / after "
            f"{s['load_average_before_after'][0]} / {s['load_average_before_after'][1]}", "",
            "| view | sessions | p50 (s) | p95 (s) | max (s) |", "|---|---|---|---|---|"]
@@ -389,6 +395,8 @@ def main(argv=None) -> int:
     ap.add_argument("--replicas", type=int, default=1, help="app processes behind HAProxy")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
     ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")
+    ap.add_argument("--read-ahead", action=argparse.BooleanOptionalAction, default=True,
+                    help="the servers' read-ahead (ui/readahead.py; default on, as the app)")
     ap.add_argument("--think", type=float, default=0.0, help="seconds on a page before the next")
     ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
     ap.add_argument("--browser", action="store_true", help="real Chromium tabs instead")
@@ -401,7 +409,7 @@ def main(argv=None) -> int:
         return browser_main(args)
     summary = protocol_run(args.sessions or 30, args.within, args.model or "vit-b16",
                            args.replicas, args.threads, args.think, args.timeout,
-                           args.cache_mb)
+                           args.cache_mb, args.read_ahead)
     print(report(summary))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -99,7 +99,9 @@ def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_
 
 
 def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monkeypatch):
-    monkeypatch.setattr(readahead, "QUIET_S", 3.0)  # the second upload comes well within it
+    settle()  # nothing of an earlier test left in the queue
+    quiet = threading.Event()  # the worker "goes quiet" only when the test says so
+    monkeypatch.setattr(readahead.shared(), "_idle", lambda: quiet.wait(60))
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state["model"] = "shapes-classifier"
     at.run()
@@ -108,9 +110,10 @@ def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monk
     at.run()
     first = at.session_state["_input"]
     at.sidebar.file_uploader[0].upload("b.jpg", photo_bytes(w=630), "image/jpeg")
-    at.run()
+    at.run()  # before the worker was ever quiet: a.jpg's items must not run
     second = at.session_state["_input"]
     assert not at.exception and first.key != second.key
+    quiet.set()
     settle()
     held = state.shared_cache().keys()
     assert not any(k[0] == "_attention_summary" and k[1] == first.key for k in held)

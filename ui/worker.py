@@ -47,6 +47,8 @@ from concurrent.futures import Future, wait
 
 import torch
 
+from vit_core import recorded
+
 from .process import MMAP_THRESHOLD, memory_is_kept
 
 IDLE_S = 1.0  # warm memory only after the queue has been quiet this long (the page is drawn)
@@ -231,7 +233,7 @@ class Worker:
 
 def _inference(model, *args, **kwargs):
     with torch.inference_mode():  # the caller's inference mode stays on its own thread
-        return model(*args, **kwargs)
+        return recorded.forward(model, *args, **kwargs)  # model(...), replayed (one lock release)
 
 
 class Stepwise:

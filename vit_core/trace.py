@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 import torch
 
+from . import recorded
 from .config import ViTConfig
 from .hooks import capture
 
@@ -237,6 +238,17 @@ class Trace(Mapping):
                 yield self._rerun.block(layer, self[f"blocks.{layer}.resid_pre"],
                                         part="pattern")[name]
 
+    def recompute_inputs(self):
+        """What recomputing every block needs, for a caller that replays a walk over the layers
+        in one recorded call (explain.attention.summarise): (model, every block's input [S, D],
+        the additive mask [S, S] or None, the head switches [L, H] or None); None for a trace
+        that keeps everything (nothing to recompute) or whose model is not on the CPU."""
+        if self._rerun is None or self._rerun.device.type != "cpu":
+            return None
+        self._rerun.check()
+        xs = [self[f"blocks.{layer}.resid_pre"] for layer in range(self.config.depth)]
+        return self._rerun.model, xs, self._rerun.attn_mask, self._rerun.head_mask
+
     def sublayer_norms(self) -> dict[str, torch.Tensor]:
         """The norm of what each block's attention and MLP add to every token: {"attn": [L, S],
         "mlp": [L, S]}, the norms of `blocks.l.attn_out` and `blocks.l.mlp_out` along D, layer
@@ -363,12 +375,19 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         head_mask = torch.as_tensor(head_mask).detach().clone()
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
-    # Capture lives in a context variable: concurrent traces of one model never mix.
-    with torch.inference_mode(), capture(only=keep if lean else None) as store:
-        model(pixels, text_ids, mask="full" if resolved is None else resolved,
-              head_mask=head_mask, positions=positions)
-    names = store.seen if lean else list(store)  # every name the pass passed, in forward order
-    tensors = {name: t[0].detach().cpu() for name, t in store.items()}
+    with torch.inference_mode():
+        replayed = recorded.kept(model, pixels, text_ids, resolved, head_mask, positions,
+                                 frozenset(keep)) if lean else None
+        if replayed is not None:  # the same pass, replayed from its recording (recorded.py)
+            tensors, names = replayed
+            tensors = {name: t if t.device.type == "cpu" else t.cpu()
+                       for name, t in tensors.items()}
+        else:  # capture lives in a context variable: concurrent traces of one model never mix
+            with capture(only=keep if lean else None) as store:
+                model(pixels, text_ids, mask="full" if resolved is None else resolved,
+                      head_mask=head_mask, positions=positions)
+            names = store.seen if lean else list(store)  # every name offered, in forward order
+            tensors = {name: t[0].detach().cpu() for name, t in store.items()}
     rerun = _Rerun(model, resolved, head_mask, pixels.device, weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()

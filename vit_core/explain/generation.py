@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import recorded
 from ..io.text import Tokenizer
 
 
@@ -26,8 +27,11 @@ def tokenizer_for(model) -> Tokenizer:
 
 @torch.inference_mode()
 def next_token_logits(model, pixels, ids, mask=None) -> torch.Tensor:
-    """Logits [B, V] for the token after `ids` [B, t] (a full forward; no KV cache needed here)."""
-    return model(pixels, ids, mask=mask)[:, -1]
+    """Logits [B, V] for the token after `ids` [B, t] (a full forward; no KV cache needed here).
+    A ViT's pass is replayed from its recording (`recorded.forward`, the same numbers)."""
+    if isinstance(model, torch.nn.Module):
+        return recorded.forward(model, pixels, ids, mask=mask)[:, -1]
+    return model(pixels, ids, mask=mask)[:, -1]  # a wrapper, e.g. an intervention's
 
 
 @torch.inference_mode()

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui import controls, figures, keys, show, state, steps
-from vit_core.explain.embeddings import describe_position_similarity, position_distance_stats
+from vit_core.explain.embeddings import describe_position_similarity
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -83,7 +83,7 @@ if steps.show("embeddings", 2):
         "tile (row, column) compares that patch with all positions",
         value_name="cosine similarity", selected=(r, col), height=480 if g > 4 else 360),
         key=keys.EMBED_POS_ALL)
-stats = position_distance_stats(model.pos_embed.detach(), g, pre)
+stats = views["pos_stats"]
 
 if steps.show("embeddings", 3):
     st.subheader("The sum that enters block 0")

@@ -303,16 +303,24 @@ def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def weight_views(model_name: str) -> dict:
-    """Per-model pictures of the weights (W_E's principal components, position similarity),
-    computed once per model instead of on every rerun of the embeddings page."""
-    from vit_core.explain.embeddings import embedding_filters, position_similarity
+    """Per-model pictures of the weights (W_E's principal components, position similarity,
+    similarity by grid distance), computed once per model instead of on every rerun of the
+    embeddings page (the distance means are ~150 small torch calls, each of which waits for the
+    interpreter lock when other students' pages are busy)."""
+    from vit_core.explain.embeddings import (
+        embedding_filters,
+        position_distance_stats,
+        position_similarity,
+    )
 
     model = get_model(model_name)
     c = model.config
     comps, ratio = embedding_filters(model.patch_embed.proj.weight.detach(),
                                      k=min(28, c.embed_dim))
     sim = position_similarity(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
-    return {"filters": comps.numpy(), "ratio": ratio.tolist(), "pos_sim": sim.numpy()}
+    stats = position_distance_stats(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
+    return {"filters": comps.numpy(), "ratio": ratio.tolist(), "pos_sim": sim.numpy(),
+            "pos_stats": stats}
 
 
 @held

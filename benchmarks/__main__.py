@@ -1,7 +1,7 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load] [--json FILE]
-                                   [--allocator-defaults]
+    .venv/bin/python -m benchmarks [--only trace busy first warm payload memory fair load]
+                                   [--json FILE] [--allocator-defaults]
 
 trace    run_trace vs a plain forward, timm and Hugging Face's eager ViT (when importable);
          bytes and RSS per kept trace
@@ -11,6 +11,8 @@ payload  bytes a page visit sends to the browser (websocket frames + media), in 
 memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
 fair     a new student's first view while others' captions are written: whole-caption jobs
          against one word per turn on the worker
+busy     a pass and a caption beside 0-2 threads busy in Python: eager against replayed from a
+         recording (vit_core/recorded.py)
 load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
          ViT-B/16, each uploads its own picture and visits every page 10 s apart
          (tools/load_test.py, Streamlit's protocol, no browsers), on one app process and on
@@ -243,6 +245,49 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
     return rows
 
 
+def bench_busy(rounds: int = 5) -> list[dict]:
+    """A pass and a caption on the worker's side of the interpreter lock: alone, and beside one
+    or two threads busy in Python (what other students' page scripts are), eager against
+    replayed from a recording (vit_core/recorded.py). Medians of `rounds`, in seconds."""
+    import threading
+
+    from vit_core import generate, load_model, recorded, run_trace
+
+    viewer, writer = load_model("vit-b16"), load_model("shapes-captioner-prefix")
+    pixels = torch.randn(1, 3, 224, 224)
+    small = torch.randn(1, 3, writer.config.img_size, writer.config.img_size)
+    work = {"ViT-B/16 lean trace": lambda: run_trace(viewer, pixels),
+            "bundled captioner, greedy caption": lambda: generate(writer, small)}
+    rows = []
+    for busy in (0, 1, 2):
+        stop = threading.Event()
+
+        def spin(stop=stop):
+            while not stop.is_set():
+                sum(i * i for i in range(500))
+
+        threads = [threading.Thread(target=spin, daemon=True) for _ in range(busy)]
+        for t in threads:
+            t.start()
+        for what, fn in work.items():
+            row = {"busy Python threads": busy, "work": what}
+            for label, env in (("eager (s)", "0"), ("recorded (s)", "1")):
+                os.environ[recorded.ENV] = env
+                fn()  # the recording, made once, is not timed
+                times = []
+                for _ in range(rounds):
+                    t0 = time.perf_counter()
+                    fn()
+                    times.append(time.perf_counter() - t0)
+                row[label] = f"{statistics.median(times):.3f}"
+            os.environ.pop(recorded.ENV)
+            rows.append(row)
+        stop.set()
+        for t in threads:
+            t.join()
+    return rows
+
+
 def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
     from ui.cache import DEFAULT_MB
@@ -263,7 +308,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*",
-                    default=["trace", "first", "warm", "payload", "memory", "fair", "load"])
+                    default=["trace", "busy", "first", "warm", "payload", "memory", "fair",
+                             "load"])
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
@@ -291,11 +337,12 @@ def main(argv=None):
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
         "fair": bench_fair,
+        "busy": bench_busy,
         "load": lambda: bench_load(args.classroom, args.replicas),
     }
-    results["load"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    results["loadavg"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
-          f"allocator: {allocator} · load {results['load']}")
+          f"allocator: {allocator} · load {results['loadavg']}")
     for name in args.only:
         t0 = time.time()
         rows = sections[name]()
@@ -307,7 +354,9 @@ def main(argv=None):
             text = "\n\n".join(f"{title}\n\n{table(t)}" if title else table(t)
                                for title, t in tables.items())
         print(f"\n## {name} ({time.time() - t0:.0f} s)\n\n{text}", flush=True)
-    Path(args.json).write_text(json.dumps(results, indent=2))
+        out = Path(args.json)  # after each section; sections not run keep their last results
+        kept = json.loads(out.read_text()) if out.exists() else {}
+        out.write_text(json.dumps({**kept, **results}, indent=2))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from tests import test_lean_trace as lean
-from tests.test_lean_trace import DEIT
 from tests.test_model import SMALL, TEXT, randomised
 from vit_core import generate, load_model, recorded, run_trace
 from vit_core.explain import interventions
@@ -39,19 +38,15 @@ def pixels(model, seed=1):
                        generator=torch.Generator().manual_seed(seed))
 
 
-CASES = {
-    "classifier": (lambda: randomised(SMALL), {}),
-    "classifier, head switches": (lambda: randomised(SMALL),
-                                  {"head_mask": torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])}),
-    "classifier, no positions": (lambda: randomised(SMALL), {"positions": False}),
-    "captioner, default mask": (lambda: randomised(TEXT), {"text_ids": IDS}),
-    "captioner, full": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "full"}),
-    "captioner, causal": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "causal"}),
-    "captioner, prefix": (lambda: randomised(TEXT), {"text_ids": IDS, "mask": "prefix"}),
-    "DeiT distilled": (lambda: load_model(str(DEIT)), {}),
-    "bundled captioner, causal": (lambda: load_model("shapes-captioner-causal"),
-                                  {"text_ids": IDS, "mask": "causal"}),
-}
+def as_forward(kwargs: dict) -> dict:
+    """test_lean_trace's run_trace arguments as ViT.forward's (text ids get a batch axis)."""
+    return {k: (v[None] if k == "text_ids" else v) for k, v in kwargs.items()}
+
+
+# test_lean_trace's models and settings, and a bundled captioner
+CASES = {name: (make, as_forward(kwargs)) for name, (make, kwargs) in lean.CASES.items()}
+CASES["bundled captioner, causal"] = (lambda: load_model("shapes-captioner-causal"),
+                                      {"text_ids": IDS, "mask": "causal"})
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -154,15 +149,15 @@ def test_bad_input_raises_the_models_own_error():
         replayed(model, pixels(model), IDS)
 
 
-@pytest.mark.parametrize("case", ["classifier, head switches", "captioner, causal",
-                                  "DeiT distilled"])
+@pytest.mark.parametrize("case", ["classifier, head_mask", "captioner, causal",
+                                  "deit distilled, head_mask, no positions"])
 def test_the_attention_summary_replayed_equals_its_eager_walk(case, monkeypatch):
     from vit_core.explain.attention import summarise
 
     make, kwargs = CASES[case]
     model = make()
     x = pixels(model)
-    kwargs = {k: (v[0] if k == "text_ids" else v) for k, v in kwargs.items()}
+    kwargs = lean.CASES[case][1]  # run_trace's arguments
     fast = summarise(run_trace(model, x, **kwargs))
     assert recorded.count(model) == 2  # the pass and the walk
     monkeypatch.setenv(recorded.ENV, "0")

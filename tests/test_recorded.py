@@ -99,6 +99,28 @@ def test_a_model_with_buffers_runs_eagerly():
     assert recorded.count(model) == 0
 
 
+def test_a_subclass_with_its_own_forward_or_any_other_module_is_called_as_given(monkeypatch):
+    """A recording is of ViT.forward; a model that changes forward runs its own, with the
+    arguments it was given (no extra head_mask or positions it may not take)."""
+    from vit_core.model import ViT
+
+    class Doubled(ViT):
+        def forward(self, pixels):
+            return 2 * super().forward(pixels)
+
+    model = Doubled(SMALL).eval()
+    model.load_state_dict(randomised(SMALL).state_dict())
+    x = pixels(model)
+    assert torch.equal(replayed(model, x), eager(model, x))
+    assert recorded.count(model) == 0
+    other = torch.nn.Linear(3, 2).eval()
+    assert torch.equal(replayed(other, torch.ones(1, 3)), eager(other, torch.ones(1, 3)))
+    for env in ("0", "1"):
+        monkeypatch.setenv(recorded.ENV, env)
+        with pytest.raises(TypeError):
+            replayed(randomised(SMALL), x, unknown=1)
+
+
 def test_off_by_the_environment_with_gradients_or_in_training_the_pass_runs_eagerly(monkeypatch):
     model = randomised(SMALL)
     x = pixels(model)

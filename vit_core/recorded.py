@@ -28,15 +28,16 @@ off: it makes passes beside busy threads 2–7× faster but did not make a class
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import threading
 import warnings
 import weakref
 
 import torch
-from torch import nn
 
 from .hooks import capture
+from .model import ViT
 
 ENV = "VIT_CORE_RECORDED"
 
@@ -46,9 +47,11 @@ def enabled() -> bool:
 
 
 def usable(model) -> bool:
-    """Whether passes of `model` may be replayed from a recording: switched on, a module in eval
-    mode without buffers, and no gradients wanted (a recording is for inference)."""
-    return (enabled() and isinstance(model, nn.Module) and not model.training
+    """Whether passes of `model` may be replayed from a recording: switched on, a `ViT` whose
+    forward is `ViT.forward` (a subclass's own forward is not what `_pass` records), in eval mode
+    without buffers, and no gradients wanted (a recording is for inference)."""
+    return (enabled() and isinstance(model, ViT) and type(model).forward is ViT.forward
+            and not model.training
             and not torch.is_grad_enabled() and next(model.buffers(), None) is None)
 
 
@@ -147,11 +150,15 @@ def _inputs(pixels, text_ids, mask, head_mask):
     return args, has
 
 
-def forward(model, pixels, text_ids=None, mask=None, head_mask=None, positions: bool = True):
-    """`model(pixels, text_ids, mask, head_mask, positions)`, replayed from a recording when
-    `usable(model)`, else run eagerly. Same arguments and result as `ViT.forward`."""
+def forward(model, *args, **kwargs):
+    """`model(*args, **kwargs)`, replayed from a recording when `usable(model)` (then with
+    `ViT.forward`'s arguments and result), else called as given (any module)."""
     if not usable(model):
-        return model(pixels, text_ids, mask=mask, head_mask=head_mask, positions=positions)
+        return model(*args, **kwargs)
+    given = inspect.signature(ViT.forward).bind(model, *args, **kwargs)
+    given.apply_defaults()
+    pixels, text_ids, mask, head_mask, positions = (
+        given.arguments[k] for k in ("pixels", "text_ids", "mask", "head_mask", "positions"))
     n_text = 0 if text_ids is None else text_ids.shape[1]
     mask = model.resolve_mask(mask, n_text)  # a tensor, or None for "full"
     args, has = _inputs(pixels, text_ids, mask, head_mask)

@@ -68,9 +68,18 @@ def test_measuring_a_lean_trace_computes_nothing_and_a_hit_measures_it_again():
     assert grown == n + block
     assert lru.get(0, lambda: None) is fresh[0]
     assert lru.held == grown + n  # measured again on the hit
+    before = fresh[0]["blocks.0.mlp.pre"]
     fresh[1]["blocks.1.attn.pattern"]
-    lru.get(1, lambda: None)  # now both have grown past the budget: the older one (0) goes
-    assert lru.keys() == [1] and lru.held == cache.size_of(fresh[1]) <= lru.budget
+    lru.get(1, lambda: None)  # both have grown past the budget: the older one's block goes first
+    assert lru.keys() == [0, 1] and lru.held == n + cache.size_of(fresh[1]) <= lru.budget
+    assert fresh[0].nbytes() == kept and fresh[1].nbytes() == kept + block
+    assert torch.equal(fresh[0]["blocks.0.mlp.pre"], before)  # read again: recomputed, the same
+    assert fresh[0].nbytes() == kept + block and lru.held == 2 * n + block  # not measured yet
+    lru.get(0, lambda: None)  # measured: now 1's block goes, never the entry just used
+    assert lru.keys() == [1, 0] and fresh[1].nbytes() == kept and lru.held == 2 * n + block
+    lru.get(2, lambda: fresh[2])  # a third trace (with a block): blocks are not enough room,
+    assert lru.keys() == [0, 2] and lru.held <= lru.budget  # so the oldest entry goes
+    assert fresh[2].nbytes() == kept + block  # the newest entry keeps its block
 
 
 def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):

@@ -25,6 +25,7 @@ def test_sessions_on_a_real_geometry_model_each_see_their_own_image_on_every_pag
     summary = protocol_run(sessions=3, within=2, model="vit-b16", timeout=180)
     assert_clean(summary, 3)
     assert summary["server_peak_rss_mb"][0] > 300  # ViT-B/16 and its traces were in the server
+    assert 300 < summary["server_pss_after_mb"] <= summary["server_peak_rss_mb"][0]
 
 
 def test_the_shipped_config_gets_a_local_bind_and_one_server_line_per_replica():

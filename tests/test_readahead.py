@@ -75,7 +75,15 @@ def read_ahead_on(monkeypatch):
     return runs
 
 
-def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_on):
+def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_on,
+                                                                      monkeypatch):
+    from vit_core.explain import embeddings
+
+    svd_threads = []  # the Embeddings page's pictures of W_E, once per model, on which thread
+    original = embeddings.embedding_filters
+    monkeypatch.setattr(embeddings, "embedding_filters", lambda *a, **k: (
+        svd_threads.append(threading.current_thread().name), original(*a, **k))[1])
+    state.weight_views.clear()
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state["model"] = "shapes-classifier"
     at.run()
@@ -89,13 +97,15 @@ def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_
     held = state.shared_cache().keys()
     for name in ("_attention_summary", "_logits", "_sublayer_norms", "_experiment"):
         assert any(k[0] == name and k[1] == inp.key for k in held), name
+    assert svd_threads == ["vit-read-ahead"]  # computed ahead, once
     read_ahead_on.clear()
-    for page in ("attention", "masks", "mlp", "experiments"):
+    for page in ("embeddings", "attention", "masks", "mlp", "experiments"):
         at.query_params["page"] = page
         at.run()
         assert not at.exception, page
         assert read_ahead_on == [], (page, read_ahead_on)  # everything was computed ahead
     assert at.session_state["model"] == "shapes-classifier"
+    assert svd_threads == ["vit-read-ahead"]  # the Embeddings page found them computed
 
 
 def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monkeypatch):

@@ -46,6 +46,15 @@ class Server:
         """The most resident memory the server process has had (VmHWM), from /proc."""
         return self._status_mb("VmHWM:")
 
+    def pss_mb(self) -> float:
+        """The server's proportional set size: its resident memory with each page shared with
+        other processes (libraries, another replica's) counted as a share, so the PSS of several
+        replicas add up to the memory they really use together. From /proc/PID/smaps_rollup."""
+        for line in Path(f"/proc/{self.pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
     def _status_mb(self, name: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
             if line.startswith(name):

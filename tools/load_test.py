@@ -317,6 +317,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         wall = time.time() - t0
         cpu = [s.cpu_s() - c for s, c in zip(servers, cpu0, strict=True)]
         peak = [s.peak_rss_mb() for s in servers]
+        pss = sum(s.pss_mb() for s in servers)  # freed memory is kept (ui/process.py): ~ the peak
         client = _own_cpu_s() - client0
         load_after = os.getloadavg()[0]
     return summarize(results, {
@@ -329,6 +330,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         "server_cpu_share": round(sum(cpu) / (wall * (os.cpu_count() or 1)), 2),
         "server_cpu_per_session_s": round(sum(cpu) / sessions, 2),
         "server_peak_rss_mb": [round(p) for p in peak],
+        "server_pss_after_mb": round(pss),
         "client_cpu_s": round(client, 1),
         "load_average_before_after": [round(load_before, 1), round(load_after, 1)]})
 
@@ -371,12 +373,13 @@ def report(summary: dict) -> str:
             for v, r in s["views"].items()]
     out += [f"| every page | | {s['page_p50_s']} | {s['page_p95_s']} | |", "",
             "| wall (s) | server CPU (s, share of the cores) | server CPU per session (s) | "
-            "server peak RSS (MB) | client CPU (s) | sessions per replica | "
-            + " | ".join(PROBLEMS) + " |",
-            "|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
+            "server peak RSS (MB) | server PSS at the end, all replicas (MB) | client CPU (s) | "
+            "sessions per replica | " + " | ".join(PROBLEMS) + " |",
+            "|---|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
             f"| {s['wall_s']} | {s['server_cpu_s']} ({s['server_cpu_share']:.0%}) | "
             f"{s['server_cpu_per_session_s']} | "
-            f"{' + '.join(str(p) for p in s['server_peak_rss_mb'])} | {s['client_cpu_s']} | "
+            f"{' + '.join(str(p) for p in s['server_peak_rss_mb'])} | "
+            f"{s.get('server_pss_after_mb', '—')} | {s['client_cpu_s']} | "
             f"{', '.join(f'{k}: {n}' for k, n in s['sessions_per_replica'].items()) or '—'} | "
             + " | ".join(str(len(s["problems"][k])) for k in PROBLEMS) + " |"]
     out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]

@@ -1,13 +1,15 @@
 """One memory budget, in bytes, for everything the app caches that holds traces or copies of them.
 
 Traces, experiment traces, attention summaries (a stacked copy of every pattern), the patch PCA,
-generations and prepared images all go into one `ByteLRU`: when the bytes it holds would exceed
-the budget, the least recently used entries are dropped until they fit. Sizes are real: a
+generations and prepared images all go into one `ByteLRU`, which drops what it holds (see
+below) whenever the bytes would exceed the budget. Sizes are real: a
 tensor counts its storage once however many names or views share it (so a Trace counts what
 `Trace.nbytes()` counts, plus its mask, and measuring it computes nothing), a numpy array its
 buffer, a PIL image its pixels. A lean trace grows when a page reads a block it recomputes (up
 to trace.KEEP_BLOCKS blocks), so a hit measures its value again and drops older entries if the
-total no longer fits.
+total no longer fits. When the total does not fit, the blocks lean traces recomputed go first
+(each is 1/L of a pass to rebuild, and is rebuilt with the same numbers when read again), and
+only then whole entries, least recently used first.
 A value bigger than the whole budget is returned to its caller but not kept.
 
 The budget is read once per server process (ui/state.py holds the one ByteLRU in
@@ -168,7 +170,18 @@ class ByteLRU:
         return value
 
     def _fit(self) -> None:
-        """Drop the least recently used entries until the held bytes fit (under the lock)."""
+        """Make the held bytes fit (under the lock): first the recomputed blocks of lean traces
+        go, least recently used first and never the newest entry's (a block is 1/L of a pass to
+        rebuild); then, if that is not enough, the least recently used entries."""
+        if self.held > self.budget:
+            for key in list(self._items)[:-1]:
+                value, n = self._items[key]
+                if isinstance(value, Trace) and value.forget_recomputed():
+                    now = self._size(value)
+                    self._items[key] = (value, now)
+                    self.held += now - n
+                    if self.held <= self.budget:
+                        return
         while self.held > self.budget and self._items:
             _, (_, dropped) = self._items.popitem(last=False)
             self.held -= dropped

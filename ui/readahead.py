@@ -6,7 +6,9 @@ idles while a student reads them; then Attention (a quarter of a pass for the at
 Masks (a pass under the causal mask, two captions), MLP (the attention half of every block) and
 Experiments (a pass with a head switched off) each make the student wait for the worker. On
 ViT-B/16 that is ~1 s of passes a student meets page by page; computed ahead, those pages open
-at once.
+at once. The Embeddings page's pictures of the weights are computed once per model (an SVD of
+W_E, ~0.5 s on ViT-B/16), so the first item is those: otherwise the first students of a class to
+reach that page all wait for them.
 
 What: after each script run app.py calls `schedule()`. The first time a session shows an image on
 a model with a mask, it queues, for that image, model and mask, what the later pages compute
@@ -85,7 +87,8 @@ def plan(inp: state.Input, name: str, mask: str | None, layer: int | None,
     captioners, runs, clf = masks_page_models(name, model)
     cap = state.get_model(captioners[0])
     ids = tokenizer_for(cap).encode(caption, max_len=cap.config.max_text_len).ids
-    items = [lambda: state.attention_summary(inp, name, mask),
+    items = [lambda: state.weight_views(name),  # once per model (an SVD of W_E: ~0.5 s)
+             lambda: state.attention_summary(inp, name, mask),
              lambda: state.logits(inp, clf, "causal"),
              lambda: state.logits(other_sample(inp)[1], clf, "causal")]
     for m, k in runs:

@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from . import composer, figures, keys, models, state
+from . import composer, keys, models, state
 
 EVERY_INTERFACE = ("", "0.0.0.0", "::")  # server.address values that listen on the network
 PRIVATE_PROBES = ("10.255.255.255", "192.168.255.255", "172.31.255.255")
@@ -158,4 +158,4 @@ def _root(host: str, scheme: str = "") -> str:
 def draw_qr(url: str) -> None:
     """Who can open the link, and its QR code (under the link in "Share and export")."""
     st.caption(root_url()[1])
-    st.image(figures.qr_png(url), output_format="PNG", caption="QR code of the link above")
+    st.image(state.qr_png(url), output_format="PNG", caption="QR code of the link above")

@@ -212,6 +212,16 @@ class Trace(Mapping):
             held += part.values()
         return held
 
+    def forget_recomputed(self) -> bool:
+        """Drop the blocks (and patch_embed / ln_final) recomputed and kept since the pass; they
+        are recomputed, with the same numbers, when read again. What a cache short of room
+        gives up first: one block is 1/L of a pass, the kept stream a whole pass. Returns
+        whether there was anything to drop."""
+        with self._order:
+            had = bool(self._computed)
+            self._computed.clear()
+        return had
+
     # ---- block by block
 
     def block(self, layer: int) -> Mapping[str, torch.Tensor]:

@@ -16,7 +16,7 @@ busy     a pass and a caption beside 0-2 threads busy in Python: eager against r
 load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
          ViT-B/16, each uploads its own picture and visits every page 10 s apart
          (tools/load_test.py, Streamlit's protocol, no browsers), on one app process and on
-         --replicas behind HAProxy (one torch thread each, the 1 GB cache shared out)
+         --replicas behind HAProxy (one torch thread each, the default cache shared out)
 """
 
 from __future__ import annotations

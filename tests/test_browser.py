@@ -495,10 +495,16 @@ def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> Non
 def hover_and_click(page, plot, marker, hover_text: str, shot: str) -> None:
     """Click an invisible plotly marker as a hand would: plotly takes the clicked point from its
     hover state, so hover until its label shows. The chart may still resize or move while the
-    page settles (CI failed twice on a busy machine), so each try measures the marker where it
-    is now, and a failure leaves a screenshot named `shot`."""
+    page settles (CI failed twice on a busy machine) or scroll away, so each try scrolls the
+    plot into view and measures the marker where it is now, and a failure leaves a screenshot
+    named `shot`."""
     for _ in range(10):
+        plot.scroll_into_view_if_needed()  # the page may have scrolled since (CI: marker at y<0)
         box = marker.bounding_box()
+        view = page.viewport_size
+        if not (0 <= box["y"] and box["y"] + box["height"] <= view["height"]):
+            marker.scroll_into_view_if_needed()
+            box = marker.bounding_box()
         x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         page.mouse.move(x - 4, y - 4)
         page.mouse.move(x, y)

@@ -40,23 +40,21 @@ class Server:
 
     def rss_mb(self) -> float:
         """Resident memory of the server process, from /proc."""
-        return self._status_mb("VmRSS:")
+        return self._proc_mb("status", "VmRSS:")
 
     def peak_rss_mb(self) -> float:
         """The most resident memory the server process has had (VmHWM), from /proc."""
-        return self._status_mb("VmHWM:")
+        return self._proc_mb("status", "VmHWM:")
 
     def pss_mb(self) -> float:
         """The server's proportional set size: its resident memory with each page shared with
         other processes (libraries, another replica's) counted as a share, so the PSS of several
         replicas add up to the memory they really use together. From /proc/PID/smaps_rollup."""
-        for line in Path(f"/proc/{self.pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        return self._proc_mb("smaps_rollup", "Pss:")
 
-    def _status_mb(self, name: str) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+    def _proc_mb(self, file: str, name: str) -> float:
+        """The `name` line (in kB) of /proc/PID/`file`, in MB."""
+        for line in Path(f"/proc/{self.pid}/{file}").read_text().splitlines():
             if line.startswith(name):
                 return int(line.split()[1]) / 1024
         return float("nan")

@@ -28,10 +28,9 @@ def tokenizer_for(model) -> Tokenizer:
 @torch.inference_mode()
 def next_token_logits(model, pixels, ids, mask=None) -> torch.Tensor:
     """Logits [B, V] for the token after `ids` [B, t] (a full forward; no KV cache needed here).
-    A ViT's pass is replayed from its recording (`recorded.forward`, the same numbers)."""
-    if isinstance(model, torch.nn.Module):
-        return recorded.forward(model, pixels, ids, mask=mask)[:, -1]
-    return model(pixels, ids, mask=mask)[:, -1]  # a wrapper, e.g. an intervention's
+    A ViT's pass is replayed from its recording when that is on (`recorded.forward`, the same
+    numbers); any other model or wrapper is called as it is."""
+    return recorded.forward(model, pixels, ids, mask=mask)[:, -1]
 
 
 @torch.inference_mode()

@@ -15,8 +15,8 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import APP
+from ui import keys, share
 from ui import models as ui_models
-from ui import share
 from vit_core import generate, load_image, load_model, preprocess
 from vit_core.scenes import world
 
@@ -25,9 +25,12 @@ STAR_CODE = "star_blue_sand_right_100_30_2_5"
 
 
 def open_app(params: dict, model: str | None = None) -> AppTest:
+    """The app opened on a link, with the sidebar's composer and share expanders opened (their
+    contents are drawn only while open)."""
     at = AppTest.from_file(APP, default_timeout=240)
     for k, v in params.items():
         at.query_params[k] = v
+    at.session_state[keys.COMPOSE_OPEN] = at.session_state[keys.SHARE_OPEN] = True
     if model:
         at.session_state["model"] = model
     at.run()
@@ -111,6 +114,31 @@ def test_composing_in_the_sidebar_changes_the_image_and_the_link():
     sample.set_value(sample.options[3]).run()
     assert showing(at).startswith("Showing sample:") and "scene" not in at.query_params
     assert not at.sidebar.toggle(key="compose").value
+
+
+def test_closed_expanders_draw_nothing_and_the_composed_scene_stays():
+    at = open_app({"page": "overview"})
+    at.sidebar.selectbox(key="compose_shape").set_value("moon").run()
+    at.sidebar.slider(key="compose_distractors").set_value(2).run()
+    moon = world.Composition("moon", "red", "grass", "centre", 110, 0, 2, 0)
+    assert np.array_equal(shown(at), np.asarray(world.compose(moon).image))
+    drawn = len(at.sidebar.selectbox) + len(at.sidebar.slider) + len(at.sidebar.code)
+    at.session_state[keys.COMPOSE_OPEN] = at.session_state[keys.SHARE_OPEN] = False  # closed
+    at.run()
+    assert not at.exception
+    assert [s.key for s in at.sidebar.selectbox] == ["model", "mask", "sample"]
+    assert not at.sidebar.slider and not at.sidebar.code and not at.sidebar.toggle(
+        key="presenter").value and len(at.sidebar.toggle) == 2  # presenter mode, the camera
+    assert drawn - (len(at.sidebar.selectbox) + len(at.sidebar.slider)) == 4 + 3 + 1
+    # the scene is still the image, in the link too, with every control's value kept
+    assert np.array_equal(shown(at), np.asarray(world.compose(moon).image))
+    assert showing(at).startswith("Showing composed: a red moon on the grass ·")
+    assert at.query_params["scene"] == moon.code
+    at.session_state[keys.COMPOSE_OPEN] = True
+    at.run()
+    assert (at.sidebar.selectbox(key="compose_shape").value,
+            at.sidebar.slider(key="compose_distractors").value,
+            at.sidebar.toggle(key="compose").value) == ("moon", 2, True)
 
 
 def test_a_scene_the_world_does_not_draw_falls_back_in_one_sentence():

@@ -20,9 +20,11 @@ VIEW = {"page": "attention", "model": "vit-ti16", "layer": "3", "head": "2", "pa
 
 
 def open_link(params: dict) -> AppTest:
+    """The app opened on a link, with the sidebar's "Share and export" expander opened."""
     at = AppTest.from_file(APP, default_timeout=240)
     for k, v in params.items():
         at.query_params[k] = v
+    at.session_state[keys.SHARE_OPEN] = True
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

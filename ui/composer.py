@@ -24,7 +24,8 @@ FIELDS = {  # Composition field -> its widget's key
     "background": keys.COMPOSE_BACKGROUND, "position": keys.COMPOSE_POSITION,
     "size": keys.COMPOSE_SIZE, "rotation": keys.COMPOSE_ROTATION,
     "distractors": keys.COMPOSE_DISTRACTORS, "variation": keys.COMPOSE_VARIATION}
-WIDGETS = (keys.COMPOSE, *FIELDS.values())  # kept across st.switch_page (controls.SIDEBAR)
+# kept across st.switch_page (controls.SIDEBAR)
+WIDGETS = (keys.COMPOSE_OPEN, keys.COMPOSE, *FIELDS.values())
 
 
 def load_link(code: str | None) -> None:
@@ -44,6 +45,7 @@ def load_link(code: str | None) -> None:
     for field, key in FIELDS.items():
         st.session_state[key] = getattr(c, field)
     st.session_state[keys.COMPOSE] = True
+    st.session_state[keys.COMPOSE_OPEN] = True  # the scene's controls in view
 
 
 def stop() -> None:
@@ -63,8 +65,10 @@ def _fit() -> str | None:
     ss = st.session_state
     for field, key in FIELDS.items():
         # re-stored even when unchanged: a slider whose range changes is a new widget, and
-        # Streamlit would otherwise start it at its minimum
+        # Streamlit would otherwise start it at its minimum; and while the expander is closed
+        # its widgets are not drawn, so Streamlit would otherwise forget their values
         ss[key] = ss.get(key, getattr(DEFAULT, field))
+    ss[keys.COMPOSE] = bool(ss.get(keys.COMPOSE))
     changed = []
     background, position = ss[keys.COMPOSE_BACKGROUND], ss[keys.COMPOSE_POSITION]
     if ss[keys.COMPOSE_COLOUR] in world.CLASHES[background]:
@@ -103,44 +107,52 @@ def draw(sb) -> state.Input | None:
     if ss.get(keys.SCENE_NOTICE):
         sb.warning(ss.pop(keys.SCENE_NOTICE))
     fitted = _fit()
-    on = bool(ss.get(keys.COMPOSE))
-    with sb.expander("Compose a scene", expanded=on):
-        st.toggle("Use this scene", key=keys.COMPOSE,
-                  help="Changing any control below also makes it the image; choosing a "
-                       "sample scene goes back to the samples.")
-        c = composition()
-        preview, words = st.columns(2, vertical_alignment="center")
-        preview.image(state.composed_bytes(c.code), width=112)
-        words.caption(c.spec.caption)
-        if fitted:
-            st.caption(fitted)
-        left, right = st.columns(2)
-        left.selectbox("Shape", world.CLASS_NAMES, key=keys.COMPOSE_SHAPE, on_change=_use)
-        right.selectbox("Colour", _colours(c.background), key=keys.COMPOSE_COLOUR,
-                        on_change=_use)
-        left.selectbox("Background", world.BACKGROUNDS, key=keys.COMPOSE_BACKGROUND,
-                       on_change=_use)
-        right.selectbox("Position", world.POSITIONS, key=keys.COMPOSE_POSITION, on_change=_use)
-        st.caption(f"Not offered on the {c.background}: {' and '.join(world.CLASHES[c.background])}"
-                   f" — the world never draws a colour on a background it would blend into.")
-        lo, hi = world.size_range(c.position)
-        st.slider(f"Size (px across; {lo}–{hi} {_where(c.position)})", lo, hi,
-                  key=keys.COMPOSE_SIZE, on_change=_use,
-                  help="The sizes the world draws: {}–{} px in the centre, {}–{} px in the "
-                       "edge zones.".format(*world.size_range("centre"), *world.size_range("left")))
-        rlo, rhi = world.rotation_range(c.shape)
-        st.slider("Rotation (° clockwise" + ("; hearts only tilt)" if c.shape == "heart" else ")"),
-                  rlo, rhi, key=keys.COMPOSE_ROTATION, on_change=_use,
-                  help=f"Hearts only tilt (±{world.rotation_range('heart')[1]}°) in this world, "
-                       f"so that they still read as hearts; every other shape turns all the way.")
-        st.slider("Distractors (pebbles, leaves, twigs)", 0, world.MAX_DISTRACTORS,
-                  key=keys.COMPOSE_DISTRACTORS, on_change=_use)
-        st.number_input("Variation", 0, world.MAX_VARIATION, step=1,
-                        key=keys.COMPOSE_VARIATION, on_change=_use,
-                        help="Picks what a seed would: the texture's crop, the lighting, the "
-                             "colour's shade and where the distractors lie.")
+    c = composition()
+    # Drawn only while open (each element costs the browser a redraw of the page in every run:
+    # ~0.3 s of a new photo's first view went to these controls and the share expander's).
+    box = sb.expander("Compose a scene", key=keys.COMPOSE_OPEN, on_change="rerun")
+    if box.open:
+        with box:
+            _controls(c, fitted)
     if not ss[keys.COMPOSE]:
         ss.pop(keys.SCENE, None)
         return None
     ss[keys.SCENE] = c.code
     return state.make_input(f"composed: {c.spec.caption}", state.composed_bytes(c.code))
+
+
+def _controls(c: world.Composition, fitted: str | None) -> None:
+    """The expander's contents: the toggle, a preview and one control per Composition field."""
+    st.toggle("Use this scene", key=keys.COMPOSE,
+              help="Changing any control below also makes it the image; choosing a "
+                   "sample scene goes back to the samples.")
+    preview, words = st.columns(2, vertical_alignment="center")
+    preview.image(state.composed_bytes(c.code), width=112)
+    words.caption(c.spec.caption)
+    if fitted:
+        st.caption(fitted)
+    left, right = st.columns(2)
+    left.selectbox("Shape", world.CLASS_NAMES, key=keys.COMPOSE_SHAPE, on_change=_use)
+    right.selectbox("Colour", _colours(c.background), key=keys.COMPOSE_COLOUR,
+                    on_change=_use)
+    left.selectbox("Background", world.BACKGROUNDS, key=keys.COMPOSE_BACKGROUND,
+                   on_change=_use)
+    right.selectbox("Position", world.POSITIONS, key=keys.COMPOSE_POSITION, on_change=_use)
+    st.caption(f"Not offered on the {c.background}: {' and '.join(world.CLASHES[c.background])}"
+               f" — the world never draws a colour on a background it would blend into.")
+    lo, hi = world.size_range(c.position)
+    st.slider(f"Size (px across; {lo}–{hi} {_where(c.position)})", lo, hi,
+              key=keys.COMPOSE_SIZE, on_change=_use,
+              help="The sizes the world draws: {}–{} px in the centre, {}–{} px in the "
+                   "edge zones.".format(*world.size_range("centre"), *world.size_range("left")))
+    rlo, rhi = world.rotation_range(c.shape)
+    st.slider("Rotation (° clockwise" + ("; hearts only tilt)" if c.shape == "heart" else ")"),
+              rlo, rhi, key=keys.COMPOSE_ROTATION, on_change=_use,
+              help=f"Hearts only tilt (±{world.rotation_range('heart')[1]}°) in this world, "
+                   f"so that they still read as hearts; every other shape turns all the way.")
+    st.slider("Distractors (pebbles, leaves, twigs)", 0, world.MAX_DISTRACTORS,
+              key=keys.COMPOSE_DISTRACTORS, on_change=_use)
+    st.number_input("Variation", 0, world.MAX_VARIATION, step=1,
+                    key=keys.COMPOSE_VARIATION, on_change=_use,
+                    help="Picks what a seed would: the texture's crop, the lighting, the "
+                         "colour's shade and where the distractors lie.")

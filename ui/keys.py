@@ -27,6 +27,7 @@ DROP_UPLOAD = "drop_upload"  # button: stop using the uploaded photo
 USE_CAMERA = "use_camera"  # bool: camera input shown (toggle)
 CAMERA = "camera"  # the camera photo (camera_input)
 DOWNLOAD_TRACE = "download_trace"  # button: download the trace as .npz
+SHARE_OPEN = "share_open"  # bool: the "Share and export" expander is open (its contents drawn)
 CHECKPOINT_PATH = "checkpoint_path"  # str: server path typed in the checkpoint form
 CHECKPOINT_HEADS = "checkpoint_heads"  # int: number of heads typed in the checkpoint form
 CHECKPOINT_LOAD = "checkpoint_load"  # button: load the checkpoint
@@ -38,6 +39,7 @@ UPLOAD_PREFIX = "upload-"  # + upload round: the uploader's key (see upload(); s
 
 # ---------------------------------------------------------------- scene composer
 # Drawn by ui/composer.py in the sidebar's Image section; a shared link fills them (?scene=).
+COMPOSE_OPEN = "compose_open"  # bool: the "Compose a scene" expander is open (its controls drawn)
 COMPOSE = "compose"  # bool: the composed scene is the image (toggle; any composer change)
 COMPOSE_SHAPE = "compose_shape"  # str: one of world.CLASS_NAMES (selectbox)
 COMPOSE_COLOUR = "compose_colour"  # str: a colour the background allows (selectbox)

@@ -78,8 +78,12 @@ def draw(stage: str, where=None) -> None:
         inp = state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
     st.session_state[keys.INPUT] = inp
     st.session_state[keys.INPUT_ERROR] = error  # state.load_current shows it on the page
+    state.start_trace(inp, name, state.chosen_mask())  # its pass runs while the rest is drawn
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
-    with sb.expander("Share and export"):
+    box = sb.expander("Share and export", key=keys.SHARE_OPEN, on_change="rerun")
+    if not box.open:  # drawn only while open, as the composer (ui/composer.py says why)
+        return
+    with box:
         st.caption("Link to this view (same stage, model, scene, layer, head and patch):")
         st.code(link := share.link(stage), language=None)
         share.draw_qr(link)
@@ -108,6 +112,10 @@ def _take_upload() -> None:
     if file is not None:
         st.session_state[keys.UPLOAD] = (file.name, file.getvalue())
         st.session_state[keys.UPLOAD_ROUND] = st.session_state.get(keys.UPLOAD_ROUND, 0) + 1
+        name = st.session_state.get(keys.MODEL)
+        if name in models.choices():  # the pass starts now, before anything is drawn
+            state.start_trace(state.make_input(f"upload: {file.name}", file.getvalue()), name,
+                              state.chosen_mask())
 
 
 def _drop_upload() -> None:

@@ -15,6 +15,8 @@ import functools
 import hashlib
 import inspect
 import io
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import streamlit as st
@@ -142,6 +144,34 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
     pixels = prepare(inp, model_name).pixels
     text = None if text_ids is None else tuple(int(i) for i in text_ids)
     return _trace(inp.key, model_name, same_mask(model_name, mask), text, pixels)
+
+
+_starter: ThreadPoolExecutor | None = None
+_starter_lock = threading.Lock()
+
+
+def start_trace(inp: Input, model_name: str, mask: str | None = None) -> None:
+    """Begin `trace(inp, model_name, mask)` on a helper thread and return at once.
+
+    Called as soon as a script run knows its image (the uploader's callback, the sidebar), so the
+    pass runs while the script draws the sidebar and the page's top; the page's own `trace` call
+    then finds it computed or waits for the one in progress (the cache computes a key once, never
+    twice). Errors are not shown here: the page asks again and shows them in its one sentence.
+    A model not loaded yet is loaded on the helper thread, as the page would (one load: the
+    model cache waits for it too).
+    """
+    global _starter
+    with _starter_lock:
+        if _starter is None:  # made on first use: importing this module starts no thread
+            _starter = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vit-head-start")
+    _starter.submit(_start, inp, model_name, mask)
+
+
+def _start(inp: Input, model_name: str, mask: str | None) -> None:
+    try:
+        trace(inp, model_name, mask=mask)
+    except Exception:  # noqa: BLE001 - the page computes it again and says what went wrong
+        pass
 
 
 @held

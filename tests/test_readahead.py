@@ -41,6 +41,19 @@ def test_items_run_in_order_on_their_thread_only_when_idle_says_so():
     assert ra.done == 3 and ra.pending() == 0
 
 
+def test_every_sessions_next_page_comes_before_anyones_later_pages():
+    gate, ran = threading.Event(), []
+    ra = readahead.ReadAhead(idle=gate.wait)
+    for who in "abc":  # three students, arriving in this order, each with a three-page plan
+        ra.add(readahead._Interest((who, "model", None)),
+               [lambda who=who, page=page: ran.append(f"{who}{page}") for page in range(3)])
+    gate.set()
+    deadline = time.monotonic() + 5
+    while len(ran) < 9 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran == ["a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"]
+
+
 def test_a_session_that_moved_on_or_went_stale_has_its_items_dropped_and_a_failure_is_no_stop():
     gate, ran = threading.Event(), []
     ra = readahead.ReadAhead(idle=gate.wait)

@@ -13,7 +13,9 @@ reach that page all wait for them.
 What: after each script run app.py calls `schedule()`. The first time a session shows an image on
 a model with a mask, it queues, for that image, model and mask, what the later pages compute
 first with their default settings (`plan`, in the tour's order). One thread works through the
-queue, one item at a time, and starts an item only after the worker has had nothing queued and
+queue, one item at a time, every session's next item before anyone's later ones (a class moves
+through the tour together: the student who came last needs the Attention page's summary before
+the first one needs the MLP page's norms), and starts an item only after the worker has had nothing queued and
 no pass running for QUIET_S (Worker.wait_idle): a student's own request then waits at most for
 the one pass in progress, as behind any other student's, and on a busy server (a class of 30 on
 ViT-B/16) the read-ahead mostly waits. Items of a session that has since moved to another image,
@@ -28,10 +30,11 @@ tests/conftest.py).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 
 import streamlit as st
@@ -116,18 +119,25 @@ class _Interest:
 
 
 class ReadAhead:
-    """A queue of (interest, item) and the one thread that runs items while `idle()` allows."""
+    """A queue of (interest, item) and the one thread that runs items while `idle()` allows.
+
+    Items run by their place in their session's plan, then by arrival: every session's next
+    page before anyone's later pages (a class moves through the tour together, so the session
+    that came last needs its Attention page's summary sooner than the first one needs its MLP
+    page), and one session's items in their plan's order."""
 
     def __init__(self, idle: Callable[[], object]):
         self._idle = idle
-        self._items: deque = deque()
+        self._items: list = []  # a heap of (place in the plan, arrival, interest, item)
+        self._arrivals = itertools.count()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self.done = self.skipped = self.failed = 0  # counts (tests read them)
 
     def add(self, interest: _Interest, items: list[Callable]) -> None:
         with self._lock:
-            self._items.extend((interest, item) for item in items)
+            for place, item in enumerate(items):
+                heapq.heappush(self._items, (place, next(self._arrivals), interest, item))
             if self._thread is None:  # started on first use, not on import
                 self._thread = threading.Thread(target=self._loop, name="vit-read-ahead",
                                                 daemon=True)
@@ -143,7 +153,7 @@ class ReadAhead:
             with self._lock:
                 while not self._items:
                     self._lock.wait()
-                interest, item = self._items.popleft()
+                _, _, interest, item = heapq.heappop(self._items)
             if interest.wanted():
                 self._idle()
             if not interest.wanted():

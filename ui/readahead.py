@@ -10,19 +10,18 @@ at once. The Embeddings page's pictures of the weights are computed once per mod
 W_E, ~0.5 s on ViT-B/16), so the first item is those: otherwise the first students of a class to
 reach that page all wait for them.
 
-What: after each script run app.py calls `schedule()`. The first time a session shows an image on
-a model with a mask, it queues, for that image, model and mask, what the later pages compute
-first with their default settings (`plan`, in the tour's order). One thread works through the
-queue, one item at a time, every session's next item before anyone's later ones (a class moves
-through the tour together: the student who came last needs the Attention page's summary before
-the first one needs the MLP page's norms), and starts an item only after the worker has had nothing queued and
-no pass running for QUIET_S (Worker.wait_idle): a student's own request then waits at most for
-the one pass in progress, as behind any other student's, and on a busy server (a class of 30 on
-ViT-B/16) the read-ahead mostly waits. Items of a session that has since moved to another image,
-model or mask are dropped, and so are items queued more than STALE_S ago. Results go into the
-same cache the pages read, so a page finds them, or waits for the one in progress (never a
-second pass); an item that fails is left for the page, which computes it and shows any error
-itself.
+What: after each script run app.py calls `schedule()`. The first time a session shows an image on a
+model with a mask, it queues, for that image, model and mask, what the later pages compute first
+with their default settings (`plan`, in the tour's order). One thread works through the queue, one
+item at a time, every session's next item before anyone's later ones (a class moves through the
+tour together: the student who came last needs the Attention page's summary before the first one
+needs the MLP page's norms), and starts an item only after the worker has had nothing queued and no
+pass running for QUIET_S (Worker.wait_idle): a student's own request then waits at most for the one
+pass in progress, as behind any other student's, and on a busy server (a class of 30 on ViT-B/16)
+the read-ahead mostly waits. Items of a session that has since moved to another image, model or
+mask are dropped, and so are items queued more than STALE_S ago. Results go into the same cache the
+pages read, so a page finds them, or waits for the one in progress (never a second pass); an item
+that fails is left for the page, which computes it and shows any error itself.
 
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: its AppTest runs count passes;
 tests/conftest.py).

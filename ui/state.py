@@ -153,8 +153,8 @@ _starter_lock = threading.Lock()
 def start_trace(inp: Input, model_name: str, mask: str | None = None) -> None:
     """Begin `trace(inp, model_name, mask)` on a helper thread and return at once.
 
-    Called as soon as a script run knows its image (the uploader's callback, the sidebar), so the
-    pass runs while the script draws the sidebar and the page's top; the page's own `trace` call
+    Called by the uploader's and the camera's callbacks, before the script run draws anything, so
+    the pass runs while it draws the sidebar and the page's top; the page's own `trace` call
     then finds it computed or waits for the one in progress (the cache computes a key once, never
     twice). Errors are not shown here: the page asks again and shows them in its one sentence.
     A model not loaded yet is loaded on the helper thread, as the page would (one load: the

@@ -48,9 +48,12 @@ st.write(
     f"The model cuts the {c.img_size}×{c.img_size} image into square patches of "
     f"{c.patch_size}×{c.patch_size} pixels, turns each patch into a vector of {D} "
     f"numbers, and lets these vectors exchange information through {blocks} of "
-    f"attention and MLP layers. Everything below was computed on your image in a single "
-    f"forward pass that kept all {len(tr)} intermediate tensors"
-    + (", except the caption, which takes one more pass per word." if c.has_text else ".")
+    f"attention and MLP layers. Everything below comes from one forward pass on your "
+    f"image" + (" (the caption takes one more pass per word)" if c.has_text else "")
+    + f", which offers {len(tr)} intermediate tensors by name. It keeps the residual stream, "
+    f"the input and output of every block; when a page opens a block's inside (Q, K, V, "
+    f"attention, the MLP), that one block is run again from its kept input, which gives the "
+    f"same numbers."
 )
 prefix_tex = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)
 st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.patch_size}}}"

@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from tests.test_app import APP
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
+from vit_core.hooks import capture
 
 HUB = Path(__file__).parent / "fixtures" / "hub"
 FIX = {name.split("/")[-1]: str(HUB / name) for name in (
@@ -520,6 +521,19 @@ def test_overview_notice_counts_are_this_models(model):
     note = notice(at)
     assert f"S = {S} " in note and f"S×S = {S * S:,} entries" in note
     assert f"{net.config.num_heads} head" in note and f"{net.config.depth} block" in note
+
+
+@pytest.mark.parametrize("model", [CLF, CAP])
+def test_overview_says_what_the_pass_keeps_and_how_many_tensors_it_offers(model):
+    """The lean trace keeps the residual stream and recomputes a block's inside on demand: the
+    page must not say the pass kept every tensor, and its count is the eager pass's hook points."""
+    at = at_page("overview", model)
+    net, tr = reference(at)
+    with torch.inference_mode(), capture() as store:  # every hook point of one eager pass
+        net(preprocess(load_image(at.session_state[keys.INPUT].data), net.config))
+    said = text(at)
+    assert f"offers {len(store)} intermediate tensors by name" in said
+    assert "It keeps the residual stream" in said and "kept all" not in said
 
 
 @pytest.mark.parametrize("model,embed,logits,ln_final", [

@@ -241,8 +241,7 @@ def load_current():
         inp = make_input(f"sample: {sample_caption(seed)}", sample_bytes(seed))
         st.session_state[keys.INPUT] = inp
         prep = prepare(inp, name)
-    with st.spinner(f"Running {name} on this image: one forward pass, keeping every "
-                    f"intermediate tensor…"):
+    with st.spinner(f"Running {name} on this image: one forward pass…"):
         tr = trace(inp, name, mask=chosen_mask())
     if not model.info.trained:
         st.warning(f"{name} has random weights: every shape and number here is real, but "

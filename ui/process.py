@@ -5,9 +5,10 @@ called first thing by `app.py` and by `python -m benchmarks`, never by `vit_core
 so a notebook or a training job that imports the library keeps its own settings.
 
 What it sets, and why (measured on this project's 2-core VM, README "Performance"):
-- `THP_MEM_ALLOC_ENABLE=1`: transparent huge pages in torch's CPU allocator. A trace keeps every
-  intermediate alive (~170 MB for ViT-B/16), so each trace touches fresh memory; huge pages cut
-  its page faults ~5x (run_trace / timm 1.23 -> 1.09). Torch reads it once, when it loads.
+- `THP_MEM_ALLOC_ENABLE=1`: transparent huge pages in torch's CPU allocator. Measured when a
+  trace still kept every intermediate alive (~170 MB for ViT-B/16; the lean trace keeps ~8 MB),
+  so each trace touched fresh memory: huge pages cut its page faults ~5x (run_trace / timm
+  1.23 -> 1.09). A full trace (`lean=False`) still does. Torch reads it once, when it loads.
 - `OMP_WAIT_POLICY=PASSIVE`: idle OpenMP threads sleep instead of spinning. When another process
   holds a core, a 2-thread pass otherwise waits on a descheduled spinner (ViT-B/16 traced in
   0.86 s instead of 0.27 s next to one busy core; 0.53 s with sleeping threads). libgomp reads

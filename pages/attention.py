@@ -89,7 +89,9 @@ if steps.show("attention", 0):
                      + ("DIST and " if c.dist_token else "") + "the patches start.")
     else:
         numbering = f"This model has no CLS token: patch {p} is token {p}."
-    masked = "" if bool(allowed.all()) else f" Under the {tr.mask_kind} mask, blocked keys get 0."
+    masked = "" if bool(allowed.all()) else (
+        f" Under the {tr.mask_kind} mask, blocked keys get weight 0." if scale == "Viridis" else
+        f" Under the {tr.mask_kind} mask, blocked keys score −∞ and are left blank.")
     st.caption(f"Rows are queries, columns are keys; on the axes pN is patch N. {numbering} The "
                f"selected patch's row is outlined.{masked}")
 
@@ -121,15 +123,22 @@ if pre and steps.show("attention", 2):
         rows = [prefix_rows[layer, h, i, pre:pre + g * g] for h in range(H)]
         maps = [figures.overlay(prep.crop, r.reshape(g, g).numpy()) for r in rows]
         mean_row = prefix_rows[layer, :, i].mean(0)
-        half = keys_holding(mean_row)
-        show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
-            f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),
-                   f"Bright = where the {tok} token reads from, over the patches; each map is "
+        n_keys = int(allowed[i].sum())
+        if bool(allowed[i, pre:].any()):
+            how = (f"Bright = where the {tok} token reads from, over the patches; each map is "
                    f"scaled on its own, from its smallest to its largest weight (printed above "
                    f"it; inferno colours, dark to bright). Averaged over the heads, half of "
-                   f"{tok}'s attention falls on {half} of its {int(allowed[i].sum())} keys; "
-                   f"{float(mean_row[:pre].sum()):.0%} on {' and '.join(prefix)}.",
-                   f"{tok.lower()}-heads")
+                   f"{tok}'s attention falls on {keys_holding(mean_row)} of its {n_keys} "
+                   f"key{'' if n_keys == 1 else 's'}; {float(mean_row[:pre].sum()):.0%} on "
+                   f"{' and '.join(prefix)}.")
+        else:  # e.g. the causal mask: CLS (and DIST) come before every patch
+            seen = " and ".join(n for j, n in enumerate(prefix) if allowed[i, j])
+            how = (f"Under the {tr.mask_kind} mask the {tok} token sees no patch, only {seen}, so "
+                   f"every map is dark: 0% of its attention on each patch, "
+                   f"{float(mean_row[:pre].sum()):.0%} on {seen}.")
+        show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
+            f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),
+                   how, f"{tok.lower()}-heads")
 elif not pre and steps.show("attention", 1):
     st.write("This model has no CLS token, so there is no CLS attention to map.")
 

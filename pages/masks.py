@@ -30,17 +30,20 @@ cap = models[captioners[0]]
 cc = cap.config
 caption = st.text_input("Caption fed to the text stream", readahead.MASK_CAPTION,
                         key=keys.MASK_CAPTION, max_chars=2000)
-enc = tokenizer_for(cap).encode(caption, max_len=cc.max_text_len)
+tok = tokenizer_for(cap)
+enc = tok.encode(caption, max_len=cc.max_text_len)
 if enc.notice:
     st.warning(enc.notice)
+fed = ["[UNK]" if i == tok.unk_id else w for w, i in zip(enc.words, enc.ids, strict=True)]
 n_img, n_txt = cc.num_image_tokens, len(enc.ids)
 S = n_img + n_txt
 pre_names = " + ".join(cc.prefix_names)
 if steps.show("masks", 0):
     st.write(f"{captioners[0]}: **{n_img}** image tokens ({pre_names + ' + ' if pre_names else ''}"
-             f"{cc.num_patches} patches) + **{n_txt}** text tokens ([SOS] + {n_txt - 1} words) = "
+             f"{cc.num_patches} patches) + **{n_txt}** text tokens ([SOS] + {n_txt - 1} "
+             f"word{'' if n_txt == 2 else 's'}) = "
              f"S = **{S}**.")
-cap_labels = figures.token_labels(cc, enc.words)
+cap_labels = figures.token_labels(cc, fed)
 if steps.show("masks", 0):
     mask_ticks = figures.spaced_ticks(cap_labels, cc.grid, 190)  # three masks side by side
     cols = st.columns(3)
@@ -59,7 +62,7 @@ if steps.show("masks", 0):
              f"{cc.num_prefix_tokens}) sees p + {cc.num_prefix_tokens + 1} tokens"
              if cc.num_prefix_tokens else "patch 0 sees only itself and patch p sees p + 1 tokens")
     st.caption(f"On the axes pN is patch N; the text rows and columns are [SOS] and then, in "
-               f"order, {' '.join(enc.words[1:]) or 'no words'} (where they do not fit, only some "
+               f"order, {' '.join(fed[1:]) or 'no words'} (where they do not fit, only some "
                f"are printed). Under the causal mask token i sees i + 1 tokens: "
                f"{first}. Under the prefix mask every image token sees all {n_img} image tokens. "
                f"A text token sees the same keys under both: every image token, and the text up to "
@@ -75,7 +78,7 @@ if steps.show("masks", 1):
     cols = st.columns(len(runs))
     for col, (m, kind) in zip(cols, runs, strict=True):
         t = state.trace(inp, m, mask=kind, text_ids=enc.ids)
-        tl = figures.token_labels(models[m].config, enc.words)
+        tl = figures.token_labels(models[m].config, fed)
         live_ticks = figures.spaced_ticks(tl, models[m].config.grid, 200)
         col.plotly_chart(figures.matrix_heatmap(
             t[f"blocks.{layer}.attn.pattern"][head].numpy(), f"{m}, {kind} mask",
@@ -92,8 +95,9 @@ if steps.show("masks", 1):
             col.write(f"Held-out (model card): exact caption {info.metrics['exact_match']:.1%}, "
                       f"token accuracy {info.metrics['token_accuracy']:.1%}.")
         scored = state.scores(inp, m, caption, mask=kind)
-        col.dataframe([{"word": w, "P(word)": f"{p:.1%}"} for w, p in
-                       zip(scored.words, scored.probs, strict=True)], hide_index=True,
+        col.dataframe([{"word": w + (" (unknown → [UNK])" if u else ""), "P(word)": f"{p:.1%}"}
+                       for w, p, u in zip(scored.words, scored.probs, scored.unknown,
+                                          strict=True)], hide_index=True,
                       key=keys.mask_scores(m, kind))
     if trained:
         st.caption("The bundled captioners were trained with label smoothing 0.05, so a word they "
@@ -117,7 +121,8 @@ if steps.show("masks", 2):
     gap = float((other_logits - causal_logits).abs().max())
     left, right = st.columns(2)
     label = picker.plain_label(clf_name)
-    left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention (as trained)",
+    as_trained = " (as trained)" if clf.info.trained else ""
+    left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention{as_trained}",
                                         x_title="probability"), key=keys.CLF_FULL)
     right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",
                                          x_title="probability"), key=keys.CLF_CAUSAL)

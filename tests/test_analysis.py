@@ -4,7 +4,12 @@ import math
 
 import torch
 
-from vit_core.explain.attention import attention_entropy, mean_attention_distance, rollout
+from vit_core.explain.attention import (
+    attention_entropy,
+    distance_note,
+    mean_attention_distance,
+    rollout,
+)
 from vit_core.explain.embeddings import embedding_filters, position_similarity
 from vit_core.explain.tokens import token_stats
 
@@ -79,3 +84,15 @@ def test_token_stats_match_layernorm_definition():
     x = torch.tensor([1.0, 2.0, 3.0, 6.0])
     s = token_stats(x)
     assert s["mean"] == 3.0 and math.isclose(s["std"], math.sqrt(3.5))
+
+
+def test_distance_note_agrees_in_number_with_how_many_heads_there_are():
+    """One head is "this head looks", several are "these heads look" (everywhere or locally)."""
+    one_far, one_near = distance_note([[9.0]], 10.0), distance_note([[2.0]], 10.0)
+    assert "this head looks everywhere, not near its own patch" in one_far
+    assert "this head looks locally, under half of that (2 px)" in one_near
+    many_far = distance_note([[9.0, 9.5], [8.0, 9.0]], 10.0)
+    many_near = distance_note([[2.0, 3.0], [4.0, 1.0]], 10.0)
+    assert "these heads look everywhere, none near its own patch" in many_far
+    assert "these heads look locally: every head stays under half of that (nearest 1 px)" in (
+        many_near)

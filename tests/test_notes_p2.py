@@ -335,6 +335,30 @@ def test_cls_and_dist_are_named_on_the_attention_matrix():
     assert "Layer 0**: this model has a single block" in text(nocls)
 
 
+@pytest.mark.parametrize("model_name", ["shapes-classifier", DEIT], ids=["cls", "cls+dist"])
+def test_blocked_keys_are_described_as_each_view_draws_them(model_name):
+    """Under the causal mask a blocked key has weight 0 in A but a score of -inf, which the
+    score views leave blank; CLS (and DIST) come before every patch, so their maps are dark."""
+    at = open_page("attention", model_name, mask="causal")
+    model, tr = traced(at, model_name, mask="causal")
+    c = model.config
+    S, L, pre = tr["embed"].shape[0], c.depth - 1, c.num_prefix_tokens
+    blocked = int((~allowed_keys("causal", S, 0)).sum())  # S (S - 1) / 2
+    shown = text(at)
+    assert "blocked keys get weight 0" in shown and "left blank" not in shown
+    for i, tok in enumerate(c.prefix_names):
+        seen = " and ".join(c.prefix_names[:i + 1])
+        assert f"the {tok} token sees no patch, only {seen}, so every map is dark" in shown
+        share = float(tr[f"blocks.{L}.attn.pattern"][:, i, :pre].double().sum(-1).mean())
+        assert f"{share:.0%} on {seen}." in shown
+    assert "Bright = where the CLS token" not in shown and "of its 1 keys" not in shown
+    at.radio(key=keys.ATTN_VIEW).set_value("raw scores q·k").run()
+    z = arr(chart(at, f"Layer {L}, head 0: raw scores")["data"][0]["z"]).astype(float)
+    assert int(np.isnan(z).sum()) == blocked  # -inf is drawn as a gap
+    shown = text(at)
+    assert "blocked keys score −∞ and are left blank" in shown and "get weight 0" not in shown
+
+
 def test_a_long_deit_sequence_prints_one_tick_for_cls_and_dist():
     labels = figures.token_labels(ViTConfig(dist_token=True))  # 198 tokens
     ticks, tick_text = figures.prefix_ticks(labels, 14, ("CLS", "DIST"))
@@ -594,6 +618,22 @@ def test_the_classifier_under_a_causal_mask_is_described_truly(model_name):
         assert f"**{names[int(np.argmax(p))]}** ({p.max():.1%}) for any picture" in shown
         assert "the same (largest difference" in shown
         assert ("DIST only CLS and itself" in shown) == c.dist_token
+
+
+def test_masks_page_counts_words_names_unknown_ones_and_says_as_trained_only_if_trained():
+    at = open_page("masks")
+    at.text_input(key=keys.MASK_CAPTION).set_value("zebra").run()
+    shown = text(at)
+    assert "[SOS] + 1 word) = S = **52**" in shown and "1 words" not in shown
+    assert "in order, [UNK] (where" in shown  # what the model read, as on the axes
+    assert chart(at, "How many keys")["layout"]["xaxis"]["ticktext"][-2:] == ["[SOS]", "[UNK]"]
+    words = [df.value["word"].tolist() for df in at.dataframe]
+    assert words and all(w[0] == "zebra (unknown → [UNK])" for w in words)
+    assert any(t.endswith("full attention (as trained)") for t in charts(at))
+    untrained = open_page("masks", "vit-ti16")
+    titles = list(charts(untrained))
+    assert any(t.endswith("full attention") for t in titles) and not any(
+        "as trained" in t for t in titles)
 
 
 def test_masks_page_uses_the_bundled_classifier_for_a_headless_model():

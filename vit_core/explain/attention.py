@@ -212,11 +212,11 @@ def distance_note(dist, baseline: float) -> str:
     where = divmod(int(d.argmin()), H)
     nearest = float(d.min())
     local = d < 0.5 * baseline
-    head = "this head" if L * H == 1 else "these heads"
     text = (f"Mean attention distance {_range(d.flatten())}; attention spread evenly over the "
             f"patches would give {baseline:.1f} px")
     if not local.any() and nearest >= 0.75 * baseline:
-        return text + f", so {head} look everywhere, none near its own patch."
+        return text + (", so this head looks everywhere, not near its own patch." if L * H == 1
+                       else ", so these heads look everywhere, none near its own patch.")
     if not local.any():
         return (text + f". The nearest head (layer {where[0]}, head {where[1]}, {nearest:.0f} px) "
                 f"looks somewhat closer than that, but no head stays near its own patch.")
@@ -224,7 +224,9 @@ def distance_note(dist, baseline: float) -> str:
     layers = sorted({int(i) for i in local.nonzero()[:, 0]})
     span = f"layer {layers[0]}" if len(layers) == 1 else f"layers {layers[0]}–{layers[-1]}"
     if n == L * H:
-        return (text + f", so {head} look locally: every head stays under half of that "
+        if n == 1:
+            return text + f", so this head looks locally, under half of that ({nearest:.0f} px)."
+        return (text + f", so these heads look locally: every head stays under half of that "
                 f"(nearest {nearest:.0f} px).")
     return (text + f". {n} of {L * H} heads ({span}) look locally, under half of that "
             f"(nearest: layer {where[0]}, head {where[1]} at {nearest:.0f} px); the others look "

@@ -24,8 +24,10 @@ else:
            "They have no pixels of their own, so anything they know about the image must "
            "come from the patches through attention. "))
     if tr.mask_kind == "causal":
-        prefix_text += ("Under the causal mask chosen in the sidebar, CLS is token 0 and may "
-                        "attend only to itself. ")
+        whose = ("chosen in the sidebar" if state.chosen_mask() else
+                 "this model's own, the one it was trained with")
+        prefix_text += (f"Under the causal mask ({whose}), CLS is token 0 and may attend only "
+                        f"to itself. ")
 if steps.first():
     st.write(
         f"Each flattened patch is multiplied by one learned matrix W_E ({CPP}×{D}) and shifted "

@@ -87,8 +87,10 @@ if steps.show("qkv", 0):
 q, k, v = (tr[f"blocks.{layer}.attn.{n}"][head] for n in "qkv")
 if steps.show("qkv", 1):
     st.subheader("Q, K and V, split into heads")
-    st.latex(rf"Q = \tilde X W_Q,\ K = \tilde X W_K,\ V = \tilde X W_V:\ [{S}\times{D}]\cdot"
-             rf"[{D}\times{D}] = [{S}\times{D}] \;\to\; [{H}\times{S}\times{dk}]")
+    bias = {n: rf" + b_{n}" if c.qkv_bias else "" for n in "QKV"}  # timm's qkv_bias
+    st.latex(rf"Q = \tilde X W_Q{bias['Q']},\ K = \tilde X W_K{bias['K']},\ "
+             rf"V = \tilde X W_V{bias['V']}:\ [{S}\times{D}]\cdot[{D}\times{D}] = "
+             rf"[{S}\times{D}] \;\to\; [{H}\times{S}\times{dk}]")
     hc = st.columns(3)
     ticks = figures.token_ticks(labels[:S], c.grid, figures.tick_gap(S, 380))
     for col, mat, nm in zip(hc, (q, k, v), "QKV", strict=True):

@@ -73,7 +73,8 @@ with right:
         st.subheader("Prediction")
         probs = tr.logits.softmax(-1).numpy()
         names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
-        st.plotly_chart(figures.top_k_bars(probs, names), key=keys.OVERVIEW_TOPK)
+        st.plotly_chart(figures.top_k_bars(probs, names, x_title="probability"),
+                        key=keys.OVERVIEW_TOPK)
         if c.global_pool == "avg":
             how = (f"The class is read from the mean of the {N} final patch tokens"
                    + (", normalised by fc_norm," if c.fc_norm else "")
@@ -135,10 +136,13 @@ if c.has_text:
     st.caption(f"This table is the pass over the image alone (no text fed), as the other pages "
                f"start: S = {S} tokens here, {map_tr['embed'].shape[0]} in the map above.")
 st.dataframe(stage_table(tr), hide_index=True, key=keys.OVERVIEW_TABLE)
+if c.depth > 2:
+    st.caption(f"Blocks 1 to {c.depth - 2} are left out of the table: they hold the same tensors "
+               f"with the same shapes as blocks 0 and {c.depth - 1}.")
 heads = f"{c.num_heads} head{'s' if c.num_heads > 1 else ''}"
 tokens = (f"S = {S} image tokens (plus one per word while it writes a caption)" if c.has_text
           else f"S = {S} tokens")
 st.info(f"What to notice: the token count stays {tokens} through every block; only the "
-        f"attention pattern is S×S = {S * S:,} entries for each of {heads} in each of the "
-        f"{blocks}, so its cost grows with the square of the token count, and smaller patches "
-        f"mean more tokens.")
+        f"attention scores and pattern are S×S = {S * S:,} entries for each of {heads} in each "
+        f"of the {blocks}, so their cost grows with the square of the token count, and smaller "
+        f"patches mean more tokens.")

@@ -536,13 +536,44 @@ def test_overview_says_what_the_pass_keeps_and_how_many_tensors_it_offers(model)
     assert "It keeps the residual stream" in said and "kept all" not in said
 
 
+def test_overview_names_its_axes_says_scores_are_square_too_and_which_blocks_it_lists():
+    at = at_page("overview", CLF)
+    net, tr = reference(at)
+    L, S = net.config.depth, tr["embed"].shape[0]
+    bars = [json.loads(el.proto.spec) for el in at.get("plotly_chart")
+            if el.proto.id.endswith(keys.OVERVIEW_TOPK)]
+    assert bars[0]["layout"]["xaxis"]["title"]["text"] == "probability"
+    assert f"attention scores and pattern are S×S = {S * S:,} entries" in notice(at)
+    listed = {int(n.split(".")[1]) for n in at.dataframe[0].value["tensor"]
+              if n.startswith("blocks.")}
+    assert listed == {0, L - 1}
+    assert f"Blocks 1 to {L - 2} are left out of the table" in text(at)
+
+
+@pytest.mark.parametrize("model,mask,whose", [
+    (CAP, None, "this model's own, the one it was trained with"),
+    (CLF, "causal", "chosen in the sidebar")])
+def test_embeddings_says_whose_causal_mask_it_is(model, mask, whose):
+    at = open_page("embeddings", model, mask)
+    assert f"Under the causal mask ({whose}), CLS is token 0" in text(at)
+
+
+def test_qkv_equation_has_the_biases_the_numbers_include():
+    at = open_page("qkv", CLF)
+    net, tr = reference(at)
+    assert net.config.qkv_bias and float(net.blocks[-1].attn.qkv.bias.abs().max()) > 0.01
+    shown = " ".join(lat.value for lat in at.get("latex"))
+    assert r"\tilde X W_Q + b_Q" in shown and r"\tilde X W_V + b_V" in shown
+
+
 @pytest.mark.parametrize("model,embed,logits,ln_final", [
     (CLF, "[CLS; patch_embed] + E_pos", "from the final CLS token", "final LayerNorm"),
     (FIX["deit-distilled"], "[CLS; DIST; patch_embed] + E_pos", "the mean of the CLS head",
      "final LayerNorm"),
     (FIX["vit_tiny_avg_nocls.test"], "block 0 input: [patch_embed] + E_pos",
      "mean of the final patch tokens (after fc_norm)", "no final LayerNorm in this model"),
-    (CAP, "[CLS; patch_embed] + E_pos (then text tokens", "none here: this pass was fed no text",
+    (CAP, "[CLS; patch_embed] + E_pos (text tokens + P_txt would follow; none here",
+     "none here: this pass was fed no text",
      "final LayerNorm"),
 ])
 def test_the_stage_table_describes_this_model(model, embed, logits, ln_final):

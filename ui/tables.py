@@ -29,8 +29,11 @@ def for_this_model(name: str, meaning: str, c, n_text: int = 0) -> str:
     it has a final LayerNorm, and where its logits come from."""
     if name == "embed":
         prefix = "".join(f"{n}; " for n in c.prefix_names)
-        return (f"block 0 input: [{prefix}patch_embed] + E_pos"
-                + (" (then text tokens + P_txt)" if c.has_text else ""))
+        text = ""
+        if c.has_text:
+            text = (" (then the text tokens + P_txt)" if n_text else
+                    " (text tokens + P_txt would follow; none here: this pass was fed no text)")
+        return f"block 0 input: [{prefix}patch_embed] + E_pos" + text
     if name == "ln_final" and c.fc_norm:
         return ("no final LayerNorm in this model (it normalises after pooling, with "
                 "fc_norm): the last block's output, unchanged")

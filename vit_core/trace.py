@@ -31,7 +31,8 @@ from .hooks import capture
 # both against a real trace.
 TRACE_NAMES: dict[str, tuple[str, str]] = {
     "patches": ("N, C·P²", "the image cut into P×P patches, each flattened in (c, row, col) order"),
-    "patch_embed": ("N, D", "patches · W_Eᵀ + b: each patch projected to D dimensions"),
+    "patch_embed": ("N, D", "patches · W_E + b (W_E: C·P² × D): each patch projected to D "
+                            "dimensions"),
     "embed": ("S, D", "block 0 input: [CLS; patch_embed] + E_pos (then text tokens + P_txt)"),
     "blocks.l.resid_pre": ("S, D", "X, the block's input: embed for block 0, else block l−1's "
                                    "resid_post"),

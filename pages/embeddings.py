@@ -5,6 +5,8 @@ import streamlit as st
 
 from ui import controls, figures, keys, show, state, steps
 from vit_core.explain.embeddings import describe_position_similarity
+from vit_core.explain.generation import tokenizer_for
+from vit_core.explain.stages import caption_input
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -104,4 +106,24 @@ if steps.show("embeddings", 3):
              + (f"; patch {p} is token {p + pre}, because {' and '.join(names)} "
                 f"{'comes' if pre == 1 else 'come'} first (tokens count from 0)."
                 if pre else f"; with no CLS token, patch {p} is token {p}."))
+    if c.has_text:  # the map's "Word embeddings + text positions" box opens this page
+        st.subheader("Then the text tokens")
+        with st.spinner("Writing its caption, one forward pass per word…"):
+            gen = state.generation(inp, name, mask=state.chosen_mask())
+        tok = tokenizer_for(model)
+        ids = caption_input(tok.sos_id, gen.ids, c.max_text_len)
+        text_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=ids)
+        n_img, T = c.num_image_tokens, len(ids)
+        words = [tok.vocab[i] for i in ids]
+        st.plotly_chart(figures.matrix_heatmap(
+            text_tr["embed"][n_img:].numpy(), f"embed, text rows = E[word] + P_txt[t]: {T} "
+            f"tokens × {D}", square=False, height=120 + 22 * T, row_labels=words,
+            row_ticks=words, y_title="text token", x_title=f"embedding dimension (0 … {D - 1})",
+            value_name="value"), key=keys.EMBED_TEXT)
+        st.write(f"A captioner's text joins the same sequence after its {n_img} image tokens. "
+                 f"Each token's id picks one row of the word embedding E ({c.vocab_size}×{D}), "
+                 f"and its place t in the text adds row t of the text positions P_txt "
+                 f"({c.max_text_len}×{D}). Here the text is what the model read when it wrote "
+                 f"the last token of its greedy caption “{gen.text}”: [SOS] and {T - 1} "
+                 f"word{'' if T == 2 else 's'}, so S = {n_img} + {T} = **{n_img + T}** tokens.")
 st.info("What to notice: " + describe_position_similarity(stats, model.info.trained))

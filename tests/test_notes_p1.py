@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from tests.test_app import APP
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
+from vit_core.explain.generation import tokenizer_for
 from vit_core.hooks import capture
 
 HUB = Path(__file__).parent / "fixtures" / "hub"
@@ -556,6 +557,25 @@ def test_overview_names_its_axes_says_scores_are_square_too_and_which_blocks_it_
 def test_embeddings_says_whose_causal_mask_it_is(model, mask, whose):
     at = open_page("embeddings", model, mask)
     assert f"Under the causal mask ({whose}), CLS is token 0" in text(at)
+
+
+def test_embeddings_shows_a_captioners_text_rows_as_word_plus_position_embeddings():
+    """The map's "Word embeddings + text positions" box opens Embeddings: the page shows the
+    text rows of embed, E[id] + P_txt[t] from the weights, for the text of its greedy caption."""
+    at = open_page("embeddings", CAP)
+    net = load_model(CAP)
+    shown = [json.loads(el.proto.spec) for el in at.get("plotly_chart")
+             if el.proto.id.endswith(keys.EMBED_TEXT)][0]
+    words = shown["layout"]["yaxis"]["ticktext"]
+    ids = [tokenizer_for(net).vocab.index(w) for w in words]  # the vocabulary's row of each
+    assert words[0] == "[SOS]" and len(words) >= 2
+    with torch.no_grad():
+        want = (net.text_embed.weight[ids] + net.text_pos_embed[0, :len(ids)]).double().numpy()
+    np.testing.assert_allclose(arr(shown["data"][0]["z"]).reshape(want.shape), want, atol=1e-6)
+    S = net.config.num_image_tokens + len(ids)
+    assert (f"[SOS] and {len(ids) - 1} words, so S = {net.config.num_image_tokens} + {len(ids)} "
+            f"= **{S}** tokens") in text(at)
+    assert " ".join(words[1:]) in text(at)  # the greedy caption it read
 
 
 def test_qkv_equation_has_the_biases_the_numbers_include():

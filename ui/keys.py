@@ -110,6 +110,7 @@ WHAT_IF_GRID = "what_if_grid"  # chart: the crop cut at the other patch size
 # pages/embeddings.py
 EMBED_VECTOR = "embed_vector"  # chart: the selected patch's embedding
 EMBED_MATRIX = "embed_matrix"  # chart: the embeddings entering block 0
+EMBED_TEXT = "embed_text"  # chart: a captioner's text rows of embed
 EMBED_POS_ONE = "embed_pos_one"  # chart: the selected patch's position similarity map
 EMBED_POS_ALL = "embed_pos_all"  # chart: every position's similarity map on the grid
 # pages/ln_qkv.py

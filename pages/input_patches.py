@@ -96,7 +96,8 @@ if steps.show("patches", 2):
         st.metric(f"patches N = ({c.img_size}/{what_if})²", f"{new['N']:,}",
                   delta=f"{new['N'] / own['N']:.3g}× this model's {own['N']:,}"
                   if what_if != P else None, delta_color="off", delta_arrow="off")
-        st.metric(f"sequence length S = {tokens}", f"{new['S']:,}")
+        st.metric(f"sequence length S = {tokens}" + (" (+ the text, while it writes)"
+                                                      if c.has_text else ""), f"{new['S']:,}")
         st.metric("attention entries per head and layer (S²)", f"{new['S2']:,}",
                   delta=f"{new['S2'] / own['S2']:.3g}× this model's {own['S2']:,}"
                   if what_if != P else None, delta_color="off", delta_arrow="off")

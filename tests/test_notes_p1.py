@@ -383,7 +383,7 @@ def test_mlp_page_numbers_and_note_equal_hand_computation(model, who):
 
 
 # ---------------------------------------------------------------- input and patches
-@pytest.mark.parametrize("model", [CLF, TI, FIX["vit-1block-1head-p14"]])
+@pytest.mark.parametrize("model", [CLF, TI, FIX["vit-1block-1head-p14"], CAP])
 def test_what_if_recuts_the_crop_and_counts_its_cost(model):
     at = open_page("patches", model)
     c = load_model(model).config
@@ -405,7 +405,9 @@ def test_what_if_recuts_the_crop_and_counts_its_cost(model):
         N, S = g * g, g * g + c.num_prefix_tokens
         shown = metrics(at)
         assert shown[f"patches N = ({c.img_size}/{size})²"] == f"{N:,}"
-        assert shown[f"sequence length S = {' + '.join(['N', *c.prefix_names])}"] == f"{S:,}"
+        text_too = " (+ the text, while it writes)" if c.has_text else ""  # image tokens only
+        assert shown[f"sequence length S = {' + '.join(['N', *c.prefix_names])}{text_too}"] == (
+            f"{S:,}")
         assert shown["attention entries per head and layer (S²)"] == f"{S * S:,}"
         row = next(r for _, r in at.dataframe[0].value.iterrows() if r["P"] == size)
         assert (row["N patches"], row["tokens S"], row["attention entries per head (S²)"]) == (

@@ -155,6 +155,11 @@ if steps.show("attention", 2 + cls_step):
     st.caption(rollout_note(roll, prefix, g) + " Rollout is an estimate: it follows attention only "
                "and ignores what the values and MLPs do.")
 
+def span(lo: str, hi: str) -> str:
+    """'9–12', or '9' when both ends print the same."""
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 if steps.show("attention", 3 + cls_step):
     st.subheader("Head summaries across depth")
     dist, ent = summary["distance"], summary["entropy"]
@@ -165,11 +170,12 @@ if steps.show("attention", 3 + cls_step):
     with left:
         st.plotly_chart(figures.distance_chart(dist, baseline, "Mean attention distance"),
                         key=keys.ATTN_DISTANCE)
-        per_layer = "; ".join(f"layer {i}: {dist[i].min():.0f}–{dist[i].max():.0f}"
-                              for i in range(L))
+        per_layer = "; ".join(f"layer {i}: " + span(f"{dist[i].min():.0f}",
+                                                     f"{dist[i].max():.0f}") for i in range(L))
         lo, hi = min(float(s.min()) for s in share), max(float(s.max()) for s in share)
-        left_out = (f" Left out: the {lo:.1%}–{hi:.1%} (by head) of their attention that patch "
-                    f"queries put on {' and '.join(prefix)}." if pre else "")
+        by_head = span(f"{lo:.1%}", f"{hi:.1%}") + (" (by head)" if L * H > 1 else "")
+        left_out = (f" Left out: the {by_head} of their attention that patch queries put on "
+                    f"{' and '.join(prefix)}." if pre else "")
         st.caption(f"For each patch query: the distance in pixels between patch centres, "
                    f"weighted by its attention re-normalised over the patches it may see, "
                    f"averaged over the {g * g} patch queries (after the ViT paper's Figure 7)."

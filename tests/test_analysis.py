@@ -7,6 +7,7 @@ import torch
 from vit_core.explain.attention import (
     attention_entropy,
     distance_note,
+    entropy_note,
     mean_attention_distance,
     rollout,
 )
@@ -96,3 +97,11 @@ def test_distance_note_agrees_in_number_with_how_many_heads_there_are():
     assert "these heads look everywhere, none near its own patch" in many_far
     assert "these heads look locally: every head stays under half of that (nearest 1 px)" in (
         many_near)
+
+
+def test_entropy_note_of_a_single_head_names_no_layer_or_head():
+    assert "so this head spreads its attention almost evenly" in entropy_note([[3.9]], 4.0)
+    one = entropy_note([[0.7]], 4.0)
+    assert "The head is about as spread as an even split over e^0.70 ≈ 2 keys" in one
+    many = entropy_note([[3.0, 0.7], [3.5, 3.9]], 4.0)
+    assert "The most focused head (layer 0, head 1) is about as spread" in many

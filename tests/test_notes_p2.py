@@ -359,6 +359,21 @@ def test_blocked_keys_are_described_as_each_view_draws_them(model_name):
     assert "blocked keys score −∞ and are left blank" in shown and "get weight 0" not in shown
 
 
+def test_a_one_head_model_gets_single_values_not_ranges_by_head():
+    at = open_page("attention", ONE)
+    model, tr = traced(at, ONE)
+    c = model.config
+    assert (c.depth, c.num_heads) == (1, 1)
+    pattern = tr["blocks.0.attn.pattern"][0].double()
+    pre, share = c.num_prefix_tokens, None
+    share = float(pattern[pre:, :pre].sum(-1).mean())  # what patch queries put on CLS
+    shown = text(at)
+    assert f"Left out: the {share:.1%} of their attention" in shown
+    assert "(by head)" not in shown and not re.search(r"layer 0: (\d+)–\1\b", shown)
+    assert "this head look" in shown and "these heads" not in shown and "(layer 0, head 0)" not in (
+        shown)
+
+
 def test_a_long_deit_sequence_prints_one_tick_for_cls_and_dist():
     labels = figures.token_labels(ViTConfig(dist_token=True))  # 198 tokens
     ticks, tick_text = figures.prefix_ticks(labels, 14, ("CLS", "DIST"))

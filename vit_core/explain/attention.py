@@ -247,11 +247,14 @@ def entropy_note(ent, maximum: float, mask_kind: str = "full") -> str:
     span = f"{lo:.2f} nats" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f} nats"
     text = (f"Entropy {span}; spreading evenly over every key a query may see "
             f"({mask_kind} mask) gives {maximum:.2f} nats")
+    one = e.numel() == 1
     if lo >= 0.9 * maximum:
-        return text + ", so every head spreads its attention almost evenly."
+        return text + (", so this head spreads its attention almost evenly." if one else
+                       ", so every head spreads its attention almost evenly.")
     n = round(math.exp(lo))
-    return (text + f". The most focused head (layer {layer}, head {head}) is about as spread as "
-            f"an even split over e^{lo:.2f} ≈ {n} key{'s' if n != 1 else ''}.")
+    which = "The head" if one else f"The most focused head (layer {layer}, head {head})"
+    return (text + f". {which} is about as spread as an even split over e^{lo:.2f} ≈ {n} "
+            f"key{'s' if n != 1 else ''}.")
 
 
 def rollout_note(roll: torch.Tensor, prefix_names: tuple[str, ...], grid: int, k: int = 5) -> str:

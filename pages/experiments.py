@@ -132,7 +132,8 @@ if steps.show("experiments", 0):
             z0 = "; ".join(list(c.prefix_names) + ["X_p E"])  # CLS, DIST if any, then patches
             st.write(f"What changes is the first sum of the model: z₀ = [{z0}] + E_pos "
                      f"becomes z₀ = [{z0}]. Every patch token still carries what its patch "
-                     "shows, but nothing of where the patch is.")
+                     "shows, but nothing of where the patch is."
+                     + (" The text tokens keep their positions P_txt." if c.has_text else ""))
     elif kind == "mask":
         n_img = c.num_image_tokens
         for col, kind_, when in ((left, run_mask, "before"), (right, arg[0], "after")):
@@ -144,6 +145,10 @@ if steps.show("experiments", 0):
                     key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
 
 # ---------------------------------------------------------------- the two results
+GIVEN_BEFORE = "image, the words before it"  # what a text position sees: causal or prefix mask
+GIVEN_FULL = "image, every word fed, itself and those after it too"  # the full mask
+
+
 def compare(after, diff: float) -> bool | None:
     """Draw the two results and say how they differ; True if the answer moved (None: this
     model gives no answer, only tokens)."""
@@ -156,7 +161,9 @@ def compare(after, diff: float) -> bool | None:
         st.plotly_chart(figures.before_after_bars(
             [names[k] for k in top], p0[top].numpy(), p1[top].numpy(),
             title=f"Top classes before and after ({choice.lower()})",
-            value_title="probability (softmax of the logits)"), key=keys.EXP_COMPARE)
+            value_title="probability (softmax of the logits)").update_yaxes(
+                title="class" + (" (the top 5 before and after)" if c.num_classes > 5 else "")),
+            key=keys.EXP_COMPARE)
         st.write(ex.describe_class_change(p0, p1, names)
                  + f" The largest change of any logit is {diff:.3g}.")
         b0 = int(p0.argmax())
@@ -166,13 +173,20 @@ def compare(after, diff: float) -> bool | None:
         st.plotly_chart(figures.caption_pair(
             gen0.words, gen0.chosen, gen1.words, gen1.chosen, f"before: “{gen0.text}”",
             f"after ({choice.lower()}): “{gen1.text}”",
-            "The caption each run writes, word by word (greedy)"), key=keys.EXP_COMPARE)
+            "The caption each run writes, word by word (greedy)").update_xaxes(
+                title="word of the caption, in writing order"), key=keys.EXP_COMPARE)
         st.write(ex.describe_caption_change(gen0, gen1))
         s0, s1 = score_logits(tok, enc, tr.logits), score_logits(tok, enc, after.logits)
+        masks = (run_mask, arg[0] if kind == "mask" else run_mask)  # before, after
+        given = [GIVEN_FULL if m == "full" else GIVEN_BEFORE for m in masks]
+        fed_title = ("The caption before, fed to both runs: "
+                     + (f"P(each word | {given[0]})" if given[0] == given[1] else
+                        f"before ({masks[0]} mask) P(each word | {given[0]}); after "
+                        f"({masks[1]} mask) P(each word | {given[1]})"))
         st.plotly_chart(figures.before_after_bars(
             [f"{i + 1}. {w}" for i, w in enumerate(s0.words)], s0.probs, s1.probs,
-            title="The caption before, fed to both runs: P(each word | image, the words before it)",
-            value_title="P(word)"), key=keys.EXP_WORDS)
+            title=fed_title, value_title="P(word)").update_yaxes(
+                title="word of the caption before, in order"), key=keys.EXP_WORDS)
         m0, m1 = sum(s0.probs) / len(s0.probs), sum(s1.probs) / len(s1.probs)
         st.write(f"Fed the caption written before the change, the changed model gives its "
                  f"words {ex.pct(m1)} on average (unchanged: {ex.pct(m0)}); the largest change "
@@ -182,12 +196,28 @@ def compare(after, diff: float) -> bool | None:
         sims, sentence = ex.describe_similarity(tr, after)
         st.plotly_chart(figures.similarity_bars(
             [f"final {k}" for k in sims], list(sims.values()),
-            "How far the final tokens moved"), key=keys.EXP_COMPARE)
+            "How far the final tokens moved").update_yaxes(title="final token"),
+            key=keys.EXP_COMPARE)
         st.write(sentence)
     return None
 
 
 # ---------------------------------------------------------------- what to notice, from the numbers
+def shuffled_note(perm) -> str:
+    """What the shuffle did, from its permutation: a random order may leave a patch in place."""
+    stay = [i for i, p in enumerate(perm.tolist()) if i == p]
+    moved = N - len(stay)
+    note = (f"every patch keeps its pixels; {'all ' if not stay else ''}{moved} of the {N} "
+            f"patches move to another cell, where each is given that cell's position embedding")
+    if not stay:
+        return note + "."
+    which = (f"patch {stay[0]}" if len(stay) == 1 else
+             f"patches {', '.join(map(str, stay[:-1]))} and {stay[-1]}" if len(stay) <= 8 else
+             f"{len(stay)} patches")
+    return (note + f"; this seed's order leaves {which} in {'its' if len(stay) == 1 else 'their'}"
+            " own cell.")
+
+
 def notice(after, diff: float, moved: bool | None) -> str:
     """The note under the results: true for any model, or worded from these two runs."""
     what = ("logits" if c.num_classes else "text logits" if c.has_text
@@ -208,12 +238,22 @@ def notice(after, diff: float, moved: bool | None) -> str:
                 "answer rests on it, and the background to check that it does not.")
     elif kind in ("positions", "shuffle"):
         note = ("the pixels are the same; only E_pos is left out, so the model no longer knows "
-                "where each patch is." if kind == "positions" else
-                "every patch keeps its pixels but moves to another cell, where it is given that "
-                "cell's position embedding.")
+                "where each patch is." if kind == "positions" else shuffled_note(altered.perm))
         if run_mask == "causal" and ex.reads_only_prefix(c):
-            note += (" Under the causal mask CLS sees only itself, so the answer cannot depend on "
-                     "where the patches are.")
+            own = ("CLS's own position embedding (row 0 of E_pos)" if not c.dist_token else
+                   "CLS's and DIST's own position embeddings (rows 0 and 1 of E_pos)")
+            sees = "CLS sees only itself" + (" and DIST only CLS and itself" if c.dist_token
+                                             else "")
+            if kind == "shuffle":
+                note += (f" Under the causal mask {sees}, and {own} "
+                         f"{'stay' if c.dist_token else 'stays'}, so where the patches "
+                         f"are cannot reach the answer: the largest change of any logit is "
+                         f"{diff:.3g}.")
+            else:
+                note += (f" Under the causal mask {sees}, so the patches' positions cannot reach "
+                         f"the answer; but leaving out E_pos also removes {own}, and that alone "
+                         + (f"moves the logits here, by up to {diff:.3g}." if diff >= ex.SAME_OUTPUT
+                            else f"changes the logits here by only {diff:.2g}."))
         elif moved is not None:
             note += (f" For this image the {answer} {'changed' if moved else 'hardly changed'}, so "
                      f"it {'depends' if moved else 'hardly depends'} on where the patches are.")

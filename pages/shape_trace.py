@@ -12,6 +12,8 @@ from vit_core.explain.flops import (
     total_macs,
     total_params,
 )
+from vit_core.explain.generation import tokenizer_for
+from vit_core.explain.stages import caption_input
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -24,6 +26,21 @@ if stepper.first():
         "then what its matrix multiplications cost, next to the notes' reference model, ViT-B/16. "
         "Block steps are listed once and happen in every layer."
     )
+fed = ""
+if c.has_text:  # a captioner never runs without text: trace the pass that wrote its last token
+    with st.spinner("Writing its caption, one forward pass per word…"):
+        gen = state.generation(inp, name, mask=state.chosen_mask())
+        text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
+        tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
+    last = ("[EOS]" if gen.words[-1:] == ["[EOS]"] else
+            f"“{gen.words[-1]}”" if gen.words else "its first token")
+    k = len(text) - 1  # words read besides [SOS]
+    fed = (f"A captioner always reads text along with the image, so this is the pass in which "
+           f"it wrote the last token of its caption, {last}: it read "
+           f"“{' '.join(c.vocab[i] for i in text)}” ([SOS] and the {k} word{'' if k == 1 else 's'} "
+           f"it had written before, T = {len(text)} text token{'' if len(text) == 1 else 's'}), "
+           f"so S = {c.num_image_tokens} image + {len(text)} text tokens = "
+           f"{tr['embed'].shape[0]}.")
 S, D, N = tr["embed"].shape[0], c.embed_dim, c.num_patches
 if stepper.first():
     st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
@@ -42,6 +59,10 @@ steps, costs = [], []
 for r in mine:
     t = TRACED.get(r["step"])
     traced = " × ".join(map(str, tr[t].shape)) if t in tr else "—"
+    if r["step"] == "tokens":  # the image tokens: the first rows of z_0 (the text follows)
+        traced = " × ".join(map(str, tr["embed"][:c.num_image_tokens].shape))
+    elif r["step"] == "text tokens":
+        traced = " × ".join(map(str, tr["embed"].shape))
     if r["step"] == "Q, K, V":
         traced = "3 × " + traced
     b16 = theirs.get(r["step"], {})
@@ -55,6 +76,8 @@ for r in mine:
                   "ViT-B/16 FLOPs": si(b16["flops"] * b16["times"]) if b16 else "—"})
 if stepper.show("shapes", 0):
     st.subheader(f"{models.plain_label(name)}, step by step")
+    if fed:
+        st.caption(fed)
     st.dataframe(steps, hide_index=True, key=keys.SHAPE_TABLE, height=38 + 35 * len(steps))
 macs, ref_macs = total_macs(c, tr.n_text), total_macs(ref)
 label = models.plain_label(name).split(" (")[0]

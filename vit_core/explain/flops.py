@@ -28,10 +28,19 @@ def stage_rows(c: ViTConfig, n_text: int = 0) -> list[dict]:
              shape=f"{N} × {CPP}", params=0, flops=0, times=1),
         dict(step="patch embedding", op="linear projection", eq="X_p W_E + b",
              shape=f"{N} × {D}", params=CPP * D + D, flops=_mm(N, CPP, D), times=1),
-        dict(step="tokens", op=f"{cls}+ positions" + (" + text" if n_text else ""),
-             eq=f"z_0 = [{first + '; ' if first else ''}X_p W_E] + E_pos", shape=f"{S} × {D}",
-             params=c.num_prefix_tokens * D + c.num_image_tokens * D
-             + (c.vocab_size * D + c.max_text_len * D if c.has_text else 0), flops=0, times=1),
+        dict(step="tokens", op=f"{cls}+ positions" + (", the image tokens" if c.has_text else ""),
+             eq=(f"z_0{',img' if c.has_text else ''} = [{first + '; ' if first else ''}X_p W_E]"
+                 " + E_pos"), shape=f"{c.num_image_tokens} × {D}",
+             params=c.num_prefix_tokens * D + c.num_image_tokens * D, flops=0, times=1),
+    ]
+    if c.has_text:  # its own parameters: the word embeddings E (V x D), the text positions P_txt
+        rows.append(dict(
+            step="text tokens", op=f"append T = {n_text} text token{'' if n_text == 1 else 's'}:"
+            f" word embedding E ({c.vocab_size} × {D}) + text position P_txt "
+            f"({c.max_text_len} × {D})",
+            eq="z_0 = [z_0,img; E[t_1..t_T] + P_txt]", shape=f"{S} × {D}",
+            params=c.vocab_size * D + c.max_text_len * D, flops=0, times=1))
+    rows += [
         dict(step="LN1", op="LayerNorm per token", eq="LN(X)", shape=f"{S} × {D}",
              params=2 * D, flops=0, times=L),
         dict(step="Q, K, V", op="one linear layer, split into heads", eq="X W_QKV",

@@ -6,12 +6,17 @@ import streamlit as st
 
 from ui import figures, keys, models, player, show, state
 from ui import steps as stepper  # `steps` is the caption's word count below
-from vit_core.explain.generation import caption_note
+from vit_core import allowed_keys
+from vit_core.config import MASK_KINDS
+from vit_core.explain.generation import caption_note, scored_column
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
+    blind_reason,
     distribution_note,
     headless_summary,
+    image_blind,
     lens_leaders,
+    lens_lines,
     lens_note,
     readout,
     readout_path,
@@ -46,20 +51,28 @@ if c.num_classes:
     logits = tr.logits
     probs = (logits / T).softmax(-1).numpy()
     lens = (logit_lens(model, tr) / T).softmax(-1).numpy()  # [L + 1, K]
+    blind = image_blind(c, tr.mask)  # e.g. CLS under the causal mask: no patch reaches the head
     if stepper.show("logits", 0):
         left, right = st.columns(2)
         with left:
             st.plotly_chart(figures.top_k_bars(probs, names, k=min(5, K),
                                                title=f"top {min(5, K)} of {K} classes at T = {T:g}",
-                                               x_title="probability"), key=keys.LOGITS_TOPK)
+                                               x_title="probability", y_title="class"),
+                            key=keys.LOGITS_TOPK)
             best = int(np.argmax(probs))
             st.write(f"Prediction{masked}: **{names[best]}** with {probs[best]:.1%} at T = {T:g} "
                      f"(logit {float(logits[best]):.2f}).")
+            if blind:
+                st.warning(blind_reason(c, tr.mask_kind))
         with right:
             st.plotly_chart(figures.logit_bars(logits.numpy(), names), key=keys.LOGITS_RAW)
     if stepper.show("logits", 1):
         st.subheader("The logit lens: how the answer forms with depth")
-        top = list(dict.fromkeys([*np.argsort(-probs)[:3], *lens_leaders(lens)]))[:6]
+        top, left_out = lens_lines(probs, lens)
+        leaders = lens_leaders(lens)
+        first_on_top = {k: int(np.argmax(lens.argmax(1) == k)) for k in leaders}
+        where = ["the embedding"] + [f"block {i}" for i in range(c.depth)]
+        n_final = min(3, K)
         st.plotly_chart(figures.line_chart(
             ["embed"] + [f"block {i}" for i in range(c.depth)],
             {names[k]: lens[:, k] for k in top},
@@ -67,10 +80,17 @@ if c.num_classes:
             "probability"), key=keys.LOGITS_LENS)
         st.caption(f"Each point sends the residual stream after that block down the same path as "
                    f"the answer ({readout_path(c)}), as if the network stopped there; the last "
-                   f"point is exactly the prediction above. Lines: the classes the model ranks "
-                   f"highest at the end, and any class that is on top at some depth.")
+                   f"point is exactly the prediction above. Lines: the "
+                   + (f"{n_final} classes" if n_final > 1 else "class")
+                   + " the model ranks highest at the end, and "
+                   + ("every class that is on top at some depth." if not left_out else
+                      f"{len(leaders) - len(left_out)} of the {len(leaders)} classes that are on "
+                      f"top at some depth; to keep the chart readable, {len(left_out)} more "
+                      f"that lead at some depth are not drawn: "
+                      + ", ".join(f"{names[k]} (on top after {where[first_on_top[k]]})"
+                                  for k in left_out) + "."))
     if stepper.show("logits", 1):
-        st.info("What to notice: " + distribution_note(probs, names, T) + " "
+        st.info("What to notice: " + distribution_note(probs, names, T, image_blind=blind) + " "
                 + lens_note(lens, names))
 elif not c.has_text:
     summary = headless_summary(tr)
@@ -154,13 +174,18 @@ else:
         st.subheader("[SOS] " + " ".join(shown) + (" …" if len(gen.words) > steps else ""))
         if len(gen.words) > steps:
             p = gen.probs[steps].numpy()
+            n_bars = min(8, len(p))
             st.plotly_chart(figures.top_k_bars(
-                p, list(tok_vocab), k=8, title=f"P(word {steps + 1} | image, words before)"
+                p, list(tok_vocab), k=n_bars, title=f"P(word {steps + 1} | image, words before)"
                 + (f" at T = {temperature:g}" if temperature > 0 else ""),
-                x_title="probability"), key=keys.GEN_DIST)
-            kept = (f" Top-k = {int(top_k)}: only the {int(top_k)} most likely words keep any "
+                x_title="probability", y_title="word"), key=keys.GEN_DIST)
+            live = int((p > 0).sum())  # words top-k (or float underflow) leaves any probability
+            zero = n_bars - min(live, n_bars)
+            kept = (f" Top-k = {int(top_k)}: only the {live} most likely words keep any "
                     f"probability, renormalised to sum to 1." if top_k else "")
-            st.caption(f"The 8 most likely next words{masked}"
+            st.caption((f"The {n_bars} most likely next words{masked}" if not zero else
+                        f"The {n_bars - zero} most likely next words{masked} (and {zero} "
+                        f"words at 0 %)")
                        + (": greedy takes the tallest bar." if temperature == 0 else
                           f", from softmax(logits / {temperature:g}); the next word is sampled "
                           f"from it.") + kept)
@@ -179,8 +204,15 @@ else:
                        "95 %, not 100 %.")
         if scored.notice:
             st.warning(scored.notice)
-        rows = [{"word": w + (" (unknown → [UNK])" if u else ""), "P(word | image, words before)":
-                 f"{p:.2%}"} for w, p, u in zip(scored.words, scored.probs, scored.unknown,
-                                                  strict=True)]
+        # Does a text position see the words after it under the mask in force (full: yes)?
+        ahead = tr.mask_kind in MASK_KINDS and bool(
+            allowed_keys(tr.mask_kind, c.num_image_tokens, 2)[-2, -1])
+        column = scored_column(ahead)
+        rows = [{"word": w + (" (unknown → [UNK])" if u else ""), column: f"{p:.2%}"}
+                for w, p, u in zip(scored.words, scored.probs, scored.unknown, strict=True)]
+        if ahead:
+            st.caption(f"Under the {tr.mask_kind} mask every text position also sees the words "
+                       f"after it, so each word is scored by a position that can see the whole "
+                       f"caption: not a prediction from the words before.")
         st.dataframe(rows, hide_index=True, key=keys.CAPTION_SCORES)
-        st.info("What to notice: " + caption_note(scored))
+        st.info("What to notice: " + caption_note(scored, sees_ahead=ahead))

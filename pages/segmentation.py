@@ -2,6 +2,7 @@
 
 import numpy as np
 import streamlit as st
+import torch
 
 from ui import figures, keys, models, show, state
 from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
@@ -13,12 +14,45 @@ prefix = " and ".join(c.prefix_names)
 st.title("9 · The segmentation pivot")
 drop = (f"drop {prefix}, keep the {N} patch tokens" if pre else
         f"keep all {N} patch tokens (this model has no CLS token to drop)")
+
+
+def share_text(s: float, digits: int = 1) -> str:
+    """A share of the pixels in percent; a small share that would round to 0 (or to 100) says so
+    instead ("<0.1%"), so only a true 0 prints as 0%."""
+    shown = f"{s:.{digits}%}"
+    floor = 10.0 ** -digits
+    if 0 < s and round(100 * s, digits) == 0:
+        return f"<{floor:g}%"
+    if s < 1 and round(100 * s, digits) == 100:
+        return f">{100 - floor:g}%"
+    return shown
+
+
+# What a patch token has seen by the last layer, read from the mask this trace ran with: under
+# the full (or prefix) mask every patch sees every patch; under the causal mask patch i sees only
+# the tokens before it and itself.
+S = c.num_image_tokens
+allowed = (torch.isfinite(tr.mask) & (tr.mask > -1e4))[:S, :S]  # the additive mask, as bool
+seen = allowed[pre:pre + N, pre:pre + N]
+if bool(seen.all()):
+    reach = "except every cell has already seen the whole image through attention"
+elif torch.equal(seen, torch.ones(N, N, dtype=torch.bool).tril()):
+    before = f"{prefix} and " if pre and bool(allowed[pre:pre + N, :pre].all()) else ""
+    reach = (f"except that attention has mixed the patches only forwards: under the "
+             f"{tr.mask_kind} mask patch i has seen only {before}patches 0 to i (in reading "
+             f"order), so patch 0 has seen no other patch and only the last, patch {N - 1}, has "
+             f"seen the whole image")
+else:
+    counts = seen.sum(1)
+    reach = (f"except that attention has mixed the patches: under the {tr.mask_kind} mask each "
+             f"cell has seen between {int(counts.min())} and {int(counts.max())} of the {N} "
+             f"patches")
 st.write(
     f"Classification keeps one summary of the image and throws away where things are. "
     f"Segmentation wants a label for every pixel, so it does the opposite: {drop}, and put "
     f"them back on their {g}×{g} grid. That grid is a feature map, like a CNN's, "
-    f"except every cell has already seen the whole image through attention. A small head scores "
-    f"each cell for every class, and the scores are upsampled to pixels."
+    f"{reach}. A small head scores each cell for every class, and the scores are upsampled to "
+    f"pixels."
 )
 K = rf"K_\mathrm{{seg}}={c.seg_classes}" if c.seg_classes else "K"
 st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in \mathbb{{R}}^{{{N}\times{D}}}"
@@ -50,7 +84,7 @@ with right:
         palette = figures.class_palette(c.seg_classes - 1)
         found = {k: float((labels == k).mean()) for k in np.unique(labels)}
         order = sorted(found, key=lambda k: -found[k])
-        entries = [(f"{names[k]} {found[k]:.0%}", tuple(palette[k])) for k in order]
+        entries = [(f"{names[k]} {share_text(found[k], 0)}", tuple(palette[k])) for k in order]
         r = c.seg_upsample
         show.image(figures.with_legend(figures.class_map_image(prep.crop, labels,
                                                                c.seg_classes - 1), entries),
@@ -58,7 +92,7 @@ with right:
                    f"scores upsampled bilinearly, then the most likely class), painted at 55 % "
                    f"over the image; the legend lists the classes found and their share of the "
                    f"pixels", "class-map")
-        st.dataframe([{"class": names[k], "share of the image": f"{found[k]:.1%}"}
+        st.dataframe([{"class": names[k], "share of the image": share_text(found[k])}
                       for k in order], hide_index=True, key=keys.SEG_TABLE)
         stats = boundary_stats(labels, P)
     else:

@@ -84,11 +84,12 @@ def jpeg_data_uri(img: Image.Image, quality: int = 90) -> str:
 
 
 def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | None = None,
-               x_title: str | None = None) -> go.Figure:
+               x_title: str | None = None, y_title: str | None = "class") -> go.Figure:
     """Horizontal bars of the k most probable classes, best on top.
 
     Args:
-        title, x_title: the chart's title and the x axis's name (none by default)."""
+        title, x_title: the chart's title and the x axis's name (none by default).
+        y_title: what the bars are named by ("class" by default; "word" for a vocabulary)."""
     order = np.argsort(-probs)[:k][::-1]
     fig = go.Figure(go.Bar(x=probs[order], y=[names[i] for i in order], orientation="h",
                            text=[f"{probs[i]:.1%}" for i in order], textposition="auto"))
@@ -99,10 +100,13 @@ def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | Non
         fig.update_layout(title=dict(text=title, font=dict(size=14)))
     if x_title:
         fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
+    if y_title:
+        fig.update_yaxes(title=dict(text=y_title, font=dict(size=12)))
     return fig
 
 
-def logit_bars(logits: np.ndarray, names: list[str], k: int = 15) -> go.Figure:
+def logit_bars(logits: np.ndarray, names: list[str], k: int = 15,
+               y_title: str = "class") -> go.Figure:
     """The raw logits as horizontal bars named by class, largest on top: all of them when there
     are at most k classes, else the k largest (the title says how many of how many)."""
     z = np.asarray(logits, dtype=np.float64)
@@ -116,6 +120,7 @@ def logit_bars(logits: np.ndarray, names: list[str], k: int = 15) -> go.Figure:
                       margin=dict(l=0, r=0, t=30, b=0), height=80 + 24 * len(order),
                       yaxis=dict(tickfont=dict(size=11)))
     fig.update_xaxes(title=dict(text="logit (score before the softmax)", font=dict(size=12)))
+    fig.update_yaxes(title=dict(text=y_title, font=dict(size=12)))
     return fig
 
 

@@ -51,25 +51,85 @@ def near_uniform(probs: torch.Tensor) -> bool:
     return K > 1 and entropy(probs) >= 0.9 * math.log(K)
 
 
-def distribution_note(probs: torch.Tensor, names: list[str], temperature: float) -> str:
-    """One sentence on how sure the shown distribution is, from its top probability and
-    entropy (against the uniform 1/K and log K)."""
+CONFIDENT = 0.75  # "confident": at least this much on the top class ...
+CLEAR_LEAD = 5.0  # ... and at least this many times the runner-up's probability
+
+
+def distribution_note(probs: torch.Tensor, names: list[str], temperature: float,
+                      image_blind: bool = False) -> str:
+    """One sentence on how sure the shown distribution is, from its top probability, the
+    runner-up's, and the entropy (against the uniform 1/K and log K).
+
+    Args:
+        image_blind: the distribution cannot depend on the image (see `image_blind`): then it
+            is not told as the model's view of this picture.
+    """
     p = torch.as_tensor(probs, dtype=torch.float64)
     K = p.numel()
-    top = int(p.argmax())
+    order = p.argsort(descending=True)
+    top = int(order[0])
+    p1 = float(p[top])
     h, hmax = entropy(p), math.log(K)
-    text = (f"At T = {temperature:g} the top class, {names[top]}, has {float(p[top]):.1%}; the "
+    text = (f"At T = {temperature:g} the top class, {names[top]}, has {p1:.1%}; the "
             f"entropy is {h:.2f} nats of a possible {hmax:.2f}")
+    if image_blind:
+        return text + ": the same for every picture, so it says nothing about this one."
     if near_uniform(p):
         return text + f", so the distribution is close to uniform (1/{K} = {1 / K:.1%} each)."
-    if float(p[top]) >= 0.5:
-        return text + ": the model is confident."
-    return text + ": the model hedges between a few classes."
+    if K == 1:
+        return text + "."
+    second = int(order[1])
+    p2 = float(p[second])
+    runner = f"the runner-up, {names[second]}, has {p2:.1%}"
+    if p1 >= CONFIDENT and p1 >= CLEAR_LEAD * p2:
+        return text + f": the model is confident ({runner})."
+    if p1 >= 0.5:
+        return text + f": the model leans to {names[top]} but is not sure: {runner}."
+    n = min(3, K)
+    return (text + f": no class gets half the probability; {runner}, and the top {n} together "
+            f"hold {float(p[order[:n]].sum()):.1%}.")
+
+
+def image_blind(config: ViTConfig, mask: torch.Tensor | None) -> bool:
+    """True when the class head's input cannot depend on the image under `mask` (the additive
+    [S, S] mask a trace ran with; None or zeros = full): the head reads only the prefix tokens
+    (CLS, DIST), and none of them may attend to a patch, so no patch reaches them in any block.
+    (The prefix tokens start as learned vectors plus their positions: the same for every image.)"""
+    if not config.num_classes or config.global_pool == "avg" or not config.num_prefix_tokens:
+        return False
+    if mask is None or mask.dim() != 2:
+        return False
+    pre, n = config.num_prefix_tokens, config.num_patches
+    allowed = torch.isfinite(mask) & (mask > -1e4)  # -inf (or a large negative) blocks a key
+    return not bool(allowed[:pre, pre:pre + n].any())
+
+
+def blind_reason(config: ViTConfig, mask_kind: str) -> str:
+    """Why `image_blind` holds, as a sentence (for a causal-style mask)."""
+    who = ("CLS (token 0) may attend only to itself"
+           + (", and DIST only to CLS and itself" if config.dist_token else ""))
+    reads, them = ("CLS and DIST", "them") if config.dist_token else ("CLS", "it")
+    return (f"Under the {mask_kind} mask {who}: no patch ever reaches {them}, and the class head "
+            f"reads only {reads}, so this prediction is the same for every picture.")
 
 
 def lens_leaders(lens_probs: torch.Tensor) -> list[int]:
     """The class on top at each depth of the lens, each once, in order of first appearance."""
     return list(dict.fromkeys(int(k) for k in torch.as_tensor(lens_probs).argmax(1)))
+
+
+def lens_lines(probs, lens_probs, most: int = 10) -> tuple[list[int], list[int]]:
+    """Which classes the logit-lens chart draws: the (up to) 3 ranked highest at the end, then
+    the classes on top at some depth, the highest-peaking first, up to `most` lines in all (10:
+    plotly's colour cycle, beyond which two lines would share a colour).
+
+    Returns:
+        (drawn classes, classes on top at some depth that are not drawn)."""
+    P = torch.as_tensor(lens_probs, dtype=torch.float64)
+    final = torch.as_tensor(probs, dtype=torch.float64).argsort(descending=True)[:3].tolist()
+    leaders = sorted(lens_leaders(P), key=lambda k: -float(P[:, k].max()))
+    drawn = list(dict.fromkeys([*final, *leaders]))[:max(most, len(final))]
+    return drawn, [k for k in lens_leaders(P) if k not in drawn]
 
 
 def lens_note(lens_probs: torch.Tensor, names: list[str]) -> str:

@@ -6,7 +6,6 @@ import streamlit as st
 from ui import controls, figures, keys, show, state, steps
 from vit_core.explain.embeddings import describe_position_similarity
 from vit_core.explain.generation import tokenizer_for
-from vit_core.explain.stages import caption_input
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -109,12 +108,9 @@ if steps.show("embeddings", 3):
     if c.has_text:  # the map's "Word embeddings + text positions" box opens this page
         st.subheader("Then the text tokens")
         with st.spinner("Writing its caption, one forward pass per word…"):
-            gen = state.generation(inp, name, mask=state.chosen_mask())
-        tok = tokenizer_for(model)
-        ids = caption_input(tok.sos_id, gen.ids, c.max_text_len)
-        text_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=ids)
+            gen, ids, text_tr = state.caption_pass(inp, name, mask=state.chosen_mask())
         n_img, T = c.num_image_tokens, len(ids)
-        words = [tok.vocab[i] for i in ids]
+        words = [tokenizer_for(model).vocab[i] for i in ids]
         st.plotly_chart(figures.matrix_heatmap(
             text_tr["embed"][n_img:].numpy(), f"embed, text rows = E[word] + P_txt[t]: {T} "
             f"tokens × {D}", square=False, height=120 + 22 * T, row_labels=words,

@@ -5,8 +5,7 @@ import streamlit as st
 from ui import figures, keys, models, navigate, show, state
 from ui.tables import stage_table
 from vit_core.explain.composed import caption_note, class_note
-from vit_core.explain.generation import tokenizer_for
-from vit_core.explain.stages import caption_input, model_map
+from vit_core.explain.stages import model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
 
@@ -19,9 +18,7 @@ st.title("From pixels to logits, in one pass")
 map_tr, gen = tr, None
 if c.has_text:  # the map shows the pass that wrote the caption's last word: image + its text
     with st.spinner("Writing its caption, one forward pass per word…"):
-        gen = state.generation(inp, name, mask=state.chosen_mask())
-        text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
-        map_tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
+        gen, _, map_tr = state.caption_pass(inp, name, mask=state.chosen_mask())
 _, C, H, W = prep.pixels.shape
 mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
 big = 1.3 if st.session_state.get(keys.PRESENTER) else 1.0  # a projector: the map drawn larger

@@ -12,8 +12,6 @@ from vit_core.explain.flops import (
     total_macs,
     total_params,
 )
-from vit_core.explain.generation import tokenizer_for
-from vit_core.explain.stages import caption_input
 
 inp, name, model, prep, tr = state.load_current()
 c = model.config
@@ -29,9 +27,7 @@ if stepper.first():
 fed = ""
 if c.has_text:  # a captioner never runs without text: trace the pass that wrote its last token
     with st.spinner("Writing its caption, one forward pass per word…"):
-        gen = state.generation(inp, name, mask=state.chosen_mask())
-        text = caption_input(tokenizer_for(model).sos_id, gen.ids, c.max_text_len)
-        tr = state.trace(inp, name, mask=state.chosen_mask(), text_ids=text)
+        gen, text, tr = state.caption_pass(inp, name, mask=state.chosen_mask())
     last = ("[EOS]" if gen.words[-1:] == ["[EOS]"] else
             f"“{gen.words[-1]}”" if gen.words else "its first token")
     k = len(text) - 1  # words read besides [SOS]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 import torch
@@ -233,3 +234,29 @@ def test_the_shapes_page_of_a_classifier_has_no_text_row():
     assert table.loc["tokens", "equation"] == "z_0 = [x_cls; X_p W_E] + E_pos"
     assert int(table.loc["tokens", "parameters"].replace(",", "")) == (
         model.cls_token.numel() + model.pos_embed.numel())
+
+
+def test_the_shapes_question_in_presenter_mode_counts_the_captioners_text_pass():
+    """'Ask the class' under the shape trace's last step: its multiply-add total is the one of
+    the pass the table shows, with the text the captioner read (not an image-only pass)."""
+    from ui import steps
+
+    name = "shapes-captioner-causal"
+    model = load_model(name)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state[keys.MODEL] = name
+    for k, v in {"page": "shapes", "presenter": "1",
+                 "step": str(steps.count("shapes", model.config))}.items():
+        at.query_params[k] = v
+    at.run()
+    before = {i.value for i in at.info}
+    for t in [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]:
+        t.set_value(True)
+    at.run()
+    assert not at.exception and at.session_state[keys.MODEL] == name
+    answer = next(i.value for i in at.info if i.value not in before)
+    T = len(greedy(model, pixels(at, model)))  # [SOS] + every word before the last token
+    total = parse_si(re.search(r"of the ([\d.]+(?: [kMGT])?) multiply-adds of one pass",
+                               answer).group(1))
+    assert total == pytest.approx(torch_flops(model.config, T) / 2, rel=5e-3)
+    assert total != pytest.approx(torch_flops(model.config, 0) / 2, rel=5e-3)

@@ -116,6 +116,8 @@ def ask(slug: str, config) -> None:
     tr = state.trace(inp, name, mask=state.chosen_mask())
     gen = (state.generation(inp, name, mask=state.chosen_mask())
            if slug == "logits" and config.has_text else None)
+    if slug == "shapes" and config.has_text:  # the shape trace counts the pass with its text
+        tr = state.caption_pass(inp, name, mask=state.chosen_mask())[2]
     found = _questions(inp.key, name, state.chosen_mask(), slug,
                        questions.Selection.of(st.session_state), model, tr, gen)
     if not found:

@@ -332,6 +332,22 @@ def generation(inp: Input, model_name: str, max_new_tokens: int | None = None,
                        prepare(inp, model_name).pixels)
 
 
+def caption_pass(inp: Input, model_name: str, mask: str | None = None):
+    """A captioner's greedy caption and the pass in which it wrote its last token: the image
+    with [SOS] and every word before that token, the text stream the pages show.
+
+    Returns:
+        (the generation, the text ids fed, the trace of that pass).
+    """
+    from vit_core.explain.generation import tokenizer_for
+    from vit_core.explain.stages import caption_input
+
+    model = get_model(model_name)
+    gen = generation(inp, model_name, mask=mask)
+    ids = caption_input(tokenizer_for(model).sos_id, gen.ids, model.config.max_text_len)
+    return gen, ids, trace(inp, model_name, mask=mask, text_ids=ids)
+
+
 def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
     """The caption a text model writes for this image, greedily."""
     return generation(inp, model_name, mask=mask).text

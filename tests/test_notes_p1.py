@@ -583,7 +583,7 @@ def test_embeddings_shows_a_captioners_text_rows_as_word_plus_position_embedding
 def test_qkv_equation_has_the_biases_the_numbers_include():
     at = open_page("qkv", CLF)
     net, tr = reference(at)
-    assert net.config.qkv_bias and float(net.blocks[-1].attn.qkv.bias.abs().max()) > 0.01
+    assert net.config.qkv_bias and float(net.blocks[-1].attn.qkv.bias.detach().abs().max()) > 0.01
     shown = " ".join(lat.value for lat in at.get("latex"))
     assert r"\tilde X W_Q + b_Q" in shown and r"\tilde X W_V + b_V" in shown
 

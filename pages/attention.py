@@ -134,7 +134,7 @@ if pre and steps.show("attention", 2):
         else:  # e.g. the causal mask: CLS (and DIST) come before every patch
             seen = " and ".join(n for j, n in enumerate(prefix) if allowed[i, j])
             how = (f"Under the {tr.mask_kind} mask the {tok} token sees no patch, only {seen}, so "
-                   f"every map is dark: 0% of its attention on each patch, "
+                   f"no map colours the image: 0% of its attention on each patch, "
                    f"{float(mean_row[:pre].sum()):.0%} on {seen}.")
         show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
             f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),

@@ -348,7 +348,7 @@ def test_blocked_keys_are_described_as_each_view_draws_them(model_name):
     assert "blocked keys get weight 0" in shown and "left blank" not in shown
     for i, tok in enumerate(c.prefix_names):
         seen = " and ".join(c.prefix_names[:i + 1])
-        assert f"the {tok} token sees no patch, only {seen}, so every map is dark" in shown
+        assert f"the {tok} token sees no patch, only {seen}, so no map colours the image" in shown
         share = float(tr[f"blocks.{L}.attn.pattern"][:, i, :pre].double().sum(-1).mean())
         assert f"{share:.0%} on {seen}." in shown
     assert "Bright = where the CLS token" not in shown and "of its 1 keys" not in shown

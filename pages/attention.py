@@ -13,7 +13,7 @@ from vit_core.explain.attention import (
     uniform_distance,
 )
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = state.load_current(text_free_note=True)
 c = model.config
 g, pre, H, L, dk, P = c.grid, c.num_prefix_tokens, c.num_heads, c.depth, c.head_dim, c.patch_size
 prefix = c.prefix_names

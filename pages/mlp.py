@@ -6,7 +6,7 @@ import torch
 from ui import controls, figures, keys, state, steps
 from vit_core.explain.tokens import describe_residual_stream, residual_stream
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = state.load_current(text_free_note=True)
 c = model.config
 D, F_, L, pre = c.embed_dim, c.mlp_hidden, c.depth, c.num_prefix_tokens
 labels = figures.token_labels(c)

@@ -7,7 +7,7 @@ import torch
 from ui import figures, keys, models, show, state
 from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = state.load_current(text_free_note=True)
 c = model.config
 g, N, D, pre, P = c.grid, c.num_patches, c.embed_dim, c.num_prefix_tokens, c.patch_size
 prefix = " and ".join(c.prefix_names)

@@ -374,6 +374,28 @@ def test_a_one_head_model_gets_single_values_not_ranges_by_head():
         shown)
 
 
+TEXT_FREE = "This page shows the pass over the image alone, with no text fed."
+
+
+@pytest.mark.parametrize("page", ["qkv", "attention", "mlp", "segmentation"])
+def test_a_captioner_under_the_full_mask_says_its_blocks_show_a_text_free_pass(page):
+    """Under the full mask image tokens read the text, so the image-only pass these pages draw
+    differs inside the blocks from the passes that write the caption; under the trained causal
+    mask it does not, and the page says nothing."""
+    name = "shapes-captioner-causal"
+    at = open_page(page, name, mask="full")
+    model, alone = traced(at, name, mask="full")
+    _, fed = traced(at, name, mask="full", text_ids=[1, 4, 5])  # [SOS] and two words
+    n_img, last = model.config.num_image_tokens, f"blocks.{model.config.depth - 1}.resid_post"
+    assert not torch.allclose(alone[last], fed[last][:n_img])  # the words reach the image
+    assert TEXT_FREE in text(at)
+    quiet = open_page(page, name)  # trained: causal
+    _, alone = traced(quiet, name)
+    _, fed = traced(quiet, name, text_ids=[1, 4, 5])
+    assert torch.equal(alone[last], fed[last][:n_img])  # image tokens never see the text
+    assert TEXT_FREE not in text(quiet)
+
+
 def test_a_long_deit_sequence_prints_one_tick_for_cls_and_dist():
     labels = figures.token_labels(ViTConfig(dist_token=True))  # 198 tokens
     ticks, tick_text = figures.prefix_ticks(labels, 14, ("CLS", "DIST"))

@@ -223,10 +223,15 @@ def current() -> tuple[Input, str]:
     return st.session_state[keys.INPUT], st.session_state[keys.MODEL]
 
 
-def load_current():
+def load_current(text_free_note: bool = False):
     """(input, model name, model, prepared image, trace) for the page; a spinner on first use.
 
     A file that cannot be read shows one line and falls back to the default sample scene.
+
+    Args:
+        text_free_note: the page draws what image tokens compute inside the blocks; say so
+            when the trace (fed no text) differs from a captioner's writing passes, i.e. when
+            the mask lets image tokens read the text (the full mask).
     """
     inp, name = current()
     with st.spinner(f"Loading {name}…"):
@@ -249,6 +254,11 @@ def load_current():
     note = models.honesty_note(model, inp.label)
     if note:
         st.info(note, icon=":material/info:")
+    if text_free_note and model.config.has_text and tr.mask_kind == "full":
+        st.caption("This page shows the pass over the image alone, with no text fed. Under the "
+                   "full mask the image tokens also read the words while the model writes a "
+                   "caption, so inside the blocks its writing passes differ from this one; the "
+                   "Masks and Logits pages feed text.")
     return inp, name, model, prep, tr
 
 

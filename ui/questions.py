@@ -16,7 +16,7 @@ import torch
 from vit_core.explain.attention import allowed_from_mask, mean_attention_distance
 from vit_core.explain.flops import si, stage_rows
 from vit_core.explain.lens import logit_lens
-from vit_core.explain.segmentation import class_map
+from vit_core.explain.segmentation import boundary_stats, class_map
 
 from . import keys
 
@@ -48,8 +48,16 @@ def _labels(c) -> list[str]:
     return [*c.prefix_names, *(f"patch {i} ({i // g},{i % g})" for i in range(c.num_patches))]
 
 
-def _pct(x: float) -> str:
-    return f"{x:.1%}" if x < 0.1 else f"{x:.0%}"
+def _pct(x: float, decimals: int | None = None) -> str:
+    """A share in percent (one decimal under 10 %, none above, unless `decimals` is given),
+    never rounded to 100 % when below 1 nor to 0 % when above 0."""
+    d = decimals if decimals is not None else (1 if x < 0.1 else 0)
+    text = f"{x:.{d}%}"
+    if x < 1 and float(text[:-1]) >= 100:
+        return f"{x:.1%}" if x < 0.999 else ">99.9%"
+    if x > 0 and float(text[:-1]) == 0:
+        return "<0.1%"
+    return text
 
 
 def _reader(c) -> str:
@@ -61,7 +69,7 @@ def _reader(c) -> str:
     if c.num_classes:
         return ("the CLS and DIST tokens, which the class heads read," if c.dist_token else
                 "the CLS token, which the class head reads,")
-    return ("the CLS token," if c.class_token else "the mean of the patch tokens")
+    return ("the CLS token" if c.class_token else "the mean of the patch tokens")
 
 
 def _output(c) -> str:
@@ -77,6 +85,30 @@ def _output(c) -> str:
 def _image_block_full(tr) -> bool:
     n_img = tr.config.num_image_tokens
     return bool(allowed_from_mask(tr.mask)[:n_img, :n_img].all())
+
+
+def _reads_prefix(c) -> bool:
+    """The output is read from CLS (and DIST) alone: a class head on CLS, or a headless model's
+    CLS vector (as `_reader` and `_output` say)."""
+    return c.class_token and not c.has_text and (c.global_pool != "avg" or not c.num_classes)
+
+
+def _prefix_blind(tr) -> bool:
+    """Under this trace's mask, no CLS or DIST token sees a patch or a text token."""
+    pre = tr.config.num_prefix_tokens
+    return bool(pre) and not bool(allowed_from_mask(tr.mask)[:pre, pre:].any())
+
+
+def _prefix_sight(tr) -> str:
+    """What CLS (and DIST) see under this trace's mask, read from the mask: 'CLS sees only
+    itself, and DIST only CLS and itself'."""
+    names = tr.config.prefix_names
+    allowed = allowed_from_mask(tr.mask)
+    said = []
+    for i, name in enumerate(names):
+        seen = [("itself" if j == i else names[j]) for j in range(len(names)) if allowed[i, j]]
+        said.append(f"{name}{' sees' if not said else ''} only {' and '.join(seen)}")
+    return ", and ".join(said)
 
 
 # ---------------------------------------------------------------- 1 · patches
@@ -99,14 +131,21 @@ def patches(model, tr, sel) -> list[Question]:
     n, n2 = c.num_patches, (img // p2) ** 2
     s, s2 = n + pre + n_text, n2 + pre + n_text
     extra = " + ".join([*c.prefix_names, *([f"{n_text} text"] if n_text else [])])
+    with_ = ("With " + (f"the {extra} token{'s' if pre + n_text > 1 else ''}" if extra else
+                        "no CLS token"))
+    if c.has_text and not n_text:  # the trace holds the image tokens only
+        grows = (f"{with_}, the image tokens grow from {s:,} to {s2:,}, so the image part of "
+                 f"each head's attention matrix grows from {s:,}² = {s * s:,} to "
+                 f"{s2:,}² = {s2 * s2:,} entries: {s2 * s2 / (s * s):.1f}× bigger, in every "
+                 f"head of every layer. While the caption is written its T text tokens come on "
+                 f"top: the sequence is S = {s:,} + T tokens, or {s2:,} + T.")
+    else:
+        grows = (f"{with_}, the sequence grows from S = {s:,} to {s2:,} tokens, so each head's "
+                 f"attention matrix grows from {s:,}² = {s * s:,} to {s2:,}² = {s2 * s2:,} "
+                 f"entries: {s2 * s2 / (s * s):.1f}× bigger, in every head of every layer.")
     return [Question(
         f"If P were {p2} instead of {P}, how many patches? How much bigger is the attention "
-        f"matrix?",
-        f"({img}/{p2})² = {n2:,} patches instead of ({img}/{P})² = {n:,}. With "
-        + (f"the {extra} token{'s' if pre + n_text > 1 else ''}" if extra else "no CLS token")
-        + f", the sequence grows from S = {s:,} to {s2:,} tokens, so each head's attention "
-        f"matrix grows from {s:,}² = {s * s:,} to {s2:,}² = {s2 * s2:,} entries: "
-        f"{s2 * s2 / (s * s):.1f}× bigger, in every head of every layer.")]
+        f"matrix?", f"({img}/{p2})² = {n2:,} patches instead of ({img}/{P})² = {n:,}. " + grows)]
 
 
 # ---------------------------------------------------------------- 2 · embeddings
@@ -120,6 +159,13 @@ def embeddings(model, tr, sel) -> list[Question]:
                  f"shuffling the patches would only reorder the patch tokens, and "
                  f"{_reader(c)} would come out the same. The model could not tell the picture "
                  f"from its patches shuffled (try it on the Experiments page).")
+    elif _reads_prefix(c) and _prefix_blind(tr):
+        order = (f"Nothing the output could show: under the {tr.mask_kind} mask used here "
+                 f"{_prefix_sight(tr)}, in every block, so no patch reaches {_output(c)}: "
+                 f"they are the same for every image, and stay so without positions. The "
+                 f"patch tokens themselves still get the order through the mask "
+                 f"(token i sees exactly i + 1 keys); with a mask that lets every patch see "
+                 f"every other, shuffled patches could not be told from the picture.")
     else:
         order = (f"Under the {tr.mask_kind} mask used here each token sees only the tokens "
                  f"before it (token i exactly i + 1 keys), so the order still reaches the model "
@@ -185,13 +231,15 @@ def attention(model, tr, sel) -> list[Question]:
         rows, who = last[:, pre:pre + g * g].mean(1), "the average patch"
         q1 = "In the last layer, where does the average patch look? (this model has no CLS)"
     mean = rows.mean(0)
-    top = torch.topk(mean, min(3, mean.numel()))
-    on_patches = float(mean[pre:pre + g * g].sum())
+    seen = torch.nonzero(mean > 0).flatten()  # the mask may hide keys: name only those weighed
+    top = torch.topk(mean[seen], min(3, seen.numel()))
+    on_patches = 1 - float(mean[:pre].sum() + mean[pre + g * g:].sum())  # 1 with no prefix
     a1 = (f"In block {L - 1}, " + (f"averaged over its {H} heads" if H > 1 else "in its only head")
           + f", {who} puts "
-          + ", ".join(f"{_pct(float(v))} on {words[int(j)]}" for v, j in
+          + ", ".join(f"{_pct(float(v))} on {words[int(seen[j])]}" for v, j in
                       zip(top.values, top.indices, strict=True))
-          + f"; {_pct(on_patches)} on the {g * g} patches altogether.")
+          + (f"; {_pct(on_patches)} on the {g * g} patches altogether." if on_patches > 0 else
+             f"; under the {tr.mask_kind} mask it may see none of the {g * g} patches."))
     if H == 1:
         a2 = "This model has a single head, so there is nothing to compare."
     else:
@@ -200,7 +248,8 @@ def attention(model, tr, sel) -> list[Question]:
         a2 = (f"Each head's favourite key for {who} in block {L - 1}: "
               + "; ".join(f"head {h} → {words[j]} ({_pct(float(rows[h, j]))})"
                           for h, j in enumerate(fav))
-              + (f". All {H} agree." if fav.count(common) == H else
+              + ((". Both agree." if H == 2 else f". All {H} agree.")
+                 if fav.count(common) == H else
                  f". {fav.count(common)} of {H} share the favourite {words[common]}."
                  if fav.count(common) > 1 else ". No two heads agree."))
     if g * g < 2:
@@ -307,9 +356,10 @@ def logits(model, tr, sel, gen=None) -> list[Question]:
         what = "the top class"
     best = int(z.argmax())
     p = {t: float((z / t).softmax(-1)[best]) for t in (0.5, 1.0, 2.0)}
-    a1 = (f"How sure the probabilities look: {what}, {names[best]}, gets {p[0.5]:.1%} at T = 0.5, "
-          f"{p[1.0]:.1%} at T = 1 and {p[2.0]:.1%} at T = 2. Never the order: dividing every "
-          f"logit by the same T > 0 keeps every inequality, so {names[best]} stays on top.")
+    a1 = (f"How sure the probabilities look: {what}, {names[best]}, gets {_pct(p[0.5], 1)} at "
+          f"T = 0.5, {_pct(p[1.0], 1)} at T = 1 and {_pct(p[2.0], 1)} at T = 2. Never the order: "
+          f"dividing every logit by the same T > 0 keeps every inequality, so {names[best]} "
+          f"stays on top.")
     if c.has_text:
         return [Question(q1, a1), Question(q2, "This question is for classifiers: this model "
                                                "writes words, and the logit lens here reads "
@@ -330,12 +380,21 @@ def logits(model, tr, sel, gen=None) -> list[Question]:
 def shapes(model, tr, sel) -> list[Question]:
     c = model.config
     rows = stage_rows(c, tr.n_text)
-    macs = {r["step"]: r["flops"] // 2 * r["times"] for r in rows}
-    total = sum(macs.values())
-    top = max(macs, key=macs.get)
-    a1 = (f"{top}: {si(macs[top])} of the {si(total)} multiply-adds of one pass "
-          f"({macs[top] / total:.0%}), counted over its {c.depth} layer"
-          f"{'s' if c.depth > 1 else ''}.")
+    first = next(k for k, r in enumerate(rows) if r["step"] == "LN1")
+    end = next(k for k, r in enumerate(rows) if r["step"] == "final LN")
+    macs = [(r["step"], r["flops"] // 2 * r["times"], first <= k < end)  # in every block?
+            for k, r in enumerate(rows)]
+    total = sum(m for _, m, _ in macs)
+    most = max(m for _, m, _ in macs)
+    tops = [(step, block) for step, m, block in macs if m == most]  # a tie names them all
+    both = len(tops) > 1
+    names = (", ".join(s for s, _ in tops[:-1]) + " and " if both else "") + tops[-1][0] + (
+        ", tied" if both else "")
+    how = ("" if len({b for _, b in tops}) > 1 else
+           (f", counted over {'their' if both else 'its'} {c.depth} layers" if c.depth > 1 else
+            ", in the model's only layer") if tops[0][1] else ", once per pass")
+    a1 = (f"{names}: {si(most)} {'each ' if both else ''}of the {si(total)} multiply-adds of "
+          f"one pass ({most / total:.0%}{' each' if both else ''}){how}.")
     groups: dict[str, int] = {}
     for pname, prm in model.named_parameters():
         part = pname.split(".")
@@ -368,22 +427,31 @@ def segmentation(model, tr, sel) -> list[Question]:
         return [Question("How can a classifier's tokens label pixels?", a1),
                 Question(q2, "This model has no segmentation head, so it draws no class "
                              "edges.")]
-    lab = class_map(tr["seg_logits"], g, c.img_size)
-    horiz = lab[:, 1:] != lab[:, :-1]  # pair (x, x+1) differs
-    vert = lab[1:, :] != lab[:-1, :]
-    cut = torch.arange(1, c.img_size) % P == 0  # pair straddles a patch border
-    on = int(horiz[:, cut].sum() + vert[cut, :].sum())
-    total = int(horiz.sum() + vert.sum())
+    st = boundary_stats(class_map(tr["seg_logits"], g, c.img_size), P)  # the page's counts
+    on, total = st["on_boundary"], st["changes"]
     if not total:
         a2 = "On this image the map is one class everywhere: there are no edges."
+    elif not st["boundary_pairs"]:
+        a2 = (f"The image is a single patch, so no pixel pair straddles a patch border: all "
+              f"{total:,} class edges lie inside it.")
     else:
-        share, chance = on / total, 1 / P
+        share, chance = on / total, st["boundary_pairs"] / st["pairs"]
+        ratio = share / chance
         a2 = (f"{on:,} of the {total:,} neighbouring pixel pairs with different classes straddle "
-              f"a patch border ({share:.0%}). Of all neighbouring pairs 1 in {P} does, so edges "
-              f"that ignored the grid would give about {chance:.0%}. "
-              + ("They mostly follow the grid" if share > 0.5 else
-                 "They mostly cut through patches")
-              + f": the head gives {c.seg_upsample}×{c.seg_upsample} cells per patch, and the "
+              f"a patch border ({_pct(share)}). Of all {st['pairs']:,} neighbouring pairs, "
+              f"{st['boundary_pairs']:,} do ({_pct(chance)}, about 1 in {round(1 / chance)}): "
+              f"what edges placed at random would give. "
+              + (f"The edges mostly follow the grid, {ratio:.0f}× as often on a border as at "
+                 f"random" if share >= 0.5 else
+                 f"Most edges cut through patches, yet they sit on patch borders {ratio:.0f}× "
+                 f"as often as edges placed at random would: the grid still shows"
+                 if ratio >= 2 else
+                 f"The edges cut through patches as if the grid were not there: they sit on "
+                 f"patch borders no more often than edges placed at random would "
+                 f"({ratio:.1f}×)" if ratio <= 1 else
+                 f"The edges cut through patches, sitting on patch borders only {ratio:.1f}× "
+                 f"as often as edges placed at random would")
+              + f". The head gives {c.seg_upsample}×{c.seg_upsample} cells per patch, and the "
               f"scores are upsampled bilinearly, so an edge can fall inside a patch.")
     return [Question("How can a classifier's tokens label pixels?", a1), Question(q2, a2)]
 
@@ -398,10 +466,22 @@ def experiments(model, tr, sel) -> list[Question]:
              f"{tr.mask_kind} mask every image token sees every other: attention and the MLP "
              f"treat the patches as a set. Shuffling only reorders the patch tokens, so "
              f"{_output(c)} come out the same for any order (up to float rounding).")
+    elif _reads_prefix(c) and _prefix_blind(tr):
+        names = " and ".join(c.prefix_names)
+        a = (f"Under the {tr.mask_kind} mask used here {_prefix_sight(tr)}, in every block, so "
+             f"no patch ever reaches {names}, and {_output(c)} depend on {names} alone: both "
+             f"experiments give exactly the same "
+             + ("logits" if c.num_classes else
+                f"final {names} vector{'s' if c.dist_token else ''}")
+             + " for any order of the patches and any image. The patch tokens themselves do "
+             "differ: patch i sees only the tokens before it, so their order matters even "
+             "without positions.")
     else:
         a = (f"Under the {tr.mask_kind} mask used here they need not: patch i sees only the "
              f"tokens before it, so the order matters even without positions"
-             + (", except for CLS, which sees only itself." if c.num_prefix_tokens else "."))
+             + (f"; {_prefix_sight(tr)}, so "
+                + ("it comes" if c.num_prefix_tokens == 1 else "they come")
+                + " out the same in both." if _prefix_blind(tr) else "."))
     return [Question(q, a)]
 
 

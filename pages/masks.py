@@ -121,7 +121,7 @@ if steps.show("masks", 2):
     gap = float((other_logits - causal_logits).abs().max())
     left, right = st.columns(2)
     label = picker.plain_label(clf_name)
-    as_trained = " (as trained)" if clf.info.trained else ""
+    as_trained = " (as trained)" if clf.info.source == "bundled" else ""  # a file: unknown
     left.plotly_chart(figures.top_k_bars(full, names, title=f"{label}, full attention{as_trained}",
                                         x_title="probability"), key=keys.CLF_FULL)
     right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",

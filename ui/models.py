@@ -164,19 +164,55 @@ def honesty_note(model, input_label: str) -> str | None:
             f"backgrounds. On a photo its answer is a guess. {offer}")
 
 
-def sureness_note(model, sure_here: float, input_label: str) -> str | None:
+SIDEBAR_MASK = object()  # sureness_note's default: the mask chosen in the sidebar
+
+
+def percent(p: float) -> str:
+    """A probability in whole percent that never rounds a non-zero value to 0 % or a value
+    under 1 to 100 %: '<1%' and '>99%' instead."""
+    if 0 < p < 0.005:
+        return "<1%"
+    if 0.995 <= p < 1:
+        return ">99%"
+    return f"{p:.0%}"
+
+
+def _sidebar_mask() -> str | None:
+    """The sidebar's mask (None: the model's own), read in a script run; None outside one."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    mask = st.session_state.get(keys.MASK, "trained")
+    return None if mask == "trained" else mask
+
+
+def sureness_note(model, sure_here: float, input_label: str,
+                  mask: str | None | object = SIDEBAR_MASK) -> str | None:
     """How sure a bundled model is on this image, next to how sure it was on held-out scenes
-    of its own world (vit_core.scenes.evaluate.confidence, stored with the model)."""
+    of its own world (vit_core.scenes.evaluate.confidence, stored with the model).
+
+    `mask`: the attention mask `sure_here` was measured under (None: the model's own; default:
+    the sidebar's). That record was measured under the mask the model was trained with, so
+    under another one the two are not compared."""
     ref = model.info.metrics.get("confidence_on_scenes")
     if not ref:
         return None
+    if mask is SIDEBAR_MASK:
+        mask = _sidebar_mask()
     q = ref["quantiles"]
     what = "its words" if model.config.has_text else "its top class"
+    where = "this scene" if input_label.startswith(("sample", "composed")) else "this photo"
+    own = model.config.default_mask
+    if mask not in (None, own):
+        return (f"How sure: on {where} {model.info.name} gives {what} {percent(sure_here)} "
+                f"under the {mask} mask. Its record on held-out scenes of its world was "
+                f"measured with the {own} mask it was trained with, so the two are not "
+                f"compared here.")
     verdict = ("less sure than on 19 in 20 of those scenes" if sure_here < q["0.05"] else
                "about as sure as on its own scenes" if sure_here >= q["0.25"] else
                "less sure than on most of its own scenes")
-    where = "this scene" if input_label.startswith(("sample", "composed")) else "this photo"
-    return (f"How sure: on {where} {model.info.name} gives {what} {sure_here:.0%}; on "
+    return (f"How sure: on {where} {model.info.name} gives {what} {percent(sure_here)}; on "
             f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
             f"20 were above {q['0.05']:.0%}: {verdict}.")
 

@@ -14,9 +14,12 @@ server's port replace the browser's 127.0.0.1.
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
+
+import vit_core
 
 from . import composer, keys, models, state
 
@@ -94,6 +97,41 @@ def write(stage: str) -> None:
 def link(stage: str) -> str:
     """An absolute link that reopens this view, at the address the class can open."""
     return root_url()[0] + "?" + urlencode(current_params(stage))
+
+
+def link_caption(stage: str) -> str:
+    """What the link above carries, worded from current_params: an uploaded or camera photo is
+    not in it (it opens on a sample scene), and a checkpoint loaded from a server path in this
+    session is offered to no other session (the link opens another model there)."""
+    ss = st.session_state
+    params = current_params(stage)
+    name = params.get(keys.MODEL)
+    own = ss.get(keys.LOADED_PATHS, [])
+    shared = name is not None and (name not in own or name in (
+        models.server_args().weights, *models.models_dir_entries()))
+    same = ["stage"] + (["model"] if shared else [])
+    if keys.SAMPLE in params or keys.SCENE in params:
+        same.append("scene")
+    if shared:  # another model may have fewer layers, heads or patches
+        same += [what for what, key in (("layer", keys.LAYER), ("head", keys.HEAD),
+                                        ("patch", keys.PATCH)) if key in params]
+    same.append("attention mask")
+    if keys.PRESENTER in params:
+        same.append("presenter mode")
+    notes = []
+    inp = ss.get(keys.INPUT)
+    if inp is not None and not (keys.SAMPLE in params or keys.SCENE in params):
+        what = (f"The uploaded photo {inp.label.removeprefix('upload: ')}"
+                if inp.label.startswith("upload: ") else
+                "The camera photo" if inp.label.startswith("camera") else "This image")
+        notes.append(f"{what} is not in the link: it opens on a sample scene.")
+    if name is not None and not shared:
+        instead = models.server_args().weights or vit_core.default_model_name()
+        file = Path(name.partition("?heads=")[0]).name
+        notes.append(f"The checkpoint {file} was loaded from a server path in this session "
+                     f"only, so the link opens {instead} instead.")
+    listed = ", ".join(same[:-1]) + " and " + same[-1]
+    return " ".join(notes + [f"Link to this view (same {listed}):"])
 
 
 @st.cache_resource(ttl=300, show_spinner=False)

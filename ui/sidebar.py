@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import streamlit as st
 
 import vit_core
 from vit_core.io import hub
+from vit_core.io.text import SPECIALS
 
 from . import composer, keys, models, share, state
 
@@ -42,9 +44,9 @@ def draw(stage: str, where=None) -> None:
     _check_model_loads(sb)
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
     card(sb)
+    own_label, mask_help = mask_words(state.get_model(st.session_state[keys.MODEL]))
     sb.selectbox("Attention mask", share.MASKS, key=keys.MASK,
-                 format_func=lambda m: "as trained" if m == "trained" else m,
-                 help="Run the model with another mask than the one it was trained with.")
+                 format_func=lambda m: own_label if m == "trained" else m, help=mask_help)
     sb.header("Image")
     seeds = state.sample_seeds()
     sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=state.sample_caption,
@@ -83,7 +85,7 @@ def draw(stage: str, where=None) -> None:
     if not box.open:  # drawn only while open, as the composer (ui/composer.py says why)
         return
     with box:
-        st.caption("Link to this view (same stage, model, scene, layer, head and patch):")
+        st.caption(share.link_caption(stage))
         st.code(link := share.link(stage), language=None)
         share.draw_qr(link)
         # Streamlit calls the data function when the button is clicked, on another thread where
@@ -249,16 +251,73 @@ def card(sb) -> None:
     n = sum(p.numel() for p in model.parameters())
     with sb.expander("Model card"):
         st.markdown(
-            f"**{info.name}** · {'trained' if info.trained else 'untrained (random weights)'}  \n"
+            f"**{info.name}** · {weights_origin(info)}  \n"
             f"source: {info.source}  \n"
             f"{c.img_size}×{c.img_size} input, patch {c.patch_size} ({c.grid}×{c.grid}), D = "
-            f"{c.embed_dim}, {c.depth} layers × {c.num_heads} heads, {n / 1e6:.2f} M parameters"
-            + (f"  \n{c.num_classes} classes: {', '.join(c.class_names[:10])}"
-               + (" …" if len(c.class_names) > 10 else "") if c.num_classes else "")
-            + (f"  \ntext: {c.vocab_size} words, up to {c.max_text_len} tokens, trained "
-               f"with the {c.default_mask} mask" if c.has_text else ""))
+            f"{c.embed_dim}, {plural(c.depth, 'layer')} × {plural(c.num_heads, 'head')}, "
+            f"{n / 1e6:.2f} M parameters"
+            + (f"  \n{classes_line(c)}" if c.num_classes else "")
+            + (f"  \n{text_line(c, info)}" if c.has_text else ""))
         if info.metrics:
             st.json(info.metrics, expanded=False)
+
+
+def plural(n: int, word: str) -> str:
+    """'1 layer', '2 layers'; '1 class', '3 classes'."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
+
+
+def weights_origin(info) -> str:
+    """Where the weights come from. "trained" only for the bundled models (trained by this
+    repo); a file's or a Hub repo's weights may be trained or not, which the app cannot tell,
+    so the card names where they come from instead."""
+    source = str(info.source)
+    if not info.trained:  # presets; a file whose own metadata says so
+        return "untrained (random weights)"
+    if source == "bundled":
+        return "trained by this repo on generated scenes"
+    if source.startswith(hub.PREFIX):
+        return f"weights from the Hugging Face Hub repo {source.removeprefix(hub.PREFIX)}"
+    if source == "timm":
+        return "weights from timm's pretrained models"
+    path = Path(source)
+    return (f"weights from the {'folder' if path.is_dir() else 'file'} {path.name} (whether "
+            f"they were trained, the app cannot tell)")
+
+
+def classes_line(c) -> str:
+    """The class head: how many classes, and their first names (or that the file has none)."""
+    if not c.class_names:
+        return (f"{plural(c.num_classes, 'class')}, without names (numbered 0"
+                + (f" … {c.num_classes - 1})" if c.num_classes > 1 else ")"))
+    return (f"{plural(c.num_classes, 'class')}: {', '.join(c.class_names[:10])}"
+            + (" …" if len(c.class_names) > 10 else ""))
+
+
+def text_line(c, info) -> str:
+    """The text stream: its tokens (words and special tokens), length and mask."""
+    special = [t for t in c.vocab if t in SPECIALS]
+    tokens = plural(c.vocab_size, "token")
+    if c.vocab:
+        tokens += (f": {plural(len(c.vocab) - len(special), 'word')} + {len(special)} special"
+                   + (f" ({', '.join(special)})" if special else ""))
+    mask = (f"trained with the {c.default_mask} mask" if info.source == "bundled"
+            else f"its own mask: {c.default_mask}")
+    return f"text: {tokens}; up to {c.max_text_len} text tokens per pass, {mask}"
+
+
+def mask_words(model) -> tuple[str, str]:
+    """(how the mask picker shows the model's own mask, the picker's help), worded for `model`:
+    the list offers its own mask too, under its name (the same pass: state.same_mask)."""
+    own = model.config.default_mask
+    bundled = model.info.source == "bundled"
+    label = f"as trained ({own})" if bundled else f"its own ({own})"
+    rest = [m for m in share.MASKS if m not in ("trained", own)]
+    return label, (
+        f"The attention mask the model runs with. “{label}” keeps the mask "
+        + ("it was trained with" if bundled else "it runs with by default") + f", {own}"
+        + (f"; choosing {own} gives the same pass" if own in share.MASKS else "")
+        + f"; {' or '.join(rest)} replace it.")
 
 
 def fingerprint() -> None:
@@ -271,5 +330,5 @@ def fingerprint() -> None:
     if c.num_classes:
         k = int(tr.logits.argmax())
         label = c.class_names[k] if c.class_names else f"class {k}"
-        top = f" · top: {label} {float(tr.logits.softmax(-1)[k]):.0%}"
+        top = f" · top: {label} {models.percent(float(tr.logits.softmax(-1)[k]))}"
     st.sidebar.caption(f"fingerprint {inp.key[:8]}{top}")

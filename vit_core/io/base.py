@@ -21,7 +21,10 @@ class CheckpointError(ValueError):
 class ModelInfo:
     name: str
     source: str  # "preset" | "bundled" | a file path
-    trained: bool  # False for presets: random weights from a fixed seed
+    # False: random weights from a fixed seed (presets). True: the bundled models (trained by
+    # this repo), or weights read from a file, the Hub or timm, which are taken as given (whether
+    # those were trained is not known: the model card names where they come from instead)
+    trained: bool
     description: str = ""
     metrics: dict = field(default_factory=dict)  # held-out metrics measured after training
     card: str = ""  # the model card (Markdown), when one ships next to the weights

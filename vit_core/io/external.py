@@ -386,6 +386,9 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
     model = _build(state, config, path.name)
     kind = ("timm Hub repo" if timm_repo else "Hugging Face checkpoint" if hf
             else "timm checkpoint")
+    # trained=True means "not random weights made by this app" (presets are the ones that are):
+    # whether a file's weights were trained the app cannot tell, so the model card says where
+    # they come from rather than "trained" (ui/sidebar.weights_origin).
     model.info = ModelInfo(name=name or path.name, source=str(path), trained=True, metrics={},
                            description=kind)
     return model

@@ -86,7 +86,7 @@ with right:
         shown = (f"all {c.num_classes} classes" if c.num_classes <= 5 else
                  f"the 5 most likely of {c.num_classes} classes")
         st.caption(f"Bars: P(class) after softmax, {shown}. " + how)
-        sure = models.sureness_note(model, float(probs.max()), inp.label)
+        sure = models.sureness_note(model, float(probs.max()), inp.label, state.chosen_mask())
         if sure:
             st.caption(sure)
         if composed:
@@ -97,7 +97,8 @@ with right:
         st.plotly_chart(figures.word_bars(gen.words, gen.chosen), key=keys.OVERVIEW_WORDS)
         st.caption("Each bar: how sure the model was of that word when it wrote it "
                    "([EOS] ends the caption). The Logits page steps through it.")
-        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label)
+        sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label,
+                                    state.chosen_mask())
         if sure:
             st.caption(sure)
         if composed:

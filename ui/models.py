@@ -164,7 +164,6 @@ def honesty_note(model, input_label: str) -> str | None:
             f"backgrounds. On a photo its answer is a guess. {offer}")
 
 
-SIDEBAR_MASK = object()  # sureness_note's default: the mask chosen in the sidebar
 
 
 def percent(p: float) -> str:
@@ -177,29 +176,17 @@ def percent(p: float) -> str:
     return f"{p:.0%}"
 
 
-def _sidebar_mask() -> str | None:
-    """The sidebar's mask (None: the model's own), read in a script run; None outside one."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    if get_script_run_ctx(suppress_warning=True) is None:
-        return None
-    mask = st.session_state.get(keys.MASK, "trained")
-    return None if mask == "trained" else mask
-
-
 def sureness_note(model, sure_here: float, input_label: str,
-                  mask: str | None | object = SIDEBAR_MASK) -> str | None:
+                  mask: str | None = None) -> str | None:
     """How sure a bundled model is on this image, next to how sure it was on held-out scenes
     of its own world (vit_core.scenes.evaluate.confidence, stored with the model).
 
-    `mask`: the attention mask `sure_here` was measured under (None: the model's own; default:
-    the sidebar's). That record was measured under the mask the model was trained with, so
-    under another one the two are not compared."""
+    `mask`: the attention mask `sure_here` was measured under (None: the model's own). That
+    record was measured under the mask the model was trained with, so under another one the
+    two are not compared."""
     ref = model.info.metrics.get("confidence_on_scenes")
     if not ref:
         return None
-    if mask is SIDEBAR_MASK:
-        mask = _sidebar_mask()
     q = ref["quantiles"]
     what = "its words" if model.config.has_text else "its top class"
     where = "this scene" if input_label.startswith(("sample", "composed")) else "this photo"

@@ -6,6 +6,7 @@ from ui import controls, figures, keys, state, steps
 from vit_core import MASK_KINDS, allowed_keys
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
+from vit_core.explain.readout import reads_only_prefix
 from vit_core.io.images import denormalize
 
 inp, name, model, prep, tr = state.load_current()
@@ -239,7 +240,7 @@ def notice(after, diff: float, moved: bool | None) -> str:
     elif kind in ("positions", "shuffle"):
         note = ("the pixels are the same; only E_pos is left out, so the model no longer knows "
                 "where each patch is." if kind == "positions" else shuffled_note(altered.perm))
-        if run_mask == "causal" and ex.reads_only_prefix(c):
+        if run_mask == "causal" and reads_only_prefix(c):
             own = ("CLS's own position embedding (row 0 of E_pos)" if not c.dist_token else
                    "CLS's and DIST's own position embeddings (rows 0 and 1 of E_pos)")
             sees = "CLS sees only itself" + (" and DIST only CLS and itself" if c.dist_token
@@ -269,7 +270,7 @@ def notice(after, diff: float, moved: bool | None) -> str:
             note += (f"Without positions, and with every image token seeing every other "
                      f"({run_mask} mask), shuffling only reorders the patch tokens, and nothing "
                      "that reads them can tell one order from the other.")
-        elif run_mask == "causal" and same and ex.reads_only_prefix(c):
+        elif run_mask == "causal" and same and reads_only_prefix(c):
             note += ("But only because under the causal mask CLS sees nothing but itself: the "
                      "answer does not depend on the image at all.")
         elif run_mask == "causal" and not same:
@@ -281,7 +282,7 @@ def notice(after, diff: float, moved: bool | None) -> str:
             note = (f"with {'no' if not n_text else n_text} text tokens, the {new} mask allows "
                     f"exactly the keys the {run_mask} mask does, so both runs are the same "
                     f"(largest difference {diff:.2g}).")
-        elif new == "causal" and ex.reads_only_prefix(c):
+        elif new == "causal" and reads_only_prefix(c):
             p1 = after.logits.softmax(-1)
             names = list(c.class_names) or [f"class {k}" for k in range(c.num_classes)]
             note = ("under the causal mask CLS (token 0) may attend only to itself"

@@ -13,11 +13,11 @@ import re
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from torch.utils.flop_counter import FlopCounterMode
 
 from tests.test_app import APP
+from tests.test_flops import torch_flops
 from ui import keys
-from vit_core import ViT, ViTConfig, load_image, load_model, preprocess, run_trace
+from vit_core import load_image, load_model, preprocess, run_trace
 
 SOS, EOS = 1, 2  # the bundled captioners' vocabulary: [PAD], [SOS], [EOS], [UNK], words...
 SHUFFLE, POSITIONS = "Shuffle the patches", "Remove position embeddings"
@@ -172,16 +172,6 @@ def test_the_class_chart_names_its_category_axis():
 
 
 # ---------------------------------------------------------------- 4. shapes page on a captioner
-def torch_flops(config: ViTConfig, n_text: int) -> int:
-    with torch.device("meta"):
-        model = ViT(config)
-        x = torch.empty(1, config.in_chans, config.img_size, config.img_size)
-        ids = torch.zeros(1, n_text, dtype=torch.long) if n_text else None
-    with FlopCounterMode(display=False) as counter:
-        model(x, ids)
-    return counter.get_total_flops()
-
-
 def parse_si(s: str) -> float:
     number, _, prefix = s.partition(" ")
     return float(number) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[prefix]

@@ -16,6 +16,7 @@ import torch
 from vit_core.explain.attention import allowed_from_mask, mean_attention_distance
 from vit_core.explain.flops import si, stage_rows
 from vit_core.explain.lens import logit_lens
+from vit_core.explain.readout import prefix_sees_no_patch
 from vit_core.explain.segmentation import boundary_stats, class_map
 
 from . import keys
@@ -94,9 +95,8 @@ def _reads_prefix(c) -> bool:
 
 
 def _prefix_blind(tr) -> bool:
-    """Under this trace's mask, no CLS or DIST token sees a patch or a text token."""
-    pre = tr.config.num_prefix_tokens
-    return bool(pre) and not bool(allowed_from_mask(tr.mask)[:pre, pre:].any())
+    """Under this trace's mask, no CLS or DIST token sees a patch."""
+    return prefix_sees_no_patch(tr.config, tr.mask)
 
 
 def _prefix_sight(tr) -> str:

@@ -227,9 +227,3 @@ def same_image_masks(model, a: str, b: str, n_text: int = 0) -> bool:
     """True when masks `a` and `b` allow exactly the same keys for this model and text length."""
     n = model.config.num_image_tokens
     return torch.equal(allowed_keys(a, n, n_text), allowed_keys(b, n, n_text))
-
-
-def reads_only_prefix(config) -> bool:
-    """True when the output is read from the prefix tokens (CLS, DIST) alone: under a causal
-    mask those see only themselves, so the output cannot depend on the image."""
-    return config.class_token and config.global_pool == "token" and config.num_classes > 0

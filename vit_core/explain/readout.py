@@ -9,6 +9,7 @@ import math
 import torch
 
 from ..config import ViTConfig
+from .attention import allowed_from_mask
 
 
 def readout(c: ViTConfig) -> str:
@@ -90,18 +91,24 @@ def distribution_note(probs: torch.Tensor, names: list[str], temperature: float,
             f"hold {float(p[order[:n]].sum()):.1%}.")
 
 
-def image_blind(config: ViTConfig, mask: torch.Tensor | None) -> bool:
-    """True when the class head's input cannot depend on the image under `mask` (the additive
-    [S, S] mask a trace ran with; None or zeros = full): the head reads only the prefix tokens
-    (CLS, DIST), and none of them may attend to a patch, so no patch reaches them in any block.
-    (The prefix tokens start as learned vectors plus their positions: the same for every image.)"""
-    if not config.num_classes or config.global_pool == "avg" or not config.num_prefix_tokens:
-        return False
-    if mask is None or mask.dim() != 2:
-        return False
-    pre, n = config.num_prefix_tokens, config.num_patches
-    allowed = torch.isfinite(mask) & (mask > -1e4)  # -inf (or a large negative) blocks a key
-    return not bool(allowed[:pre, pre:pre + n].any())
+def reads_only_prefix(config: ViTConfig) -> bool:
+    """True when the class logits are read from the prefix tokens (CLS, DIST) alone."""
+    return config.class_token and config.global_pool == "token" and config.num_classes > 0
+
+
+def prefix_sees_no_patch(config: ViTConfig, mask: torch.Tensor) -> bool:
+    """True when, under `mask` (the additive [S, S] mask a trace holds), no prefix token (CLS,
+    DIST) may attend to a patch, so no patch reaches them in any block."""
+    pre = config.num_prefix_tokens
+    return bool(pre) and not bool(allowed_from_mask(mask)[:pre, pre:pre + config.num_patches]
+                                  .any())
+
+
+def image_blind(config: ViTConfig, mask: torch.Tensor) -> bool:
+    """True when the class logits cannot depend on the image under `mask`: the head reads only
+    CLS (and DIST), and no patch reaches them. (The prefix tokens start as learned vectors plus
+    their positions: the same for every image.)"""
+    return reads_only_prefix(config) and prefix_sees_no_patch(config, mask)
 
 
 def blind_reason(config: ViTConfig, mask_kind: str) -> str:

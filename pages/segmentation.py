@@ -5,6 +5,8 @@ import streamlit as st
 import torch
 
 from ui import figures, keys, models, show, state
+from ui.numbers import percent
+from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
 
 inp, name, model, prep, tr = state.load_current(text_free_note=True)
@@ -15,24 +17,11 @@ st.title("9 · The segmentation pivot")
 drop = (f"drop {prefix}, keep the {N} patch tokens" if pre else
         f"keep all {N} patch tokens (this model has no CLS token to drop)")
 
-
-def share_text(s: float, digits: int = 1) -> str:
-    """A share of the pixels in percent; a small share that would round to 0 (or to 100) says so
-    instead ("<0.1%"), so only a true 0 prints as 0%."""
-    shown = f"{s:.{digits}%}"
-    floor = 10.0 ** -digits
-    if 0 < s and round(100 * s, digits) == 0:
-        return f"<{floor:g}%"
-    if s < 1 and round(100 * s, digits) == 100:
-        return f">{100 - floor:g}%"
-    return shown
-
-
 # What a patch token has seen by the last layer, read from the mask this trace ran with: under
 # the full (or prefix) mask every patch sees every patch; under the causal mask patch i sees only
 # the tokens before it and itself.
 S = c.num_image_tokens
-allowed = (torch.isfinite(tr.mask) & (tr.mask > -1e4))[:S, :S]  # the additive mask, as bool
+allowed = allowed_from_mask(tr.mask)[:S, :S]  # the additive mask, as booleans
 seen = allowed[pre:pre + N, pre:pre + N]
 if bool(seen.all()):
     reach = "except every cell has already seen the whole image through attention"
@@ -84,7 +73,7 @@ with right:
         palette = figures.class_palette(c.seg_classes - 1)
         found = {k: float((labels == k).mean()) for k in np.unique(labels)}
         order = sorted(found, key=lambda k: -found[k])
-        entries = [(f"{names[k]} {share_text(found[k], 0)}", tuple(palette[k])) for k in order]
+        entries = [(f"{names[k]} {percent(found[k])}", tuple(palette[k])) for k in order]
         r = c.seg_upsample
         show.image(figures.with_legend(figures.class_map_image(prep.crop, labels,
                                                                c.seg_classes - 1), entries),
@@ -92,7 +81,7 @@ with right:
                    f"scores upsampled bilinearly, then the most likely class), painted at 55 % "
                    f"over the image; the legend lists the classes found and their share of the "
                    f"pixels", "class-map")
-        st.dataframe([{"class": names[k], "share of the image": share_text(found[k])}
+        st.dataframe([{"class": names[k], "share of the image": percent(found[k], 1)}
                       for k in order], hide_index=True, key=keys.SEG_TABLE)
         stats = boundary_stats(labels, P)
     else:

@@ -23,7 +23,7 @@ import vit_core
 from vit_core.io import hub
 from vit_core.io.external import PICKLE_SUFFIXES
 
-from . import keys
+from . import keys, numbers
 
 LOAD_OTHER = "Load a checkpoint from the server…"
 FETCH_OTHER = "Fetch another model by name…"
@@ -166,16 +166,6 @@ def honesty_note(model, input_label: str) -> str | None:
 
 
 
-def percent(p: float) -> str:
-    """A probability in whole percent that never rounds a non-zero value to 0 % or a value
-    under 1 to 100 %: '<1%' and '>99%' instead."""
-    if 0 < p < 0.005:
-        return "<1%"
-    if 0.995 <= p < 1:
-        return ">99%"
-    return f"{p:.0%}"
-
-
 def sureness_note(model, sure_here: float, input_label: str,
                   mask: str | None = None) -> str | None:
     """How sure a bundled model is on this image, next to how sure it was on held-out scenes
@@ -192,14 +182,14 @@ def sureness_note(model, sure_here: float, input_label: str,
     where = "this scene" if input_label.startswith(("sample", "composed")) else "this photo"
     own = model.config.default_mask
     if mask not in (None, own):
-        return (f"How sure: on {where} {model.info.name} gives {what} {percent(sure_here)} "
+        return (f"How sure: on {where} {model.info.name} gives {what} {numbers.percent(sure_here)} "
                 f"under the {mask} mask. Its record on held-out scenes of its world was "
                 f"measured with the {own} mask it was trained with, so the two are not "
                 f"compared here.")
     verdict = ("less sure than on 19 in 20 of those scenes" if sure_here < q["0.05"] else
                "about as sure as on its own scenes" if sure_here >= q["0.25"] else
                "less sure than on most of its own scenes")
-    return (f"How sure: on {where} {model.info.name} gives {what} {percent(sure_here)}; on "
+    return (f"How sure: on {where} {model.info.name} gives {what} {numbers.percent(sure_here)}; on "
             f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
             f"20 were above {q['0.05']:.0%}: {verdict}.")
 

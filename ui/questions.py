@@ -20,6 +20,7 @@ from vit_core.explain.readout import prefix_sees_no_patch
 from vit_core.explain.segmentation import boundary_stats, class_map
 
 from . import keys
+from .numbers import percent
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,10 @@ def _labels(c) -> list[str]:
 
 
 def _pct(x: float, decimals: int | None = None) -> str:
-    """A share in percent (one decimal under 10 %, none above, unless `decimals` is given),
-    never rounded to 100 % when below 1 nor to 0 % when above 0."""
-    d = decimals if decimals is not None else (1 if x < 0.1 else 0)
-    text = f"{x:.{d}%}"
-    if x < 1 and float(text[:-1]) >= 100:
-        return f"{x:.1%}" if x < 0.999 else ">99.9%"
-    if x > 0 and float(text[:-1]) == 0:
-        return "<0.1%"
-    return text
+    """A share in percent: one decimal under 10 % and just under 100 %, none between (unless
+    `decimals` is given); never 0 % above 0 nor 100 % below 1."""
+    d = decimals if decimals is not None else (1 if x < 0.1 or 0.995 <= x < 1 else 0)
+    return percent(x, d)
 
 
 def _reader(c) -> str:

@@ -11,7 +11,7 @@ import vit_core
 from vit_core.io import hub
 from vit_core.io.text import SPECIALS
 
-from . import composer, keys, models, share, state
+from . import composer, keys, models, numbers, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -330,5 +330,5 @@ def fingerprint() -> None:
     if c.num_classes:
         k = int(tr.logits.argmax())
         label = c.class_names[k] if c.class_names else f"class {k}"
-        top = f" · top: {label} {models.percent(float(tr.logits.softmax(-1)[k]))}"
+        top = f" · top: {label} {numbers.percent(float(tr.logits.softmax(-1)[k]))}"
     st.sidebar.caption(f"fingerprint {inp.key[:8]}{top}")

@@ -204,7 +204,6 @@ def test_offline_mode_in_a_fresh_process_resolves_from_the_cache(hub, tmp_path):
 def test_a_stopped_hub_is_a_connection_error_and_a_restarted_one_serves_again(hub, sleeps):
     cached = hh.hf_hub_download(REPO, "config.json")
     hub.stop()
-    start = time.monotonic()
     with pytest.raises(httpx2.ConnectError):
         hh.model_info(REPO)  # one request, no retry
     # A cached file is returned after one refused HEAD, without waiting.
@@ -215,7 +214,6 @@ def test_a_stopped_hub_is_a_connection_error_and_a_restarted_one_serves_again(hu
         hh.hf_hub_download(REPO, "README.md")
     assert isinstance(lost.value.__cause__, httpx2.ConnectError)
     assert sum(sleeps) > 10  # seconds it would have waited; no timeout setting shortens them
-    assert time.monotonic() - start < 5
 
     hub.start()  # same port: the client's endpoint still points here
     assert Path(hh.hf_hub_download(REPO, "README.md")).read_text() == "# tiny-vit\n"
@@ -223,11 +221,13 @@ def test_a_stopped_hub_is_a_connection_error_and_a_restarted_one_serves_again(hu
 
 def test_a_slow_hub_falls_back_to_the_cache_after_the_etag_timeout(hub, monkeypatch):
     cached = hh.hf_hub_download(REPO, "config.json")
-    hub.delay(5)
+    asked = hub.count("HEAD", "config.json")
+    hub.delay(60)  # answers nothing for a minute; stopping the stand-in cuts the wait short
     monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 0.5)  # env HF_HUB_ETAG_TIMEOUT
-    start = time.monotonic()
     assert hh.hf_hub_download(REPO, "config.json") == cached
-    assert 0.5 <= time.monotonic() - start < 4  # not the hub's 5 s
+    assert hub.count("HEAD", "config.json") == asked + 1  # it did ask the Hub ...
+    waiting = [t for t in threading.enumerate() if "process_request" in t.name]
+    assert waiting, "... and gave up before the Hub answered"
 
 
 def test_a_cut_download_raises_leaves_nothing_in_the_cache_and_a_retry_succeeds(

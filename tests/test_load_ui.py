@@ -1,6 +1,7 @@
 """Loading a checkpoint from the app: bad paths keep the previous model, good ones switch.
 (Loading from a server path is the teacher's action: these tests run as on a server that listens
-on localhost; tests/test_permissions.py checks that a network-facing one offers no path box.)"""
+on localhost; tests/test_real_models_ui.py checks that a network-facing one offers no path
+box.)"""
 
 import pytest
 from streamlit.testing.v1 import AppTest

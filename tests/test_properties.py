@@ -50,18 +50,25 @@ def test_many_threads_tracing_different_images_get_their_own_results():
               for i in range(8)]
     alone = [run_trace(model, x) for x in images]
     results: dict[int, list] = {i: [] for i in range(8)}
+    errors: list[BaseException] = []
     start = threading.Barrier(8)
 
     def work(i):
-        start.wait()
-        for _ in range(10):
-            results[i].append(run_trace(model, images[i]))
+        try:
+            start.wait()
+            for _ in range(10):
+                results[i].append(run_trace(model, images[i]))
+        except BaseException as e:  # a thread's exception is lost unless kept for the main one
+            errors.append(e)
+            start.abort()  # the others stop waiting for this one
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert not errors, errors
+    assert {i: len(r) for i, r in results.items()} == {i: 10 for i in range(8)}
     for i in range(8):
         for tr in results[i]:
             for name in ("patches", "blocks.1.attn.pattern", "logits"):

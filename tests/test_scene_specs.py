@@ -128,7 +128,7 @@ def test_codes_round_trip_and_bad_codes_say_why():
 
 
 def card_metric(model: str, name: str) -> float:
-    """A held-out metric as the model card states it (vit_core/bundled/MODEL.md)."""
+    """A held-out metric as the model card states it (vit_core/bundled/<model>.md)."""
     text = (Path(vit_core.__file__).parent / "bundled" / f"{model}.md").read_text()
     return float(re.search(rf'"{name}": ([0-9.]+)', text).group(1))
 

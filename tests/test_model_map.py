@@ -12,7 +12,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.support import open_app
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -24,17 +24,7 @@ FCNORM = str(HUB / "timm" / "vit_tiny_avg_fcnorm.test")
 
 
 def open_overview(model: str, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    if "/" in model:
-        at.session_state[keys.LOADED_PATHS] = [model]
-    at.session_state[keys.MODEL] = model
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.query_params["page"] = "overview"
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state[keys.MODEL] == model  # the app really ran this model
-    return at
+    return open_app("overview", model, state=state)  # fails if it ran another model
 
 
 def chart(at: AppTest, key: str) -> dict:
@@ -185,13 +175,33 @@ def click(at: AppTest, box_id: str) -> AppTest:
 
 @pytest.mark.parametrize("box_id, title", [
     ("pattern", "Attention"), ("patches", "Input"), ("mlp_up", "MLP"), ("logits", "Logits"),
-    ("mask", "Mask")])
+    ("mask", "Mask"), ("pos", "embeddings"), ("seg_map", "segmentation")])
 def test_clicking_a_box_opens_its_stage(box_id, title):
     at = open_overview("shapes-classifier", **{keys.LAYER: 3})
     at = click(at, box_id)
     assert at.title[0].value != "From pixels to logits, in one pass"
     assert title.lower() in at.title[0].value.lower(), at.title[0].value
     assert at.session_state[keys.LAYER] == 3
+
+
+def test_boxes_name_the_cores_stages_and_the_app_maps_each_to_a_page():
+    """The core's map knows nothing of pages: each box names its stage of the pass, every
+    stage is used by some model, and the app routes every stage to one of its pages."""
+    from ui.routes import MAP_PAGES, STAGES
+    from vit_core.explain import stages
+
+    used = set()
+    for name in ("shapes-classifier", "shapes-captioner-prefix"):
+        model = load_model(name)
+        c = model.config
+        text = torch.tensor([[list(c.vocab).index("[SOS]")]]) if c.has_text else None
+        tr = run_trace(model, torch.zeros(1, 3, c.img_size, c.img_size), text_ids=text)
+        mm = stages.model_map(tr, (c.img_size, c.img_size, 3), 0)
+        used |= {b.stage for b in mm.boxes}
+        assert not hasattr(mm.boxes[0], "page")
+    assert used == set(stages.STAGES)
+    assert set(MAP_PAGES) == set(stages.STAGES) and set(MAP_PAGES.values()) <= set(STAGES)
+    assert MAP_PAGES["generation"] == "logits" and MAP_PAGES["embed"] == "embeddings"
 
 
 def test_clicking_a_block_box_selects_the_block_shown_and_a_layer_cell_picks_it():
@@ -230,13 +240,7 @@ HARD = "box_pink_grass_bottom_70_70_3_1"  # a small box: both call it a diamond
 
 
 def open_scene(code: str, model: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["page"] = "overview"
-    at.query_params["scene"] = code
-    at.session_state[keys.MODEL] = model
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state[keys.MODEL] == model
+    at = open_app("overview", model, params={"scene": code})
     assert at.session_state[keys.INPUT].label.startswith("composed")
     return at
 

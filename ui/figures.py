@@ -946,7 +946,7 @@ def model_map(mm, title: str | None = None, scale: float = 1.0) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=[pos[b.id][0] for b in mm.boxes], y=[pos[b.id][1] for b in mm.boxes], mode="markers",
         marker=dict(size=px(34), symbol="square", opacity=0),
-        customdata=[[b.page, mm.layer if b.in_block else -1, b.id] for b in mm.boxes],
+        customdata=[[b.stage, mm.layer if b.in_block else -1, b.id] for b in mm.boxes],
         text=[b.label.replace("\n", " ") for b in mm.boxes],
         hovertemplate="%{text}<br>click: open its stage<extra></extra>", showlegend=False,
         name="boxes"))

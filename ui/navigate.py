@@ -1,6 +1,7 @@
 """Opening a stage from a click: the model map's boxes (pages/overview.py).
 
-The stages and their scripts are ui/routes.py's STAGES, as app.py routes them.
+The stages and their scripts are ui/routes.py's STAGES, as app.py routes them; a box names the
+stage of the pass it belongs to, and ui/routes.py's MAP_PAGES gives the page that explains it.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import keys
-from .routes import STAGES
+from .routes import MAP_PAGES, STAGES
 
 
 def stage_scripts() -> dict[str, str]:
@@ -17,13 +18,13 @@ def stage_scripts() -> dict[str, str]:
 
 
 def clicked_box(chart_key: str) -> tuple[str, int] | None:
-    """(stage slug or "", layer or -1) of the map box the last click selected, else None."""
+    """(page slug or "", layer or -1) of the map box the last click selected, else None."""
     event = st.session_state.get(chart_key)
     points = (event or {}).get("selection", {}).get("points", [])
     data = points[0].get("customdata") if points else None
     if not isinstance(data, list) or len(data) < 2:
         return None
-    return str(data[0] or ""), int(data[1])
+    return MAP_PAGES.get(str(data[0] or ""), ""), int(data[1])  # data[0]: the box's stage
 
 
 def on_map_click(chart_key: str) -> None:

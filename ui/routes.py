@@ -1,5 +1,5 @@
 """The app's stages: one page script each, in pipeline order (app.py routes them; the model
-map's clicks open them). No Streamlit here."""
+map's clicks open them, through MAP_PAGES). No Streamlit here."""
 
 # slug -> (script, title, icon), in pipeline order. `?page=<slug>` opens the app on that stage.
 STAGES = {
@@ -14,4 +14,18 @@ STAGES = {
     "shapes": ("pages/shape_trace.py", "8 · Shape trace", ":material/table_chart:"),
     "segmentation": ("pages/segmentation.py", "9 · Segmentation", ":material/texture:"),
     "experiments": ("pages/experiments.py", "10 · Experiments", ":material/science:"),
+}
+
+# The model map's boxes name the stage of the pass they belong to (vit_core.explain.stages.STAGES);
+# a click opens the page that explains that stage.
+MAP_PAGES = {
+    "patches": "patches",
+    "embed": "embeddings",
+    "qkv": "qkv",
+    "attention": "attention",
+    "mask": "masks",
+    "mlp": "mlp",
+    "generation": "logits",  # the Logits page steps through the caption, word by word
+    "readout": "logits",
+    "segmentation": "segmentation",
 }

@@ -19,6 +19,19 @@ import torch
 # Rows of the map, top to bottom: the text stream (captioners), the image stream, the block's
 # attention half, its MLP half, and the readout.
 ROWS = ("text", "input", "attn", "mlp", "out")
+# The stages of the pass a box belongs to, in pipeline order, named as the core names them (the
+# app maps each to the page that explains it):
+#   patches      the image cut into patches (vit_core.patches)
+#   embed        patch embedding, CLS/DIST, positions, the text tokens: trace `embed`
+#   qkv          LayerNorm 1 and the queries, keys and values: `blocks.l.ln1`, `attn.q/k/v`
+#   attention    the pattern and its weighted sum of values: `attn.pattern`, `attn_out`
+#   mask         the additive attention mask (vit_core.masks)
+#   mlp          the residual add, LayerNorm 2 and the MLP: `resid_mid`, `ln2`, `mlp.*`
+#   generation   the words a captioner has written so far, read back in (explain.generation)
+#   readout      final LayerNorm, pooling and head: `ln_final`, `logits` (explain.readout)
+#   segmentation the segmentation head: `seg_logits` (explain.segmentation)
+STAGES = ("patches", "embed", "qkv", "attention", "mask", "mlp", "generation", "readout",
+          "segmentation")
 
 
 @dataclass(frozen=True)
@@ -26,7 +39,7 @@ class Box:
     id: str
     label: str  # lines separated by "\n"
     row: str  # one of ROWS
-    page: str  # the app stage (ui.routes.STAGES slug) that explains this box
+    stage: str  # one of STAGES: the stage of the pass this box belongs to
     in_block: bool = False  # part of the repeated block: a click also selects the layer
 
 
@@ -73,8 +86,8 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     boxes: list[Box] = []
     edges: list[Edge] = []
 
-    def box(id_, label, row, page, in_block=False):
-        boxes.append(Box(id_, label, row, page, in_block))
+    def box(id_, label, row, stage, in_block=False):
+        boxes.append(Box(id_, label, row, stage, in_block))
 
     def edge(src, dst, name, shape):
         edges.append(Edge(src, dst, name, tuple(int(n) for n in shape)))
@@ -83,22 +96,22 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     # ---- the image stream
     box("image", "Image", "input", "patches")
     box("patches", f"Cut into\n{c.patch_size}×{c.patch_size} patches", "input", "patches")
-    box("patch_embed", "Linear patch\nembedding W_E", "input", "embeddings")
+    box("patch_embed", "Linear patch\nembedding W_E", "input", "embed")
     edge("image", "patches", "image", image_shape)
     edge("patches", "patch_embed", "patches", _shape(tr.shape("patches")))
     last = "patch_embed"
     if c.prefix_names:
-        box("prefix", "Prepend\n" + " and ".join(c.prefix_names), "input", "embeddings")
+        box("prefix", "Prepend\n" + " and ".join(c.prefix_names), "input", "embed")
         edge(last, "prefix", "patch_embed", _shape(tr.shape("patch_embed")))
         last, carried, shape = "prefix", "tokens", (n_img, D)
     else:
         carried, shape = "patch_embed", _shape(tr.shape("patch_embed"))
-    box("pos", "+ position\nembeddings", "input", "embeddings")
+    box("pos", "+ position\nembeddings", "input", "embed")
     edge(last, "pos", carried, shape)
     if c.has_text:  # the text stream joins the image tokens
-        box("words", "Words: [SOS]\n+ caption so far", "text", "logits")
-        box("text_embed", "Word embeddings\n+ text positions", "text", "embeddings")
-        box("join", "Image tokens,\nthen text tokens", "input", "embeddings")
+        box("words", "Words: [SOS]\n+ caption so far", "text", "generation")
+        box("text_embed", "Word embeddings\n+ text positions", "text", "embed")
+        box("join", "Image tokens,\nthen text tokens", "input", "embed")
         edge("words", "text_embed", "text_ids", (T,))
         edge("text_embed", "join", "embed.text", _shape(embed[n_img:]))
         edge("pos", "join", "embed.image", _shape(embed[:n_img]))
@@ -110,7 +123,7 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     box("ln1", "LayerNorm 1", "attn", "qkv", True)
     box("qkv", f"Q, K, V\n({c.num_heads} head{'s' if c.num_heads > 1 else ''})", "attn",
         "qkv", True)
-    box("mask", f"Mask: {tr.mask_kind}", "mlp", "masks", True)
+    box("mask", f"Mask: {tr.mask_kind}", "mlp", "mask", True)
     box("pattern", "Attention pattern\nsoftmax(QKᵀ/√dₖ+M)", "attn", "attention", True)
     box("attn_out", "Pattern · V,\nconcat, W_O", "attn", "attention", True)
     box("add1", "+ X\n(residual)", "attn", "mlp", True)
@@ -131,13 +144,13 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     # ---- the readout this model has
     out = f"blocks.{c.depth - 1}.resid_post"
     if c.fc_norm:  # timm: no final LayerNorm; pool first, then fc_norm
-        box("pool", f"Mean of the\n{N} patch tokens", "out", "logits")
-        box("fc_norm", "fc_norm\n(LayerNorm)", "out", "logits")
+        box("pool", f"Mean of the\n{N} patch tokens", "out", "readout")
+        box("fc_norm", "fc_norm\n(LayerNorm)", "out", "readout")
         edge("add2", "pool", out, _shape(tr.shape(out)))
         edge("pool", "fc_norm", "pooled", (D,))
         last, carried, shape = "fc_norm", "pooled", (D,)
     else:
-        box("ln_final", "Final\nLayerNorm", "out", "logits")
+        box("ln_final", "Final\nLayerNorm", "out", "readout")
         edge("add2", "ln_final", out, _shape(tr.shape(out)))
         ln_final = _shape(tr.shape("ln_final"))
         if "seg_logits" in tr:
@@ -146,31 +159,31 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
             edge("ln_final", "seg_head", "ln_final.patches", (N, ln_final[1]))
             edge("seg_head", "seg_map", "seg_logits", _shape(tr.shape("seg_logits")))
         if c.has_text:
-            box("pool", f"The {T} text\npositions", "out", "logits")
+            box("pool", f"The {T} text\npositions", "out", "readout")
             last, carried, shape = "pool", "pooled", (T, D)
         elif not c.num_classes:
-            box("final_tokens", "Final tokens\n(no head)", "out", "logits")
+            box("final_tokens", "Final tokens\n(no head)", "out", "readout")
             edge("ln_final", "final_tokens", "ln_final", ln_final)
             return ModelMap(tuple(boxes), tuple(edges), c.depth, layer, tr.mask_kind)
         elif c.global_pool == "avg":
-            box("pool", f"Mean of the\n{N} patch tokens", "out", "logits")
+            box("pool", f"Mean of the\n{N} patch tokens", "out", "readout")
             last, carried, shape = "pool", "pooled", (D,)
         elif c.dist_token:
-            box("pool", "Final CLS\nand DIST", "out", "logits")
+            box("pool", "Final CLS\nand DIST", "out", "readout")
             last, carried, shape = "pool", "pooled", (2, D)
         else:
-            box("pool", "Final CLS\n(token 0)", "out", "logits")
+            box("pool", "Final CLS\n(token 0)", "out", "readout")
             last, carried, shape = "pool", "pooled", (D,)
         edge("ln_final", "pool", "ln_final", ln_final)
     if c.has_text:
         box("head", "Text head\n(tied: X·Eᵀ)" if c.tie_text_head else "Text head\n(linear)",
-            "out", "logits")
+            "out", "readout")
     elif c.dist_token and c.global_pool != "avg":
-        box("head", "Two heads,\nmean of both", "out", "logits")
+        box("head", "Two heads,\nmean of both", "out", "readout")
     else:
-        box("head", "Head\n(linear)", "out", "logits")
+        box("head", "Head\n(linear)", "out", "readout")
     box("logits", "Logits: next word\nat each position" if c.has_text
-        else f"Logits: one per\nclass ({c.num_classes})", "out", "logits")
+        else f"Logits: one per\nclass ({c.num_classes})", "out", "readout")
     edge(last, "head", carried, shape)
     edge("head", "logits", "logits", _shape(tr.logits))
     return ModelMap(tuple(boxes), tuple(edges), c.depth, layer, tr.mask_kind)

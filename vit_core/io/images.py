@@ -50,7 +50,10 @@ def load_image(src: bytes | str | os.PathLike | BinaryIO) -> Image.Image:
     except ImageError:
         raise
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        raise ImageError("We could not find or open that image file.") from e
+        # a path is named, so "cat.jpg" in the wrong folder is found at once; a stream has none
+        path = isinstance(src, (str, os.PathLike))
+        where = f"the image file {os.fspath(src)}" if path else "that image file"
+        raise ImageError(f"We could not find or open {where}.") from e
     except UnidentifiedImageError as e:
         raise ImageError(_NOT_IMAGE) from e
     except (Image.DecompressionBombError, Image.DecompressionBombWarning, MemoryError) as e:

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from ui import figures, keys, models, navigate, show, state
+from ui.scene_notes import caption_note, class_note
 from ui.tables import stage_table
-from vit_core.explain.composed import caption_note, class_note
 from vit_core.explain.stages import model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition

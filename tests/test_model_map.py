@@ -300,7 +300,7 @@ def test_no_scene_note_without_a_composed_scene():
 
 
 def test_a_centre_scene_is_right_to_name_no_edge():
-    from vit_core.explain.composed import caption_note
+    from ui.scene_notes import caption_note
     from vit_core.scenes.world import Composition
 
     centre = Composition("ball", "red", "grass", "centre", 110, 0, 0, 0)

@@ -1,48 +1,22 @@
-"""What a model said about a scene the student composed (vit_core.scenes.world.Composition):
-which of the four things placed (shape, colour, position, background) a caption names, or
-whether a classifier's top class is the shape. Plain Python on the words and probabilities a
-trace produced; no streamlit."""
+"""What a model said about a scene the student composed, in one sentence: which of the four
+things placed a caption names (vit_core.scenes.composed.caption_parts), or whether a
+classifier's top class is the shape. Plain Python; no streamlit."""
 
 from __future__ import annotations
 
-from vit_core.scenes.world import BACKGROUNDS, CLASS_NAMES, COLOURS, POSITION_PHRASES
+from vit_core.scenes.composed import PARTS, caption_parts
+from vit_core.scenes.world import POSITION_PHRASES
 
-PARTS = ("shape", "colour", "position", "background")
-SIDES = {"left", "right", "top", "bottom"}  # the words that say an edge position
+from .numbers import percent
 
 
 def placed(comp) -> str:
     """'a red ball on the left on the grass' (the centre said as 'in the centre')."""
-    where = POSITION_PHRASES[comp.position] or "in the centre"
-    return f"a {comp.colour} {comp.shape} {where} on the {comp.background}"
+    return f"a {comp.colour} {comp.shape} {_where(comp.position)} on the {comp.background}"
 
 
-def _truth(comp, part: str) -> str:
-    return {"shape": comp.shape, "colour": comp.colour, "background": comp.background,
-            "position": POSITION_PHRASES[comp.position] or "in the centre"}[part]
-
-
-def caption_parts(comp, words: list[str]) -> dict[str, tuple[bool, str | None]]:
-    """For each part: (named right?, what the caption said for it, or None if nothing).
-
-    The world's captions leave out the centre, so a caption with no edge word is right for a
-    shape placed in the centre.
-    """
-    words = [w for w in words if not w.startswith("[")]
-
-    def first(choices):
-        return next((w for w in words if w in choices), None)
-
-    said = {"shape": first(CLASS_NAMES), "colour": first(COLOURS),
-            "background": first(BACKGROUNDS), "position": first(SIDES)}
-    out = {}
-    for part in PARTS:
-        if part == "position":
-            right = said[part] == (None if comp.position == "centre" else comp.position)
-        else:
-            right = said[part] == getattr(comp, part)
-        out[part] = (right, said[part])
-    return out
+def _where(position: str) -> str:
+    return POSITION_PHRASES[position] or "in the centre"
 
 
 def caption_note(comp, words: list[str]) -> str:
@@ -55,8 +29,8 @@ def caption_note(comp, words: list[str]) -> str:
         right, said = parts[p]
         if right:
             continue
-        truth = (f"you placed it {_truth(comp, p)}" if p == "position"
-                 else f"you chose {_truth(comp, p)}")
+        truth = (f"you placed it {_where(comp.position)}" if p == "position"
+                 else f"you chose {getattr(comp, p)}")
         if said is None:
             missed.append(f"the {p} (it names none; {truth})")
         else:
@@ -82,21 +56,16 @@ def class_note(comp, class_names: list[str], probs: list[float]) -> str:
     ranked = sorted(range(len(probs)), key=lambda k: -probs[k])
     top = ranked[0]
     start = (f"You placed {placed(comp)}; the top class is “{class_names[top]}” "
-             f"({_pct(probs[top])})")
+             f"({percent(probs[top])})")
     if comp.shape not in class_names:
         return (start + f". Its {len(class_names)} classes have no “{comp.shape}”, so it "
                 f"cannot name the shape you placed.")
     k = class_names.index(comp.shape)
     if k == top:
         return start + ": the shape you placed."
-    return (start + f", not the {comp.shape} you placed: “{comp.shape}” gets {_pct(probs[k])}, "
+    return (start + f", not the {comp.shape} you placed: “{comp.shape}” gets {percent(probs[k])}, "
             f"rank {ranked.index(k) + 1} of {len(class_names)}.")
 
 
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _pct(p: float) -> str:
-    """A probability in percent, with two decimals below 1 % (so it never reads 0%)."""
-    return f"{p:.0%}" if p >= 0.01 else f"{p:.2%}"

@@ -4,6 +4,8 @@
 Scenes come from `heldout_seeds(n, S)`, which never overlap the seeds training draws from.
 Classifier: top-1, segmentation mIoU, and how much last-layer CLS attention lands on the object.
 Captioner: exact-caption match of greedy generation, and teacher-forced token accuracy.
+With --confidence JSON instead: how sure the model is on those scenes (`confidence`), stored
+with the bundled model for the app's overview.
 """
 
 from __future__ import annotations

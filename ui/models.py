@@ -2,11 +2,13 @@
 
 Anyone who can reach the server can open the app, so the actions that touch the server's disk
 or network are the teacher's: fetching a model from the Hugging Face Hub and loading a
-checkpoint from a path on the server. The browser offers them only when the server listens on
-this machine alone (`--server.address localhost`), or when it was started with
-`streamlit run app.py -- --allow-fetch`. Models already on the machine are always offered: the
-bundled ones, the presets, every fetched `hf:ORG/NAME`, `--weights PATH` and the checkpoints in
-`--models-dir DIR`.
+checkpoint from a path on the server. The browser offers them only when nobody else can open the
+app: the server listens on this machine alone (`server.address = "localhost"`, the default in
+.streamlit/config.toml) and the browser did not come through a proxy; or when the server was
+started with `streamlit run app.py -- --allow-fetch`. A classroom start
+(`--server.address 0.0.0.0`) leaves fetching to the teacher's terminal. Models already on the
+machine are always offered: the bundled ones, the presets, every fetched `hf:ORG/NAME`,
+`--weights PATH` and the checkpoints in `--models-dir DIR`.
 """
 
 from __future__ import annotations
@@ -50,13 +52,26 @@ def server_args() -> ServerArgs:
 
 
 def listen_address() -> str:
-    """The address the server listens on ("" when unset: every interface)."""
+    """The address the server listens on: "localhost" as .streamlit/config.toml starts it,
+    "0.0.0.0" for the class ("" when unset: every interface)."""
     return str(st.get_option("server.address") or "")
 
 
+def through_proxy() -> bool:
+    """Did this browser come through a proxy? HAProxy adds X-Forwarded-For (deploy/haproxy.cfg
+    sets `option forwardfor`): replicas listen on localhost, the balancer on the network."""
+    return st.context.headers.get("X-Forwarded-For") is not None
+
+
+def this_computer_only() -> bool:
+    """Can only browsers on this computer open the app?"""
+    return listen_address() in LOOPBACK and not through_proxy()
+
+
 def teacher_actions_allowed() -> bool:
-    """May this browser fetch models and load checkpoints from server paths?"""
-    return server_args().allow_fetch or listen_address() in LOOPBACK
+    """May this browser fetch models and load checkpoints from server paths? (The one decision:
+    the sidebar's reach line words it, ui/sidebar.reach_line.)"""
+    return server_args().allow_fetch or this_computer_only()
 
 
 def models_dir_entries() -> list[str]:

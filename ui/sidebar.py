@@ -35,10 +35,10 @@ def draw(stage: str, where=None) -> None:
                  on_change=_on_model_change,
                  help="Bundled models were trained by this repo on generated scenes. Presets "
                       "have the real geometry but random weights. hf:ORG/NAME are real ViTs "
-                      "from the Hugging Face Hub, fetched once and then used offline."
-                      + (" Fetching and loading from the server are open here because the "
-                         "server listens on this machine or was started with --allow-fetch."
-                         if allowed else ""))
+                      "from the Hugging Face Hub, fetched once and then used offline.")
+    sb.caption(reach_line(), help="Who can open this app decides who may fetch models and load "
+               "checkpoints from paths on the server. On the network: start it with "
+               "`-- --allow-fetch` to allow it anyway.")
     if st.session_state.get(keys.LINK_NOTICE):
         sb.warning(st.session_state.pop(keys.LINK_NOTICE))
     _check_model_loads(sb)
@@ -94,6 +94,21 @@ def draw(stage: str, where=None) -> None:
             state.trace_npz, inp, name, state.chosen_mask()), file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key=keys.DOWNLOAD_TRACE,
             help="Every traced tensor of this image and model, as NumPy arrays.")
+
+
+def reach_line() -> str:
+    """Who can open the app, and whether this browser may fetch models (models decides)."""
+    if models.this_computer_only():
+        where = "Listening on this computer only"
+    elif models.through_proxy():
+        where = "Reached through a proxy (anyone it serves can open this app)"
+    else:
+        where = "Listening on the network (anyone on the LAN can open this app)"
+    if not models.teacher_actions_allowed():
+        return (f"{where}: fetching models is the teacher's, with "
+                "`.venv/bin/python -m vit_core.fetch ORG/NAME`.")
+    started = "" if models.this_computer_only() else " (started with --allow-fetch)"
+    return f"{where}: fetching models from the browser is on{started}."
 
 
 def upload_key() -> str:
@@ -231,7 +246,8 @@ def try_load(path: str, heads: int = 0) -> str | None:
     """
     if not models.teacher_actions_allowed():
         return ("Loading from a server path is the teacher's action: start the app with "
-                "`-- --allow-fetch` or `-- --models-dir DIR`.")
+                "`-- --allow-fetch`, or put the file in the folder of `-- --models-dir DIR`, "
+                "whose checkpoints the picker offers to everyone.")
     path = path.strip() + (f"?heads={heads}" if heads else "")
     try:
         state.get_model(path)

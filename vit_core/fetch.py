@@ -1,13 +1,14 @@
-"""Fetch pretrained ViTs before class: `python -m vit_core.fetch NAME [NAME ...]`.
+"""Fetch pretrained ViTs before class: `.venv/bin/python -m vit_core.fetch NAME [NAME ...]`.
 
-    python -m vit_core.fetch --list                          # the curated list, with sizes
-    python -m vit_core.fetch facebook/deit-tiny-patch16-224   # one model (hf: prefix optional)
-    python -m vit_core.fetch --all                            # every model on the list
+    .venv/bin/python -m vit_core.fetch --list                         # the curated list, sizes
+    .venv/bin/python -m vit_core.fetch facebook/deit-tiny-patch16-224  # one (hf: prefix optional)
+    .venv/bin/python -m vit_core.fetch --all                           # every model on the list
 
-Each fetch shows a progress bar, then where the files went and how big they are. Afterwards the
-model loads with no network (`load_model("hf:ORG/NAME")`, or the app's model picker). Fetching
-again downloads nothing. The files live in the Hugging Face cache (HF_HOME, default
-~/.cache/huggingface), shared with every other tool that uses it.
+(`.venv/bin/python` is the project's venv; `python` works too once the venv is activated.)
+Each fetch shows huggingface_hub's progress bars, then where the files went and how big they are.
+Afterwards the model loads with no network (`load_model("hf:ORG/NAME")`, or the app's model
+picker). Fetching again downloads nothing. The files live in the Hugging Face cache (HF_HOME,
+default ~/.cache/huggingface), shared with every other tool that uses it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def _size(folder) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m vit_core.fetch", description=__doc__.split(
-        "\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog=hub.FETCH_COMMAND, description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="Hub names, e.g. facebook/deit-tiny-patch16-224")
     ap.add_argument("--list", action="store_true", help="show the curated list and stop")
     ap.add_argument("--all", action="store_true", help="fetch every model on the curated list")
@@ -38,35 +39,14 @@ def main(argv=None) -> int:
     for name in list(hub.CURATED) if args.all else args.names:
         try:
             rid = hub.repo_id(name)
-            bar = _Bar(rid)
-            folder = hub.fetch(rid, progress=bar)
-            bar.close()
+            folder = hub.fetch(rid)  # huggingface_hub draws a progress bar per file
         except hub.FetchError as e:
-            print(f"\n{e}", file=sys.stderr)
+            print(e, file=sys.stderr)
             failed += 1
             continue
         print(f"{rid}: {_size(folder) / 1e6:.1f} MB in {folder}\n"
               f"  loads offline as hf:{rid}")
     return 1 if failed else 0
-
-
-class _Bar:
-    """A one-line progress bar on stderr: MB done of total, and the time left."""
-
-    def __init__(self, rid: str):
-        self.rid, self.shown = rid, False
-
-    def __call__(self, p: hub.Progress) -> None:
-        left = f", {p.left_s:.0f} s left" if p.left_s is not None else ""
-        width = 30
-        filled = int(width * p.done / p.total) if p.total else width
-        print(f"\r{self.rid}: [{'#' * filled}{'.' * (width - filled)}] "
-              f"{p.done / 1e6:.1f} / {p.total / 1e6:.1f} MB{left}   ", end="", file=sys.stderr)
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            print(file=sys.stderr)
 
 
 if __name__ == "__main__":

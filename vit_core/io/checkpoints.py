@@ -103,24 +103,31 @@ def check_info(info, file_name: str) -> None:
                               f"vit_explainer.info metadata; known keys: {', '.join(INFO_KEYS)}.")
 
 
-def load_model(name_or_path: str | Path | None = None, **options) -> ViT:
+def load_model(name_or_path: str | Path | None = None, *, local_files_only: bool = False,
+               **options) -> ViT:
     """A ready-to-trace model in eval mode, with `.config` and `.info`.
 
     Args:
         name_or_path: a preset ("vit-b16", ...), a bundled model ("shapes-classifier", ...),
-            "hf:ORG/NAME" for a model fetched from the Hugging Face Hub (vit_core/io/hub.py;
-            loads from the local cache, never the network),
+            "hf:ORG/NAME" for a ViT from the Hugging Face Hub (vit_core/io/hub.py: fetched into
+            the Hugging Face cache on first use, then loaded from there with no network),
             a path to one of our .safetensors checkpoints, a checkpoint from another library
             (a timm/PyTorch state-dict file or a Hugging Face folder), "timm:<name>" for timm's
             pretrained weights (needs timm and a network), or None for the default model.
+        local_files_only: never download: an "hf:" model not on this machine is a
+            CheckpointError naming the fetch command (as with `HF_HUB_OFFLINE=1`). The app
+            passes it: only the teacher fetches. A "timm:" name (timm downloads it) is refused.
         options: for other libraries' checkpoints only: num_heads, img_size, mean, std
             (see vit_core.external.load_external; "timm:" names take img_size).
     """
     name = str(name_or_path) if name_or_path is not None else default_model_name()
     if name not in PRESETS and name not in bundled_models():
-        if name.startswith(hub.PREFIX):  # fetched once from the Hub; read from the local cache
-            return hub.load(name, **options)
+        if name.startswith(hub.PREFIX):  # fetched on first use, then read from the local cache
+            return hub.load(name, local_files_only=local_files_only, **options)
         if name.startswith("timm:"):
+            if local_files_only:
+                raise CheckpointError(f"'{name}' would be downloaded by timm, and this caller "
+                                      f"loads only what is on this machine.")
             return load_timm_pretrained(name.removeprefix("timm:"), **options)
         if looks_external(Path(name)):  # a folder, a pickle, or a .safetensors that isn't ours
             return load_external(name, **options)

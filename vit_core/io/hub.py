@@ -2,9 +2,12 @@
 
 `fetch("facebook/deit-tiny-patch16-224")` downloads a repo's config and weights into the standard
 Hugging Face cache (`HF_HOME`, shared with transformers, timm and anything else that uses
-`huggingface_hub`; `HF_ENDPOINT` and `HF_TOKEN` are honoured). `load("hf:ORG/NAME")` reads only
-that cache and never touches the network, so a class runs offline after one fetch at home.
-Nothing here is called at run time unless a user asks for that model.
+`huggingface_hub`; `HF_ENDPOINT` and `HF_TOKEN` are honoured), with huggingface_hub's own
+progress bars. `load("hf:ORG/NAME")` reads that cache; the first time, it fetches, as
+`from_pretrained` and `timm.create_model(pretrained=True)` do. Once fetched, a model loads with no
+network request at all, so a class runs offline after one fetch at home. `local_files_only=True`
+(what the app passes) or `HF_HUB_OFFLINE=1` never fetch: a model that is not here is one sentence
+naming the fetch command. Nothing here is called at run time unless a user asks for that model.
 
 Both repo formats load: transformers' (`config.json` with `model_type` vit / deit, plus
 `preprocessor_config.json`) and timm's (`config.json` with `architecture` and `pretrained_cfg`),
@@ -22,6 +25,7 @@ from pathlib import Path
 from .base import CheckpointError
 
 PREFIX = "hf:"
+FETCH_COMMAND = ".venv/bin/python -m vit_core.fetch"  # the venv's python: works without activating
 CONFIGS = ("config.json", "preprocessor_config.json")
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # the first one a repo has is fetched
 TIMEOUT_S = 10.0  # for the model-info request; each download read has huggingface_hub's own
@@ -94,19 +98,29 @@ def _weights_present(folder: Path, weights: str) -> bool:
     return (folder / weights).is_file()
 
 
-def load(name: str, **options):
-    """Load 'hf:ORG/NAME' from the local cache only (never the network).
+def load(name: str, local_files_only: bool = False, **options):
+    """Load 'hf:ORG/NAME' from the local cache, fetching it first if it is not there.
 
+    Args:
+        name: 'hf:ORG/NAME' or 'ORG/NAME'.
+        local_files_only: never fetch (also when `HF_HUB_OFFLINE=1`): a model that is not on this
+            machine is a CheckpointError naming the fetch command.
+        options: for vit_core.io.external.load_external (num_heads, img_size, mean, std).
     Raises:
-        CheckpointError: not fetched yet (the message says how to fetch it), or not a ViT.
+        CheckpointError: not here and not to be fetched, not a ViT; FetchError (a
+            CheckpointError): the fetch failed. Each is one sentence.
     """
+    from huggingface_hub import constants
+
     from .external import load_external
 
     rid = repo_id(name)
     folder = local_folder(rid)
     if folder is None:
-        raise CheckpointError(f"'{rid}' is not on this machine yet: fetch it once with "
-                              f"`python -m vit_core.fetch {rid}` (or the app's fetch button).")
+        if local_files_only or constants.is_offline_mode():
+            raise CheckpointError(f"{rid} is not on this machine; fetch it with "
+                                  f"`{FETCH_COMMAND} {rid}`.")
+        folder = fetch(rid)
     model = load_external(folder, name=PREFIX + rid, **options)
     model.info.source = PREFIX + rid
     curated = CURATED.get(rid)
@@ -137,7 +151,8 @@ def fetch(name: str, progress: Callable[[Progress], None] | None = None) -> Path
 
     Args:
         name: 'hf:ORG/NAME' or 'ORG/NAME'.
-        progress: called with the bytes downloaded so far, the total and the time taken.
+        progress: called with the bytes downloaded so far, the total and the time taken (the
+            app's progress bar); None: huggingface_hub draws its own bars (on a terminal).
     Raises:
         FetchError: one sentence: unknown repo, no network, not a ViT, interrupted, disk full.
     """
@@ -155,10 +170,9 @@ def fetch(name: str, progress: Callable[[Progress], None] | None = None) -> Path
 
     def report(n: int) -> None:
         done[0] = min(total, done[0] + n)
-        if progress is not None:
-            progress(Progress(done[0], total, time.monotonic() - start))
+        progress(Progress(done[0], total, time.monotonic() - start))
 
-    bar, folder = _progress_class(report), None
+    bar, folder = (_progress_class(report) if progress is not None else None), None
     try:
         for filename in wanted:
             # by branch, not commit: that records refs/main, which offline loading reads

@@ -150,7 +150,7 @@ def fetch_into_session(name: str, bar) -> str | None:
     returns an error sentence, or None when the model is on this machine and loads."""
     if not teacher_actions_allowed():
         return ("Fetching models is the teacher's action: start the app with "
-                "`-- --allow-fetch`, or fetch before class with `python -m vit_core.fetch`.")
+                f"`-- --allow-fetch`, or fetch before class with `{hub.FETCH_COMMAND}`.")
 
     def show(p: hub.Progress) -> None:
         left = f", about {p.left_s:.0f} s left" if p.left_s is not None else ""
@@ -159,7 +159,8 @@ def fetch_into_session(name: str, bar) -> str | None:
 
     try:
         hub.fetch(name, progress=show)
-        vit_core.load_model(hub.PREFIX + hub.repo_id(name))  # a fetched file that cannot load
+        # a fetched file that cannot load; local only: a fetch that did not complete stays so
+        vit_core.load_model(hub.PREFIX + hub.repo_id(name), local_files_only=True)
     except vit_core.CheckpointError as e:  # FetchError too: one sentence each
         return str(e).splitlines()[0]
     except Exception as e:  # noqa: BLE001  anything else still ends in one sentence
@@ -174,7 +175,7 @@ def honesty_note(model, input_label: str) -> str | None:
     local = fetched()
     offer = (f"For a photo, pick a real ViT on this machine: {', '.join(local[:3])}." if local
              else "For a photo, use a real ViT: fetch one with "
-                  "`python -m vit_core.fetch facebook/deit-tiny-patch16-224` (≈ 23 MB).")
+                  f"`{hub.FETCH_COMMAND} facebook/deit-tiny-patch16-224` (≈ 23 MB).")
     return (f"{model.info.name} only knows generated scenes: 10 shapes in 9 colours on 6 "
             f"backgrounds. On a photo its answer is a guess. {offer}")
 

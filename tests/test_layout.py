@@ -250,7 +250,9 @@ def test_pyproject_declares_the_pinned_requirements():
     pins = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text()
             .splitlines()]
     pins = [p for p in pins if p and not p.startswith("-")]
-    assert sorted(project["dependencies"]) == sorted(pins)
+    library, app = project["dependencies"], project["optional-dependencies"]["app"]
+    assert sorted(library + app) == sorted(pins)
+    assert not {p.split("==")[0] for p in library} & {"streamlit", "plotly", "matplotlib", "segno"}
     assert all("==" in p for p in pins)  # never an unpinned torch
     assert project["requires-python"] == ">=3.11"
-    assert (ROOT / "requirements.txt").read_text().rstrip().splitlines()[-1] == "-e ."
+    assert (ROOT / "requirements.txt").read_text().rstrip().splitlines()[-1] == "-e .[app]"

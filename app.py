@@ -2,7 +2,7 @@
 
 from ui import process
 
-process.tune()  # before torch loads: the server's own allocator and OpenMP settings (once)
+process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)
 
 import streamlit as st  # noqa: E402
 

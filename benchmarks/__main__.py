@@ -1,7 +1,7 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace busy first warm payload memory fair load]
-                                   [--json FILE] [--allocator-defaults]
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load]
+                                   [--json FILE]
 
 trace    run_trace vs a plain forward, timm and Hugging Face's eager ViT (when importable);
          bytes and RSS per kept trace
@@ -11,8 +11,6 @@ payload  bytes a page visit sends to the browser (websocket frames + media), in 
 memory   one cached ViT-B/16 trace, and server RSS after N sessions with their own images
 fair     a new student's first view while others' captions are written: whole-caption jobs
          against one word per turn on the worker
-busy     a pass and a caption beside 0-2 threads busy in Python: eager against replayed from a
-         recording (vit_core/recorded.py)
 load     a classroom measured on the server: --classroom sessions (30) arrive within 30 s on
          ViT-B/16, each uploads its own picture and visits every page 10 s apart
          (tools/load_test.py, Streamlit's protocol, no browsers), on one app process and on
@@ -36,8 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from ui.process import ENVIRONMENT  # noqa: E402  (imports nothing heavy)
 
-# The app's environment, set before torch loads as app.py does (ui/process.py says why); the
-# allocator part of the app's tuning is applied in main() unless --allocator-defaults.
+# The app's environment, set before torch loads as app.py does (ui/process.py says why).
 for _name, _value in ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 import torch  # noqa: E402
@@ -53,16 +50,16 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def bench_trace(models: list[str], runs: int, keep_freed: bool) -> dict[str, list[dict]]:
+def bench_trace(models: list[str], runs: int) -> dict[str, list[dict]]:
     """Two tables (time with timm / HF eager columns where importable, and memory); see
     benchmarks/trace_cost.py for what is measured."""
     from benchmarks.trace_cost import run
 
-    return run(models, runs, keep_freed)
+    return run(models, runs)
 
 
 def photo() -> bytes:
-    from tests.test_app import photo_bytes
+    from tests.support import photo_bytes
 
     return photo_bytes()
 
@@ -115,7 +112,7 @@ def browser_first_views(model: str, uploads: int) -> list[float]:
 
     from playwright.sync_api import sync_playwright
 
-    from tests.test_app import photo_bytes
+    from tests.support import photo_bytes
     from tools.browser import CHROMIUM_ARGS, serve, wait_idle
 
     seconds = []
@@ -236,7 +233,7 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
     for name, caption in ways.items():
         first, ends = [], []
         for _ in range(rounds):
-            wk = w.Worker(warm=False)
+            wk = w.Worker()
             with ThreadPoolExecutor(captions) as pool:
                 t0 = time.perf_counter()
                 jobs = [pool.submit(caption, wk) for _ in range(captions)]
@@ -252,49 +249,6 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
                      "first view sent 0.5 s in, done after (s)":
                          f"{statistics.median(first):.2f}",
                      "all captions done after (s)": f"{statistics.median(ends):.2f}"})
-    return rows
-
-
-def bench_busy(rounds: int = 5) -> list[dict]:
-    """A pass and a caption on the worker's side of the interpreter lock: alone, and beside one
-    or two threads busy in Python (what other students' page scripts are), eager against
-    replayed from a recording (vit_core/recorded.py). Medians of `rounds`, in seconds."""
-    import threading
-
-    from vit_core import generate, load_model, recorded, run_trace
-
-    viewer, writer = load_model("vit-b16"), load_model("shapes-captioner-prefix")
-    pixels = torch.randn(1, 3, 224, 224)
-    small = torch.randn(1, 3, writer.config.img_size, writer.config.img_size)
-    work = {"ViT-B/16 lean trace": lambda: run_trace(viewer, pixels),
-            "bundled captioner, greedy caption": lambda: generate(writer, small)}
-    rows = []
-    for busy in (0, 1, 2):
-        stop = threading.Event()
-
-        def spin(stop=stop):
-            while not stop.is_set():
-                sum(i * i for i in range(500))
-
-        threads = [threading.Thread(target=spin, daemon=True) for _ in range(busy)]
-        for t in threads:
-            t.start()
-        for what, fn in work.items():
-            row = {"busy Python threads": busy, "work": what}
-            for label, env in (("eager (s)", "0"), ("recorded (s)", "1")):
-                os.environ[recorded.ENV] = env
-                fn()  # the recording, made once, is not timed
-                times = []
-                for _ in range(rounds):
-                    t0 = time.perf_counter()
-                    fn()
-                    times.append(time.perf_counter() - t0)
-                row[label] = f"{statistics.median(times):.3f}"
-            os.environ.pop(recorded.ENV)
-            rows.append(row)
-        stop.set()
-        for t in threads:
-            t.join()
     return rows
 
 
@@ -318,41 +272,30 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*",
-                    default=["trace", "busy", "first", "warm", "payload", "memory", "fair",
-                             "load"])
+                    default=["trace", "first", "warm", "payload", "memory", "fair", "load"])
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
     ap.add_argument("--replicas", type=int, default=2,
                     help="the load section again on this many replicas behind HAProxy (1: no)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"))
-    ap.add_argument("--allocator-defaults", action="store_true",
-                    help="leave glibc's malloc settings alone (the app keeps freed memory)")
     args = ap.parse_args(argv)
-    allocator, keep_freed = "glibc defaults", False
-    if not args.allocator_defaults:
-        from ui.process import keep_freed_memory
-
-        keep_freed = keep_freed_memory()
-        allocator = "keeps freed memory, as the app" if keep_freed else "not glibc"
     default = default_model_name()
     results = {"date": str(date.today()), "machine": f"{platform.machine()}, "
-               f"{torch.get_num_threads()} threads", "torch": torch.__version__,
-               "allocator": allocator}
+               f"{torch.get_num_threads()} threads", "torch": torch.__version__}
     sections = {
-        "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs, keep_freed),
+        "trace": lambda: bench_trace(["vit-b16"] + bundled_models(), args.runs),
         "first": lambda: bench_first([default, "vit-b16"] if default != "vit-b16"
                                      else ["vit-b16"]),
         "warm": lambda: bench_warm("vit-b16"),
         "payload": lambda: bench_payload("vit-b16"),
         "memory": lambda: bench_memory(args.sessions),
         "fair": bench_fair,
-        "busy": bench_busy,
         "load": lambda: bench_load(args.classroom, args.replicas),
     }
     results["loadavg"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "
-          f"allocator: {allocator} · load {results['loadavg']}")
+          f"load {results['loadavg']}")
     for name in args.only:
         t0 = time.time()
         rows = sections[name]()

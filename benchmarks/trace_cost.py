@@ -190,21 +190,17 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def rss_per_trace(name: str, lean: bool, keep_freed: bool) -> float | None:
+def rss_per_trace(name: str, lean: bool) -> float | None:
     """RSS growth per kept trace in MB, from a fresh process (None where there is no /proc)."""
     if not Path("/proc/self/statm").exists():
         return None
     cmd = [sys.executable, "-m", "benchmarks.trace_cost", "--rss-child", name,
-           *([] if lean else ["--full"]), *(["--keep-freed"] if keep_freed else [])]
+           *([] if lean else ["--full"])]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["mb"]
 
 
-def _rss_child(name: str, lean: bool, keep_freed: bool) -> None:
-    if keep_freed:
-        from ui.process import keep_freed_memory
-
-        keep_freed_memory()
+def _rss_child(name: str, lean: bool) -> None:
     model = load_model(name)
     xs = [inputs(model.config, seed) for seed in range(KEPT_TRACES + 2)]
     for x, ids in xs[:2]:  # kernels and allocator warm, as in a running server
@@ -249,13 +245,13 @@ def _mb(value) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
-def run(models: list[str], runs: int, keep_freed: bool) -> dict[str, list[dict]]:
+def run(models: list[str], runs: int) -> dict[str, list[dict]]:
     results = [measure(name, runs) for name in models]
     memory = {}
     for name in models:
         memory[name] = held(name)
-        memory[name]["rss"] = rss_per_trace(name, True, keep_freed)
-        memory[name]["rss full"] = rss_per_trace(name, False, keep_freed)
+        memory[name]["rss"] = rss_per_trace(name, True)
+        memory[name]["rss full"] = rss_per_trace(name, False)
     return rows(results, memory)
 
 
@@ -272,14 +268,13 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--rss-child", help=argparse.SUPPRESS)
     ap.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--keep-freed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.rss_child:
-        return _rss_child(args.rss_child, not args.full, args.keep_freed)
+        return _rss_child(args.rss_child, not args.full)
     print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}, median of {args.runs} rounds, load "
           f"{os.getloadavg()[0]:.2f}")
-    for title, table in run(args.models, args.runs, keep_freed=False).items():
+    for title, table in run(args.models, args.runs).items():
         print(f"\n{title}\n\n{markdown(table)}")
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, readahead, state, steps
+from ui import figures, keys, state, steps, tour
 from ui import models as picker
 from vit_core import allowed_keys
 from vit_core.explain.generation import learning_curve, tokenizer_for
@@ -23,12 +23,12 @@ if steps.first():
              r"M_{ij}\in\{0, -\infty\}")
 # the captioners: the two bundled ones (side by side), else the one chosen, else the preset;
 # the read-ahead (ui/readahead.py) computes their captions before the student gets here
-captioners, runs, clf_name = readahead.masks_page_models(name, model)
-trained = [m for m in captioners if m in readahead.CAPTIONERS]
+captioners, runs, clf_name = tour.masks_page_models(name, model)
+trained = [m for m in captioners if m in tour.BUNDLED]
 models = {m: state.get_model(m) for m in captioners}
 cap = models[captioners[0]]
 cc = cap.config
-caption = st.text_input("Caption fed to the text stream", readahead.MASK_CAPTION,
+caption = st.text_input("Caption fed to the text stream", tour.MASK_CAPTION,
                         key=keys.MASK_CAPTION, max_chars=2000)
 tok = tokenizer_for(cap)
 enc = tok.encode(caption, max_len=cc.max_text_len)
@@ -116,7 +116,7 @@ if steps.show("masks", 2):
     full = state.logits(inp, clf_name, mask="full").softmax(-1).numpy()
     causal_logits = state.logits(inp, clf_name, mask="causal")
     causal = causal_logits.softmax(-1).numpy()
-    other_seed, other = readahead.other_sample(inp)
+    other_seed, other = tour.other_sample(inp)
     other_logits = state.logits(other, clf_name, mask="causal")
     gap = float((other_logits - causal_logits).abs().max())
     left, right = st.columns(2)

@@ -70,16 +70,33 @@ def test_measuring_a_lean_trace_computes_nothing_and_a_hit_measures_it_again():
     assert lru.held == grown + n  # measured again on the hit
     before = fresh[0]["blocks.0.mlp.pre"]
     fresh[1]["blocks.1.attn.pattern"]
-    lru.get(1, lambda: None)  # both have grown past the budget: the older one's block goes first
-    assert lru.keys() == [0, 1] and lru.held == n + cache.size_of(fresh[1]) <= lru.budget
-    assert fresh[0].nbytes() == kept and fresh[1].nbytes() == kept + block
+    lru.get(1, lambda: None)  # both have grown past the budget: the older entry goes
+    assert lru.keys() == [1] and lru.held == cache.size_of(fresh[1]) <= lru.budget
     assert torch.equal(fresh[0]["blocks.0.mlp.pre"], before)  # read again: recomputed, the same
-    assert fresh[0].nbytes() == kept + block and lru.held == 2 * n + block  # not measured yet
-    lru.get(0, lambda: None)  # measured: now 1's block goes, never the entry just used
-    assert lru.keys() == [1, 0] and fresh[1].nbytes() == kept and lru.held == 2 * n + block
-    lru.get(2, lambda: fresh[2])  # a third trace (with a block): blocks are not enough room,
-    assert lru.keys() == [0, 2] and lru.held <= lru.budget  # so the oldest entry goes
-    assert fresh[2].nbytes() == kept + block  # the newest entry keeps its block
+
+
+def test_dropping_a_model_drops_what_was_computed_with_it_and_releases_it(traces):
+    """A model is counted (its parameters) and owns the entries computed with it: when the
+    budget drops the model, its traces go too, so nothing keeps the model alive uncounted."""
+    import gc
+    import weakref
+
+    model = load_model(MODEL)
+    weights = sum(p.untyped_storage().nbytes() for p in model.parameters())
+    assert cache.size_of(model) == weights
+    alive = weakref.ref(model)
+    lru = cache.ByteLRU(weights + 2 * cache.size_of(traces[0]))
+    lru.get("model", lambda: model)
+    pixels = preprocess(load_image(state.sample_bytes(state.sample_seeds()[0])), model.config)
+    tr = lru.get("trace", lambda: run_trace(model, pixels), owner="model")
+    assert lru.keys() == ["model", "trace"] and lru.held == weights + cache.size_of(tr)
+    assert lru.get("orphan", lambda: torch.ones(3), owner="not cached") is not None
+    assert "orphan" not in lru  # its owner is not kept: neither is it
+    del model, tr
+    lru.get("other", lambda: torch.zeros(weights // 4 + 1))  # no room for the model any more
+    assert lru.keys() == ["other"]
+    gc.collect()
+    assert alive() is None  # released: the dropped trace held the last reference
 
 
 def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):
@@ -106,7 +123,7 @@ def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):
 def test_a_value_bigger_than_the_budget_is_returned_but_not_kept(traces):
     lru = cache.ByteLRU(cache.size_of(traces[0]) // 2)
     assert lru.get("big", lambda: traces[0]) is traces[0]
-    assert len(lru) == 0 and lru.held == 0 and lru.stats()["too_big"] == 1
+    assert len(lru) == 0 and lru.held == 0
 
 
 def test_an_exception_is_not_cached():
@@ -159,15 +176,20 @@ def test_the_budget_comes_from_the_flag_or_the_environment(argv, env, mb):
     assert cache.budget_mb(argv, env) == mb
 
 
-def test_the_default_budget_is_under_2_gb():
-    assert cache.DEFAULT_MB * cache.MB < 2 * 2**30
+def test_the_default_budget_holds_a_vit_b16_and_a_class_of_30():
+    """The README's classroom: ViT-B/16 and 30 students' lean traces with one block read."""
+    model = load_model("vit-b16")
+    tr = run_trace(model, torch.zeros(1, 3, 224, 224))
+    tr["blocks.0.ln1"]
+    class_of_30 = cache.size_of(model) + 30 * 2 * cache.size_of(tr)  # + an experiment each
+    assert class_of_30 <= cache.DEFAULT_MB * cache.MB <= 2 * class_of_30
 
 
 @pytest.fixture
 def small_app_cache(monkeypatch, traces):
-    """The app's shared cache, made again with room for about 4 of the classifier's lean traces
-    (one image's trace, experiment trace and prepared image take about 3)."""
-    mb = 4 * cache.size_of(traces[0]) / cache.MB
+    """The app's shared cache, made again with room for the classifier and about 4 of its lean
+    traces (one image's trace, experiment trace and prepared image take about 3)."""
+    mb = (cache.size_of(load_model(MODEL)) + 4 * cache.size_of(traces[0])) / cache.MB
     monkeypatch.setenv(cache.ENV, str(mb))
     state.shared_cache.clear()
     yield state.shared_cache()
@@ -176,7 +198,7 @@ def small_app_cache(monkeypatch, traces):
 
 def test_the_app_s_traces_experiments_and_images_share_one_budget(small_app_cache, traces):
     lru = small_app_cache
-    assert lru.budget == int(4 * cache.size_of(traces[0]))
+    assert lru.budget == int(cache.size_of(load_model(MODEL)) + 4 * cache.size_of(traces[0]))
     inputs = [state.make_input(f"sample {s}", state.sample_bytes(s))
               for s in state.sample_seeds()[:6]]
     seen = []
@@ -224,8 +246,10 @@ def test_summaries_pca_and_generations_count_against_the_same_budget(monkeypatch
         values.append(state._patch_pca(inp.key, name, None, values[1]))
         values.append(state.generation(inp, name))
         assert sorted(k[0] for k in lru.keys()) == ["_attention_summary", "_generation",
-                                                    "_patch_pca", "_prepare", "_trace"]
+                                                    "_patch_pca", "_prepare", "_trace",
+                                                    "get_model"]
         assert state.trace(inp, name) is values[1]  # a hit measures the grown trace again
+        values.append(state.get_model(name))
         assert lru.held == sum(cache.size_of(v) for v in values)
         roll = values[2]["rollout"]  # [S, S]: counted
         assert cache.size_of(values[2]) >= roll.numel() * roll.element_size()
@@ -241,8 +265,9 @@ def test_one_function_s_entries_can_be_dropped(monkeypatch):
         state.trace(inp, MODEL)
         state._trace.clear()  # what benchmarks/ does between first views
         lru = state.shared_cache()
-        assert [k[0] for k in lru.keys()] == ["_prepare"]
-        assert lru.held == cache.size_of(state.prepare(inp, MODEL))
+        assert sorted(k[0] for k in lru.keys()) == ["_prepare", "get_model"]
+        assert lru.held == cache.size_of(state.prepare(inp, MODEL)) + cache.size_of(
+            state.get_model(MODEL))
     finally:
         state.shared_cache.clear()
 
@@ -264,7 +289,8 @@ def test_asking_for_the_trained_mask_by_name_reuses_the_same_pass(monkeypatch):
         assert state.experiment(inp, MODEL, "positions", mask="full") is \
             state.experiment(inp, MODEL, "positions")
         assert sorted(k[0] for k in state.shared_cache().keys()) == [
-            "_experiment", "_generation", "_prepare", "_prepare", "_trace", "_trace"]
+            "_experiment", "_generation", "_prepare", "_prepare", "_trace", "_trace",
+            "get_model", "get_model"]
     finally:
         state.shared_cache.clear()
 
@@ -284,7 +310,8 @@ def test_the_first_view_keeps_only_what_the_pass_kept(model):
         at.session_state["model"] = model
         at.run()
         assert not at.exception and at.session_state["model"] == model
-        traces = [v for v, _ in state.shared_cache()._items.values() if isinstance(v, Trace)]
+        traces = [e.value for e in state.shared_cache()._items.values()
+                  if isinstance(e.value, Trace)]
         assert traces and all(not t._computed for t in traces)
     finally:
         state.shared_cache.clear()

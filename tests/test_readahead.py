@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.test_app import photo_bytes
-from ui import readahead, state
+from ui import readahead, state, tour
 from ui import worker as w
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -77,14 +77,14 @@ def test_a_session_that_moved_on_or_went_stale_has_its_items_dropped_and_a_failu
 @pytest.fixture
 def read_ahead_on(monkeypatch):
     monkeypatch.setenv(readahead.ENV, "1")
-    runs: list[str] = []
-    original = w.Worker._run
+    runs: list[str] = []  # every pass handed to the worker (small models' run on the caller)
+    original = w.Worker._submit
 
-    def counted(self, job, keeps):
-        runs.append(getattr(job.fn, "__name__", "?"))
-        return original(self, job, keeps)
+    def counted(self, queue, fn, *args):
+        runs.append(getattr(fn, "__name__", "?"))
+        return original(self, queue, fn, *args)
 
-    monkeypatch.setattr(w.Worker, "_run", counted)
+    monkeypatch.setattr(w.Worker, "_submit", counted)
     return runs
 
 
@@ -142,4 +142,4 @@ def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monk
     assert not any(k[0] == "_attention_summary" and k[1] == first.key for k in held)
     assert any(k[0] == "_attention_summary" and k[1] == second.key for k in held)
     assert readahead.shared().skipped - skipped >= len(
-        readahead.plan(first, "shapes-classifier", None, 0))
+        tour.plan(first, "shapes-classifier", None, 0))

@@ -317,7 +317,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         wall = time.time() - t0
         cpu = [s.cpu_s() - c for s, c in zip(servers, cpu0, strict=True)]
         peak = [s.peak_rss_mb() for s in servers]
-        pss = sum(s.pss_mb() for s in servers)  # freed memory is kept (ui/process.py): ~ the peak
+        pss = sum(s.pss_mb() for s in servers)
         client = _own_cpu_s() - client0
         load_after = os.getloadavg()[0]
     return summarize(results, {

@@ -1,12 +1,11 @@
 """The one module that owns caching (the session-state keys are defined in ui/keys.py).
 
-Models are cached with st.cache_resource (shared by every session, never mutated). Traces are
-cached by (sha256 of the image bytes, model name, mask, text) — never by hashing a PIL image.
-Everything that holds a trace or a copy of one (prepared images, traces, experiment traces,
-attention summaries, the patch PCA, generations) shares ONE byte budget (ui/cache.py: 1 GB by
-default, `-- --cache-mb N` or VIT_EXPLAINER_CACHE_MB), least recently used dropped first; the
-values are read-only, so sessions share them without copies.
-Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
+Models and everything computed from them (prepared images, traces, experiment traces, attention
+summaries, the patch PCA, generations) share ONE byte budget (ui/cache.py: 2 GB by default,
+`-- --cache-mb N` or VIT_EXPLAINER_CACHE_MB), least recently used dropped first; what was
+computed with a model goes with it. Traces are keyed by (sha256 of the image bytes, model name,
+mask, text), never by hashing a PIL image. Values are read-only, so sessions share them without
+copies. Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ import functools
 import hashlib
 import inspect
 import io
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import streamlit as st
@@ -28,8 +25,6 @@ from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
 from vit_core.scenes import world
 
 from . import cache, figures, keys, models, worker
-
-MAX_MODELS = 4
 
 
 @dataclass(frozen=True)
@@ -55,7 +50,8 @@ def shared_cache() -> cache.ByteLRU:
 
 def held(fn):
     """Cache `fn` in shared_cache(), keyed by its name and the arguments whose names do not
-    start with "_" (as st.cache_resource does); what it returns counts against the budget."""
+    start with "_" (as st.cache_resource does); what it returns counts against the budget and
+    belongs to the model its `model_name` argument names (dropped with that model)."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -63,16 +59,25 @@ def held(fn):
         bound = sig.bind(*args, **kwargs)
         key = (fn.__name__,) + tuple(v for name, v in bound.arguments.items()
                                      if not name.startswith("_"))
-        return shared_cache().get(key, lambda: fn(*args, **kwargs))
+        model = bound.arguments.get("model_name")
+        return shared_cache().get(key, lambda: fn(*args, **kwargs),
+                                  owner=None if model is None else _model_key(model))
 
     cached.clear = lambda: shared_cache().clear(lambda key: key[0] == fn.__name__)
     return cached
 
 
-@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+def _model_key(name: str) -> tuple:
+    return ("get_model", name)
+
+
 def get_model(name: str):
     """A model by picker name ('hf:ORG/NAME' from the local Hugging Face cache; a loaded file
-    may carry options as 'PATH?heads=H')."""
+    may carry options as 'PATH?heads=H'), loaded once and kept in the byte budget."""
+    return shared_cache().get(_model_key(name), lambda: _load(name))
+
+
+def _load(name: str):
     path, _, heads = name.partition("?heads=")
     return vit_core.load_model(path, num_heads=int(heads)) if heads else vit_core.load_model(name)
 
@@ -130,7 +135,7 @@ def prepare(inp: Input, model_name: str) -> Prepared:
 @held
 def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
     model = get_model(model_name)
-    return worker.run(run_trace, model, _pixels, text_ids=text, mask=mask, cost_key=id(model))
+    return worker.shared().run(run_trace, model, _pixels, text_ids=text, mask=mask, model=model)
 
 
 def same_mask(model_name: str, mask):
@@ -146,38 +151,10 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
     return _trace(inp.key, model_name, same_mask(model_name, mask), text, pixels)
 
 
-_starter: ThreadPoolExecutor | None = None
-_starter_lock = threading.Lock()
-
-
-def start_trace(inp: Input, model_name: str, mask: str | None = None) -> None:
-    """Begin `trace(inp, model_name, mask)` on a helper thread and return at once.
-
-    Called by the uploader's and the camera's callbacks, before the script run draws anything, so
-    the pass runs while it draws the sidebar and the page's top; the page's own `trace` call
-    then finds it computed or waits for the one in progress (the cache computes a key once, never
-    twice). Errors are not shown here: the page asks again and shows them in its one sentence.
-    A model not loaded yet is loaded on the helper thread, as the page would (one load: the
-    model cache waits for it too).
-    """
-    global _starter
-    with _starter_lock:
-        if _starter is None:  # made on first use: importing this module starts no thread
-            _starter = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vit-head-start")
-    _starter.submit(_start, inp, model_name, mask)
-
-
-def _start(inp: Input, model_name: str, mask: str | None) -> None:
-    try:
-        trace(inp, model_name, mask=mask)
-    except Exception:  # noqa: BLE001 - the page computes it again and says what went wrong
-        pass
-
-
 @held
 def _logits(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
     model = get_model(model_name)
-    return worker.run(_final_logits, model, _pixels, text, mask, cost_key=id(model))
+    return worker.shared().run(_final_logits, model, _pixels, text, mask, model=model)
 
 
 def _final_logits(model, pixels, text, mask):
@@ -289,7 +266,9 @@ def trace_npz(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_M
 @held
 def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None,
                 mask: str | None, _pixels):
-    return worker.run(_run_experiment, get_model(model_name), kind, arg, text, mask, _pixels)
+    model = get_model(model_name)
+    return worker.shared().run(_run_experiment, model, kind, arg, text, mask, _pixels,
+                               model=model)
 
 
 def _run_experiment(model, kind: str, arg: tuple, text: tuple | None, mask: str | None, _pixels):
@@ -313,7 +292,8 @@ def _experiment_caption(key: str, model_name: str, kind: str, arg: tuple, mask: 
     from vit_core.explain import interventions
 
     # one word per turn on the worker, like `_generation`
-    return interventions.caption(worker.stepwise(get_model(model_name)), _pixels, kind, arg, mask)
+    model = worker.shared().stepwise(get_model(model_name))
+    return interventions.caption(model, _pixels, kind, arg, mask)
 
 
 def experiment_caption(inp: Input, model_name: str, kind: str, arg: tuple = (),
@@ -329,7 +309,8 @@ def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _p
 
     max_new, temperature, top_k, seed = settings
     # one word per turn on the worker: a new student's first view need not wait for the caption
-    return generate(worker.stepwise(get_model(model_name)), _pixels, max_new_tokens=max_new,
+    model = worker.shared().stepwise(get_model(model_name))
+    return generate(model, _pixels, max_new_tokens=max_new,
                     temperature=temperature, top_k=top_k, seed=seed, mask=mask)
 
 
@@ -363,7 +344,7 @@ def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
     return generation(inp, model_name, mask=mask).text
 
 
-@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+@held
 def weight_views(model_name: str) -> dict:
     """Per-model pictures of the weights (W_E's principal components, position similarity,
     similarity by grid distance), computed once per model instead of on every rerun of the
@@ -391,7 +372,7 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
 
     # on the worker: it recomputes every block up to its pattern (a quarter of a pass), and
     # thirty students' pages doing that on their own threads at once only fight for the cores
-    return worker.run(summarise, _trace)
+    return worker.shared().run(summarise, _trace, model=get_model(model_name))
 
 
 def attention_summary(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK
@@ -408,7 +389,7 @@ def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict
     from vit_core.explain.tokens import sublayer_norms
 
     # the attention half of every block again (about 40 % of a pass): on the worker
-    return worker.run(sublayer_norms, _trace)
+    return worker.shared().run(sublayer_norms, _trace, model=get_model(model_name))
 
 
 def sublayer_norms(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK

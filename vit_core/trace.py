@@ -22,7 +22,6 @@ from types import MappingProxyType
 
 import torch
 
-from . import recorded
 from .config import ViTConfig
 from .hooks import capture
 
@@ -200,28 +199,14 @@ class Trace(Mapping):
         and kept since. Names that share memory count once: `resid_pre` of block l is block
         l-1's `resid_post`, and q, k, v are views of one qkv tensor."""
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                    for t in self.held_tensors()}
+                    for t in self._held()}
         return sum(storages.values())
 
-    def held_tensors(self) -> list[torch.Tensor]:
-        """The tensors the trace holds now (kept by the pass, or recomputed and kept), without
-        computing anything: what a cache measures."""
-        held = list(self._kept.values())
+    def _held(self) -> list[torch.Tensor]:
+        """The tensors held now (kept by the pass, or recomputed and kept), computing nothing."""
         with self._order:
             parts = list(self._computed.values())
-        for part in parts:
-            held += part.values()
-        return held
-
-    def forget_recomputed(self) -> bool:
-        """Drop the blocks (and patch_embed / ln_final) recomputed and kept since the pass; they
-        are recomputed, with the same numbers, when read again. What a cache short of room
-        gives up first: one block is 1/L of a pass, the kept stream a whole pass. Returns
-        whether there was anything to drop."""
-        with self._order:
-            had = bool(self._computed)
-            self._computed.clear()
-        return had
+        return [*self._kept.values(), *(t for part in parts for t in part.values())]
 
     # ---- block by block
 
@@ -248,17 +233,6 @@ class Trace(Mapping):
             else:
                 yield self._rerun.block(layer, self[f"blocks.{layer}.resid_pre"],
                                         part="pattern")[name]
-
-    def recompute_inputs(self):
-        """What recomputing every block needs, for a caller that replays a walk over the layers
-        in one recorded call (explain.attention.summarise): (model, every block's input [S, D],
-        the additive mask [S, S] or None, the head switches [L, H] or None); None for a trace
-        that keeps everything (nothing to recompute) or whose model is not on the CPU."""
-        if self._rerun is None or self._rerun.device.type != "cpu":
-            return None
-        self._rerun.check()
-        xs = [self[f"blocks.{layer}.resid_pre"] for layer in range(self.config.depth)]
-        return self._rerun.model, xs, self._rerun.attn_mask, self._rerun.head_mask
 
     def sublayer_norms(self) -> dict[str, torch.Tensor]:
         """The norm of what each block's attention and MLP add to every token: {"attn": [L, S],
@@ -386,19 +360,12 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         head_mask = torch.as_tensor(head_mask).detach().clone()
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
-    with torch.inference_mode():
-        replayed = recorded.kept(model, pixels, text_ids, resolved, head_mask, positions,
-                                 frozenset(keep)) if lean else None
-        if replayed is not None:  # the same pass, replayed from its recording (recorded.py)
-            tensors, names = replayed
-            tensors = {name: t if t.device.type == "cpu" else t.cpu()
-                       for name, t in tensors.items()}
-        else:  # capture lives in a context variable: concurrent traces of one model never mix
-            with capture(only=keep if lean else None) as store:
-                model(pixels, text_ids, mask="full" if resolved is None else resolved,
-                      head_mask=head_mask, positions=positions)
-            names = store.seen if lean else list(store)  # every name offered, in forward order
-            tensors = {name: t[0].detach().cpu() for name, t in store.items()}
+    with torch.inference_mode(), capture(only=keep if lean else None) as store:
+        # capture lives in a context variable: concurrent traces of one model never mix
+        model(pixels, text_ids, mask="full" if resolved is None else resolved,
+              head_mask=head_mask, positions=positions)
+    names = store.seen if lean else list(store)  # every name offered, in forward order
+    tensors = {name: t[0].detach().cpu() for name, t in store.items()}
     rerun = _Rerun(model, resolved, head_mask, pixels.device, weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()

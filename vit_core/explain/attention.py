@@ -9,8 +9,6 @@ import math
 
 import torch
 
-from .. import recorded
-
 
 def stack_patterns(trace) -> torch.Tensor:
     """All attention patterns of a trace as one tensor [L, H, S, S]. A lean trace recomputes
@@ -52,23 +50,8 @@ def summarise(trace) -> dict:
     {"rollout": [S, S], "distance": [L, H] px (`mean_attention_distance`), "entropy": [L, H]
     nats, "prefix_share": [L, H] (`prefix_share`), "prefix_rows": [L, H, prefix, S], the rows of
     the CLS / DIST queries}: rollout and the rows as tensors, the rest numpy arrays.
-
-    A lean trace's walk is replayed from a recording (vit_core/recorded.py): the same ops on
-    the same tensors, with the interpreter lock given up once instead of ~40 times a layer.
     """
-    c = trace.config
-    walk = trace.recompute_inputs()
-    done = None
-    if walk is not None:
-        model, xs, mask, _ = walk  # head switches act after the pattern: not needed here
-        args = [*xs] + ([] if mask is None else [mask])
-        with torch.inference_mode():
-            done = recorded.replay(model, ("summary", mask is not None),
-                                   _summary_walk(mask is not None), args)
-    if done is not None:
-        joint, distance, entropy, share, rows = done[0]
-    else:
-        joint, distance, entropy, share, rows = _walk(trace.patterns(), c)
+    joint, distance, entropy, share, rows = _walk(trace.patterns(), trace.config)
     return {"rollout": joint, "distance": distance.numpy(), "entropy": entropy.numpy(),
             "prefix_share": share.numpy(), "prefix_rows": rows}
 
@@ -84,26 +67,6 @@ def _walk(patterns, c):
         share.append(prefix_share(pattern, c.grid, pre))
         rows.append(pattern[:, :pre].clone())
     return joint, torch.stack(distance), torch.stack(entropy), torch.stack(share), torch.stack(rows)
-
-
-def _summary_walk(has_mask: bool):
-    """`summarise`'s walk as one recordable function of (model, notes, every block's input
-    [S, D], then the additive mask [S, S] when the pass had one). Each block is run up to its
-    pattern as `Trace.patterns()` runs it (LayerNorm 1, Q, K, the scores)."""
-
-    def run(model, notes, *args):
-        args = list(args)
-        mask = args.pop() if has_mask else None
-
-        def patterns():
-            for block, x in zip(model.blocks, args, strict=True):
-                x = x[None]
-                m = None if mask is None else mask.to(x.device, x.dtype)
-                yield block.attn(block.norm1(x), m, pattern_only=True)[0]
-
-        return _walk(patterns(), model.config)
-
-    return run
 
 
 def patch_centres(grid: int, patch_size: int) -> torch.Tensor:

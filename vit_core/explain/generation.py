@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import recorded
 from ..io.text import Tokenizer
 
 
@@ -27,10 +26,8 @@ def tokenizer_for(model) -> Tokenizer:
 
 @torch.inference_mode()
 def next_token_logits(model, pixels, ids, mask=None) -> torch.Tensor:
-    """Logits [B, V] for the token after `ids` [B, t] (a full forward; no KV cache needed here).
-    A ViT's pass is replayed from its recording when that is on (`recorded.forward`, the same
-    numbers); any other model or wrapper is called as it is."""
-    return recorded.forward(model, pixels, ids, mask=mask)[:, -1]
+    """Logits [B, V] for the token after `ids` [B, t] (a full forward; no KV cache needed here)."""
+    return model(pixels, ids, mask=mask)[:, -1]
 
 
 @torch.inference_mode()

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import recorded
 from ..masks import allowed_keys
 from ..patches import patchify, unpatchify
 from ..trace import Trace, run_trace
@@ -139,9 +138,8 @@ class _Intervened:
         self.config = model.config
 
     def __call__(self, pixels, text_ids=None, mask=None):
-        return recorded.forward(self.model, pixels, text_ids, mask=mask,
-                                head_mask=self.altered.head_mask,
-                                positions=self.altered.positions)
+        return self.model(pixels, text_ids, mask=mask, head_mask=self.altered.head_mask,
+                          positions=self.altered.positions)
 
 
 def caption(model, pixels, kind: str, arg: tuple = (), mask=None) -> Generation:

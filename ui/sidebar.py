@@ -105,8 +105,7 @@ def reach_line() -> str:
     else:
         where = "Listening on the network (anyone on the LAN can open this app)"
     if not models.teacher_actions_allowed():
-        return (f"{where}: fetching models is the teacher's, with "
-                "`.venv/bin/python -m vit_core.fetch ORG/NAME`.")
+        return f"{where}: fetching models is the teacher's, with `{hub.FETCH_COMMAND} ORG/NAME`."
     started = "" if models.this_computer_only() else " (started with --allow-fetch)"
     return f"{where}: fetching models from the browser is on{started}."
 

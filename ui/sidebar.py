@@ -68,7 +68,7 @@ def draw(stage: str, where=None) -> None:
         sb.button(f"✕ Stop using {upload[0]}", key=keys.DROP_UPLOAD, on_click=_drop_upload)
     photo = None
     if sb.toggle("Use the camera", key=keys.USE_CAMERA):
-        photo = sb.camera_input("Take a photo", key=keys.CAMERA, on_change=_take_photo)
+        photo = sb.camera_input("Take a photo", key=keys.CAMERA)
     if upload is None and photo is not None and not error:
         inp = state.make_input("camera photo", photo.getvalue())
         error = state.image_error(inp, name)
@@ -127,24 +127,6 @@ def _take_upload() -> None:
     if file is not None:
         st.session_state[keys.UPLOAD] = (file.name, file.getvalue())
         st.session_state[keys.UPLOAD_ROUND] = st.session_state.get(keys.UPLOAD_ROUND, 0) + 1
-        _start_pass(f"upload: {file.name}", file.getvalue())
-
-
-def _take_photo() -> None:
-    """on_change of the camera: the new photo's pass starts before anything is drawn (unless
-    an upload is in use: it stays the image)."""
-    photo = st.session_state.get(keys.CAMERA)
-    if photo is not None and st.session_state.get(keys.UPLOAD) is None:
-        _start_pass("camera photo", photo.getvalue())
-
-
-def _start_pass(label: str, raw: bytes) -> None:
-    """A new photo (uploaded or taken) is the image from this run on: start its pass now, in
-    the widget's callback, so it runs while the script draws the sidebar and the page's top (the
-    page then waits for that one pass; state.start_trace)."""
-    name = st.session_state.get(keys.MODEL)
-    if name in models.choices():
-        state.start_trace(state.make_input(label, raw), name, state.chosen_mask())
 
 
 def _drop_upload() -> None:

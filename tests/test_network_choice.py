@@ -90,3 +90,22 @@ def test_the_sidebar_says_who_can_open_the_app_and_whether_fetching_is_on(start,
     want = expected(address, proxied, flag)
     assert reach(at) == want
     assert fetch_offered(at) == ("browser is on" in want)  # the line is what the picker does
+
+
+def test_behind_a_proxy_the_share_link_is_not_said_to_open_on_this_machine_only(start, monkeypatch):
+    """Replicas listen on localhost behind HAProxy, but the class reaches them: the share caption
+    must not tell the teacher that only this machine can open the link."""
+    from streamlit.runtime.context import ContextProxy
+
+    monkeypatch.setattr(ContextProxy, "url", property(
+        lambda self: "http://192.168.1.5:8501/?page=overview"))
+    for proxied, only_here in ((False, True), (True, False)):
+        at = start("localhost", proxied=proxied)
+        at.session_state[keys.SHARE_OPEN] = True
+        at.run()
+        captions = [c.value for c in at.sidebar.caption]
+        said_only_here = any("only this machine can open the link" in c for c in captions)
+        assert said_only_here == only_here, captions
+        if proxied:
+            assert any(c.startswith("Built from the address your browser uses (192.168.1.5)")
+                       for c in captions), captions

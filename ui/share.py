@@ -163,7 +163,7 @@ def root_url() -> tuple[str, str]:
     browser = (st.context.url or "").split("?")[0]
     parts = urlsplit(browser)
     listen = models.listen_address()
-    if listen in models.LOOPBACK:
+    if models.this_computer_only():
         return (_browser_root(browser) if browser else _root(listen, parts.scheme),
                 f"The server listens on this machine only ({listen}), so only this machine "
                 f"can open the link: start it with --server.address 0.0.0.0 for the class.")

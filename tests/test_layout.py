@@ -1,5 +1,5 @@
 """The library's layout: importing it changes nothing, nothing imports in a circle, the public API
-is what the README documents, and the package installs with the pinned requirements."""
+is what docs/library.md documents, and the package installs with the pinned requirements."""
 
 from __future__ import annotations
 
@@ -177,22 +177,22 @@ def test_the_layers_point_one_way():
 
 # ---- the public API ----
 
-def readme_signature(name: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def documented_signature(name: str) -> str:
+    text = (ROOT / "docs" / "library.md").read_text()
     m = re.search(rf"^vit_core\.{name}(\(.*?\)) ->", text, re.M)
-    assert m, f"the README documents vit_core.{name}"
+    assert m, f"docs/library.md documents vit_core.{name}"
     return m.group(1)
 
 
 @pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "load_model"])
-def test_public_functions_have_the_signatures_the_readme_documents(name):
+def test_public_functions_have_the_signatures_the_docs_document(name):
     fn = getattr(vit_core, name)
     assert inspect.isfunction(fn), f"vit_core.{name} is a {type(fn).__name__}, not a function"
     params = []
     for p in inspect.signature(fn).parameters.values():  # names and defaults, not annotations
         star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         params.append(star + p.name + ("" if p.default is p.empty else f"={p.default!r}"))
-    assert "(" + ", ".join(params) + ")" == readme_signature(name)
+    assert "(" + ", ".join(params) + ")" == documented_signature(name)
 
 
 def test_every_name_in_all_is_importable():

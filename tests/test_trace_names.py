@@ -1,4 +1,5 @@
-"""The README's trace-name table is TRACE_NAMES, and TRACE_NAMES describes real traces exactly."""
+"""The trace-name table in docs/library.md is TRACE_NAMES, and TRACE_NAMES describes real
+traces exactly."""
 
 from pathlib import Path
 
@@ -9,11 +10,11 @@ from tests.test_model import SMALL, TEXT
 from vit_core import ViT, run_trace
 from vit_core.trace import TRACE_NAMES, name_pattern, names_table, symbol_sizes
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+LIBRARY_DOC = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 
 
-def test_readme_shows_the_names_table():
-    assert names_table() in README.read_text()
+def test_the_library_doc_shows_the_names_table():
+    assert names_table() in LIBRARY_DOC.read_text()
 
 
 def expected_shapes(symbols: str, sizes: dict) -> list[tuple[int, ...]]:

@@ -138,8 +138,6 @@ def test_a_students_link_on_a_network_server_downloads_nothing(hub, monkeypatch)
         models.server_args.clear()
 
 
-@pytest.mark.xfail(strict=True, reason="until ui/state.get_model passes local_files_only=True "
-                                       "to vit_core.load_model (remove this mark then)")
 def test_the_apps_model_loader_never_fetches(hub):
     from ui import state
 

@@ -78,8 +78,10 @@ def get_model(name: str):
 
 
 def _load(name: str):
+    """Never downloads: in the app only the teacher fetches (ui/models.py)."""
     path, _, heads = name.partition("?heads=")
-    return vit_core.load_model(path, num_heads=int(heads)) if heads else vit_core.load_model(name)
+    options = {"num_heads": int(heads)} if heads else {}
+    return vit_core.load_model(path, local_files_only=True, **options)
 
 
 @st.cache_resource(max_entries=1024, show_spinner=False)

@@ -1,9 +1,88 @@
-"""Test-wide settings: read-ahead off (ui/readahead.py), so a test's passes are its own.
+"""Test-wide settings and the fixtures the test modules share.
 
-AppTest runs and the servers the browser and load tests start inherit this; the read-ahead's
-own tests turn it on where they need it.
+Read-ahead is off (ui/readahead.py), so a test's passes are its own; AppTest runs and the
+servers the browser and load tests start inherit this, and the read-ahead's own tests turn it
+on where they need it.
+
+Fixtures here: `open_app` (the one way a test opens the app under AppTest), `hub_root` and
+`hub` (the local Hugging Face Hub stand-in, tests/hub_server.py), and `offline_hub_models`
+(every fixture repo fetched once through the stand-in, which is then stopped). Plain helpers
+(small model configs, photos, page readers) are in tests/support.py.
 """
 
+from __future__ import annotations
+
 import os
+import shutil
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("VIT_EXPLAINER_READ_AHEAD", "0")
+
+from tests import support  # noqa: E402  (after the environment it reads)
+
+
+@pytest.fixture
+def open_app():
+    """support.open_app: `open_app(page, model, mask, params=, state=, upload=, no_error=)`
+    runs the app and fails when it raised or ran another model than asked for."""
+    return support.open_app
+
+
+@contextmanager
+def serving(root: Path, monkeypatch: pytest.MonkeyPatch, hf_home: Path):
+    """The Hub stand-in serving `root`, with huggingface_hub (in this process and in its
+    subprocesses) pointed at it and its cache under `hf_home`; stopped on leaving, and no
+    thread of it may outlive that."""
+    from tests.hub_server import HubStandIn, point_hf_at
+
+    with HubStandIn(root) as server:
+        point_hf_at(monkeypatch, server.url, hf_home)
+        server.root_dir = root
+        yield server
+    left = [t.name for t in threading.enumerate()
+            if t.name == "hub-stand-in" or "process_request" in t.name]
+    assert not left, f"threads still running after stop: {left}"
+
+
+@pytest.fixture
+def hub_root(tmp_path) -> Path:
+    """The folder the `hub` fixture serves: a copy of tests/fixtures/hub (one folder per
+    ORG/NAME), which a test may change. Override it in a module to serve other repos."""
+    root = tmp_path / "hub-root"
+    shutil.copytree(support.HUB, root)
+    return root
+
+
+@pytest.fixture
+def hub(hub_root, tmp_path, monkeypatch):
+    """A running HubStandIn serving `hub_root` (also as `hub.root_dir`), with the Hub client's
+    endpoint and cache (tmp_path / "hf-home") pointed at it for this test."""
+    with serving(hub_root, monkeypatch, tmp_path / "hf-home") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def offline_hub_models(tmp_path_factory):
+    """Every ViT repo under tests/fixtures/hub and support.TIMM_384, fetched once through the
+    stand-in with the library's own fetch (vit_core.io.hub), then the stand-in stopped: the
+    module's tests run on a machine that fetched them and is now offline. Yields the repos."""
+    from vit_core.io import hub as vhub
+
+    tmp = tmp_path_factory.mktemp("offline-hub")
+    root = tmp / "hub-root"
+    shutil.copytree(support.HUB, root)
+    support.write_timm_repo(root / support.TIMM_384)
+    repos = sorted(f"{org.name}/{repo.name}" for org in root.iterdir() for repo in org.iterdir()
+                   if "bert" not in repo.name)
+    mp = pytest.MonkeyPatch()
+    try:
+        with serving(root, mp, tmp / "hf-home"):
+            for repo in repos:
+                vhub.fetch(repo)
+        yield repos  # the stand-in is stopped now: everything runs offline
+    finally:
+        mp.undo()

@@ -1,31 +1,17 @@
 """Drive the app with AppTest: default view, an uploaded photo, a broken file, model switching."""
 
-import io
-from pathlib import Path
-
-import numpy as np
 import pytest
-from PIL import Image
-from streamlit.testing.v1 import AppTest
 
+from tests.support import APP, open_app, photo_bytes  # noqa: F401  (APP: see below)
 from ui import state as ui_state
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-
-
-def photo_bytes(w=640, h=480, fmt="JPEG") -> bytes:
-    yy, xx = np.mgrid[0:h, 0:w]
-    rgb = np.stack([xx * 255 // w, yy * 255 // h, np.full_like(xx, 90)], -1).astype(np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format=fmt)
-    return buf.getvalue()
+# test_cache, test_head_start, test_readahead and test_worker still import APP and photo_bytes
+# from here; new tests take them from tests.support (and the `open_app` fixture).
 
 
 @pytest.fixture
 def app():
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state["model"] = "vit-b16"
-    return at.run()
+    return open_app(model="vit-b16")
 
 
 def table(at) -> dict:
@@ -33,6 +19,7 @@ def table(at) -> dict:
     return dict(zip(df["tensor"], df["shape"], strict=True))
 
 
+@pytest.mark.slow  # ViT-B/16 passes
 def test_default_view_shows_the_live_shapes(app):
     assert not app.exception
     assert app.title[0].value == "From pixels to logits, in one pass"
@@ -46,8 +33,7 @@ def test_default_view_shows_the_live_shapes(app):
 
 
 def test_a_new_session_opens_on_the_trained_classifier_and_its_prediction():
-    at = AppTest.from_file(APP, default_timeout=180).run()  # nothing chosen yet
-    assert not at.exception
+    at = open_app()  # nothing chosen yet
     assert at.sidebar.selectbox(key="model").value == "shapes-classifier"
     assert table(at)["embed"] == "50 × 128"  # CLS + its 7 × 7 grid, D = 128
     assert not at.warning  # trained: no "random weights" warning
@@ -55,6 +41,7 @@ def test_a_new_session_opens_on_the_trained_classifier_and_its_prediction():
     assert topk, "the overview shows the classifier's top classes"
 
 
+@pytest.mark.slow  # ViT-B/16 passes
 def test_uploaded_photo_is_used(app):
     app.sidebar.file_uploader[0].upload("photo.jpg", photo_bytes(), "image/jpeg")
     app.run()
@@ -67,6 +54,7 @@ def showing(at) -> str:
     return next(c.value for c in at.sidebar.caption if c.value.startswith("Showing"))
 
 
+@pytest.mark.slow  # ViT-B/16 passes
 def test_a_photo_leaves_the_uploader_empty_and_stays_until_dropped(app):
     app.sidebar.file_uploader[0].upload("a.jpg", photo_bytes(), "image/jpeg")
     app.run()
@@ -91,6 +79,7 @@ def test_a_photo_leaves_the_uploader_empty_and_stays_until_dropped(app):
     assert not app.exception
 
 
+@pytest.mark.slow  # ViT-B/16 passes
 def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     broken = photo_bytes(fmt="PNG")[:300]
     app.sidebar.file_uploader[0].upload("broken.png", broken, "image/png")
@@ -116,6 +105,7 @@ def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     assert any("upload: good.jpg" in c.value for c in app.sidebar.caption)
 
 
+@pytest.mark.slow  # ViT-B/16 passes
 def test_switching_model_changes_the_shapes(app):
     app.sidebar.selectbox(key="model").set_value("vit-ti16").run()
     assert not app.exception

@@ -6,10 +6,8 @@ import pickle
 import numpy as np
 import pytest
 from PIL import Image
-from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP, photo_bytes
-from tests.test_images import BAD_INPUTS, encode, raw_png
+from tests.support import BAD_INPUTS, encode, open_app, photo_bytes, raw_png
 from ui.models import LOAD_OTHER
 
 BAD = dict(BAD_INPUTS)
@@ -40,9 +38,7 @@ def odd_but_legal() -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def app():
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = "vit-ti16"
-    return at.run()
+    return open_app(model="vit-ti16")
 
 
 def upload(at, name: str, data: bytes):
@@ -73,13 +69,11 @@ def test_odd_but_legal_images_just_work(app, name):
     assert shapes["patches"] == "196 × 768"
 
 
+@pytest.mark.slow  # a ViT-B/16-sized captioner
 @pytest.mark.parametrize("text", ["", "word " * 2000, "🦒🦓 a 🐘 ball", "ein roter Ball auf dem "
                                   "Gras", "赤いボール", "zzz qqq xxx", "a\nred\tball\x00"])
 def test_strange_captions_are_handled(text):
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = "vit-b16-text"
-    at.query_params["page"] = "logits"
-    at.run()
+    at = open_app("logits", "vit-b16-text")
     at.text_input(key="caption").set_value(text[:2000]).run()
     assert not at.exception
     df = at.dataframe[0].value
@@ -100,9 +94,7 @@ def test_a_code_carrying_checkpoint_is_refused_in_the_app(tmp_path, monkeypatch)
 
     evil = tmp_path / "evil.pth"
     evil.write_bytes(pickle.dumps({"model": Evil()}))
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = "vit-ti16"
-    at.run()
+    at = open_app(model="vit-ti16")
     at.sidebar.selectbox(key="model").set_value(LOAD_OTHER).run()
     at.sidebar.text_input(key="checkpoint_path").set_value(str(evil)).run()
     at.sidebar.button(key="checkpoint_load").click().run()

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.test_app import photo_bytes
+from tests.support import photo_bytes
 from tools.browser import CHROMIUM_ARGS, ROOT, serve, wait_idle
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -23,6 +23,7 @@ if not Path(CHROMIUM).exists():
         raise RuntimeError("CI must install chromium for the browser test (.ci/run)")
     pytest.skip("chromium is not installed", allow_module_level=True)
 playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.browser  # every test here starts Chromium (or a load run's browsers)
 
 SHOTS = ROOT / "screenshots" / "e2e"
 STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
@@ -474,6 +475,7 @@ def test_a_refused_file_type_is_stopped_by_the_uploader(browser, server, tmp_pat
     ctx.close()
 
 
+@pytest.mark.load
 def test_concurrent_sessions_each_see_their_own_image():
     """The classroom load test in a reduced form (tools/load_test.py runs the full one), as its
     own process, the way it is run by hand (its worker processes are spawned from there)."""

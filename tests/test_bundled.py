@@ -44,14 +44,17 @@ def classifier_metrics():
     return evaluate_classifier(load_model("shapes-classifier"), n=200, seed=3)
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_classifier_top1(classifier_metrics):
     assert classifier_metrics["top1"] >= 0.95
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_segmentation_miou(classifier_metrics):
     assert classifier_metrics["miou"] >= 0.65
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_cls_attention_lands_on_the_object(classifier_metrics):
     assert classifier_metrics["cls_object_attention_ratio_median"] > 2.0
 
@@ -71,18 +74,21 @@ def test_the_two_captioners_differ_only_in_their_mask():
     assert prefix.config.has_text and prefix.config.class_token
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_prefix_captioner_exact_match(captioner_metrics):
     m = captioner_metrics["shapes-captioner-prefix"]
     assert m["mask"] == "prefix"
     assert m["exact_match"] >= 0.85, m
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_causal_captioner_captions(captioner_metrics):
     m = captioner_metrics["shapes-captioner-causal"]
     assert m["mask"] == "causal"
     assert m["exact_match"] >= 0.6 and m["token_accuracy"] >= 0.9, m
 
 
+@pytest.mark.slow  # held-out evaluations
 def test_captioner_cards_report_what_the_checkpoints_do(captioner_metrics):
     for name in CAPTIONERS:
         card = load_model(name).info.metrics  # held-out seed 0, n 1000, from the card

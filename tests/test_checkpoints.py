@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from tests.test_model import SMALL, TEXT, randomised
+from tests.support import SMALL, TEXT, randomised, rewrite_info
 from vit_core import CheckpointError, ModelInfo, load_model, run_trace, save_checkpoint
 
 
@@ -73,13 +73,6 @@ def test_mismatched_weights_name_the_key(tmp_path):
     msg = str(err.value)
     assert "missing keys norm.bias" in msg and "unexpected keys extra.thing" in msg
     assert "blocks.1.mlp.fc1.weight: file (7, 48) vs model (192, 48)" in msg
-
-
-def rewrite_info(path, info_json: str):
-    from safetensors import safe_open
-    with safe_open(str(path), "pt") as f:
-        meta, state = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
-    save_file(state, str(path), metadata={**meta, "vit_explainer.info": info_json})
 
 
 @pytest.mark.parametrize("info,named", [

@@ -14,7 +14,7 @@ from PIL import Image
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.support import open_app as _open
 from ui import keys, share
 from ui import models as ui_models
 from vit_core import generate, load_image, load_model, preprocess
@@ -27,15 +27,8 @@ STAR_CODE = "star_blue_sand_right_100_30_2_5"
 def open_app(params: dict, model: str | None = None) -> AppTest:
     """The app opened on a link, with the sidebar's composer and share expanders opened (their
     contents are drawn only while open)."""
-    at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.session_state[keys.COMPOSE_OPEN] = at.session_state[keys.SHARE_OPEN] = True
-    if model:
-        at.session_state["model"] = model
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return _open(model=model, params=params,
+                 state={keys.COMPOSE_OPEN: True, keys.SHARE_OPEN: True}, same_model=False)
 
 
 def shown(at) -> np.ndarray:

@@ -71,6 +71,7 @@ def test_the_docs_name_their_commands():
     assert "tools/load_test.py" in SCRIPTS
 
 
+@pytest.mark.slow  # a fresh interpreter per command
 @pytest.mark.parametrize("module", MODULES)
 def test_every_python_m_command_in_the_docs_answers_help(module):
     out = run([sys.executable, "-m", module, "--help"], timeout=120)

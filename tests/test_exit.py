@@ -23,6 +23,7 @@ print("opened")
 """
 
 
+@pytest.mark.slow  # a subprocess that imports the app
 @pytest.mark.parametrize("code", [OPEN_THE_APP.format(app=str(ROOT / "app.py")),
                                   "import ui.state, ui.worker, ui.readahead; print('opened')"],
                          ids=["apptest", "import"])

@@ -5,7 +5,7 @@ import io
 import pytest
 import torch
 
-from tests.test_model import SMALL, randomised
+from tests.support import SMALL, randomised
 from vit_core import generate, load_image, load_model, preprocess, run_trace
 from vit_core.explain.interventions import (
     SAME_OUTPUT,

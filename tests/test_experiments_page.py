@@ -15,7 +15,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.support import open_app
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -37,14 +37,7 @@ CENTRE = (16, 17, 18, 23, 24, 25, 30, 31, 32)  # the 3 x 3 patches around patch 
 
 def open_page(model: str = "shapes-classifier", kind: str | None = None, mask: str | None = None,
               sample: int | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    if model.startswith("/"):
-        at.session_state[keys.LOADED_PATHS] = [model]
-    at.session_state[keys.MODEL] = model
-    if mask:
-        at.session_state[keys.MASK] = mask
-    at.query_params["page"] = "experiments"
-    at.run()
+    at = open_app("experiments", model, mask)
     if sample is not None:  # the sidebar's n-th sample scene
         at.sidebar.selectbox(key=keys.SAMPLE).select_index(sample).run()
     if kind:
@@ -329,7 +322,9 @@ def test_the_page_opens_on_every_bundled_model(name):
         assert any("random weights" in w.value for w in at.warning)
 
 
-@pytest.mark.parametrize("path", FIXTURE_MODELS, ids=lambda p: p.split("hub/")[1])
+@pytest.mark.parametrize("path", FIXTURE_MODELS[:1] + [
+    pytest.param(p, marks=pytest.mark.slow) for p in FIXTURE_MODELS[1:]],
+    ids=lambda p: p.split("hub/")[1])
 def test_every_intervention_runs_on_every_fixture_model(path):
     at = open_page(path)
     model = load_model(path)

@@ -6,7 +6,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from tests.test_app import photo_bytes
+from tests.support import photo_bytes
 from ui import figures
 
 

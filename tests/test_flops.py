@@ -1,23 +1,10 @@
 """The shape trace's FLOP and parameter counts against torch's own counters."""
 
 import pytest
-import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from tests.test_model import TEXT
-from vit_core import PRESETS, ViT, ViTConfig
+from tests.support import TEXT, torch_flops
+from vit_core import PRESETS, ViT
 from vit_core.explain.flops import stage_rows, total_flops, total_params
-
-
-def torch_flops(config: ViTConfig, n_text: int = 0) -> int:
-    """Count with torch's FlopCounterMode on a real forward pass (meta tensors: no compute)."""
-    with torch.device("meta"):
-        model = ViT(config)
-        x = torch.empty(1, config.in_chans, config.img_size, config.img_size)
-        ids = torch.zeros(1, n_text, dtype=torch.long) if n_text else None
-    with FlopCounterMode(display=False) as counter:
-        model(x, ids)
-    return counter.get_total_flops()
 
 
 @pytest.mark.parametrize("config,n_text", [

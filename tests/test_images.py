@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import struct
-import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageFile
 
+from tests.support import BAD_INPUTS, encode, raw_png
 from vit_core.io.images import (
     MAX_PIXELS,
     ImageError,
@@ -32,28 +32,6 @@ RED, BLUE, WHITE = (255, 0, 0), (0, 0, 255), (255, 255, 255)
 
 
 # ---------------------------------------------------------------- helpers
-def encode(img: Image.Image, fmt: str, **kw) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, fmt, **kw)
-    return buf.getvalue()
-
-
-def png_chunk(kind: bytes, data: bytes) -> bytes:
-    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-
-def raw_png(w: int, h: int, depth: int, color: int, rows: bytes) -> bytes:
-    """A hand-made PNG: IHDR with any claimed size, then one IDAT with ``rows``."""
-    ihdr = struct.pack(">IIBBBBB", w, h, depth, color, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + png_chunk(b"IHDR", ihdr)
-        + png_chunk(b"IDAT", zlib.compress(rows))
-        + png_chunk(b"IEND", b"")
-    )
-
-
 def assert_friendly(excinfo: pytest.ExceptionInfo) -> str:
     msg = str(excinfo.value)
     assert msg and "\n" not in msg and msg.endswith(".")
@@ -73,19 +51,7 @@ def split_image(w=40, h=20, top=RED, bottom=BLUE) -> Image.Image:
 
 
 # ---------------------------------------------------------------- bad inputs
-GOOD_PNG = encode(Image.new("RGB", (64, 64), RED), "PNG")
 GOOD_JPEG = encode(Image.effect_noise((128, 128), 60).convert("RGB"), "JPEG")
-
-BAD_INPUTS = {
-    "zero_bytes": b"",
-    "truncated_png": GOOD_PNG[: len(GOOD_PNG) // 2],
-    "truncated_jpeg": GOOD_JPEG[: len(GOOD_JPEG) // 2],
-    "text": b"hello, this is a text file, not a picture\n" * 5,
-    "svg": b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
-    b'<rect width="10" height="10" fill="red"/></svg>',
-    "pdf": b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF",
-    "bmp_magic_only": b"BM" + b"\x00" * 10,
-}
 
 
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))

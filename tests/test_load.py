@@ -21,6 +21,7 @@ def assert_clean(summary: dict, sessions: int):
         assert summary["views"][view]["n"] == sessions, view
 
 
+@pytest.mark.load
 def test_sessions_on_a_real_geometry_model_each_see_their_own_image_on_every_page():
     summary = protocol_run(sessions=3, within=2, model="vit-b16", timeout=180)
     assert_clean(summary, 3)
@@ -39,6 +40,7 @@ def test_the_shipped_config_gets_a_local_bind_and_one_server_line_per_replica():
     assert "cookie VITSERVER insert" in cfg  # the sticky rule itself is the shipped one
 
 
+@pytest.mark.load
 @pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="haproxy not installed")
 def test_two_replicas_behind_haproxy_keep_every_session_on_its_own_replica():
     """Uploads and media are per process: a request of a session that reached the other replica

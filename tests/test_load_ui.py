@@ -6,8 +6,7 @@ box.)"""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
-from tests.test_model import randomised
+from tests.support import open_app, randomised, rewrite_info
 from ui.models import LOAD_OTHER
 from vit_core import ModelInfo, ViTConfig, save_checkpoint
 
@@ -22,9 +21,7 @@ def as_teacher(monkeypatch):
 
 
 def open_picker() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = "vit-ti16"
-    at.run()
+    at = open_app(model="vit-ti16")
     at.sidebar.selectbox(key="model").set_value(LOAD_OTHER).run()
     assert not at.exception
     assert at.sidebar.selectbox(key="model").value == "vit-ti16"  # still working meanwhile
@@ -67,8 +64,7 @@ def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch
     monkeypatch.setattr("sys.argv", ["app.py", "--weights", str(path)])
     models.server_args.clear()
     try:
-        at = AppTest.from_file(APP, default_timeout=240).run()
-        assert not at.exception
+        at = open_app()
         assert at.sidebar.selectbox(key="model").value == str(path)
         assert "file: given.safetensors" in at.sidebar.selectbox(key="model").options
     finally:
@@ -93,8 +89,6 @@ def test_a_timm_checkpoint_with_a_heads_count_loads_in_the_app():
 
 
 def test_a_checkpoint_with_unknown_info_metadata_says_which_key(tmp_path):
-    from tests.test_checkpoints import rewrite_info
-
     path = save_checkpoint(randomised(TINY), tmp_path / "odd.safetensors")
     rewrite_info(path, '{"name": "odd", "wings": 2}')
     at = open_picker()

@@ -7,24 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from tests import reference
-from vit_core import ViT, ViTConfig, load_model, make_mask, run_trace
-
-SMALL = ViTConfig(img_size=32, patch_size=8, embed_dim=48, depth=2, num_heads=3, num_classes=5)
-TEXT = ViTConfig(img_size=32, patch_size=8, embed_dim=48, depth=2, num_heads=3, num_classes=0,
-                 class_token=False, global_pool="avg", vocab_size=11, max_text_len=6,
-                 default_mask="prefix")
-
-
-def randomised(config: ViTConfig, seed: int = 0) -> ViT:
-    """A model whose every parameter is random and matters (not the small timm init)."""
-    torch.manual_seed(seed)
-    model = ViT(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 0.1 if name.endswith("bias") else 0.3
-            p.copy_(torch.randn_like(p) * scale + (1.0 if "norm" in name and "weight" in name
-                                                   else 0.0))
-    return model
+from tests.support import SMALL, TEXT, randomised
+from vit_core import load_model, make_mask, run_trace
 
 
 def test_block_equals_float64_equations():
@@ -69,6 +53,7 @@ def test_attention_equals_torch_sdpa(kind):
         torch.testing.assert_close(tr[f"blocks.{layer}.attn.z"], expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # a ViT-B/16 pass
 def test_vit_b16_has_the_notes_shapes():
     tr = run_trace(load_model("vit-b16"), torch.randn(1, 3, 224, 224))
     assert tr["patches"].shape == (196, 768)

@@ -93,7 +93,8 @@ def expected(at: AppTest, model_name: str, layer: int) -> dict[str, str]:
     return want
 
 
-@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-prefix", "vit-b16",
+@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-prefix",
+                                   pytest.param("vit-b16", marks=pytest.mark.slow),
                                    DEIT, HEADLESS, NOCLS, FCNORM])
 def test_every_edge_label_is_the_live_shape_of_its_tensor(model):
     at = open_overview(model)
@@ -103,6 +104,7 @@ def test_every_edge_label_is_the_live_shape_of_its_tensor(model):
     assert all(text.strip() for text in boxes.values())  # every box labelled
 
 
+@pytest.mark.slow  # a ViT-B/16 pass
 def test_vit_b16_map_has_vit_b16_geometry():
     at = open_overview("vit-b16")
     edges, boxes, fig = shown(at)

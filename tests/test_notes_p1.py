@@ -1,8 +1,8 @@
 """Overview, Input and patches, Embeddings, LayerNorm and Q/K/V, MLP: what each page SHOWS (metrics,
 table cells, chart values from the plotly JSON, text) against an independent computation from
 the trace's raw tensors in float64; each computed note on inputs where its wording must differ;
-every page on every ViT family (headless, DeiT distilled, no CLS, 1 block / 1 head, captioners
-under a causal mask) without an exception or an error."""
+their equations and chart axes on several ViT families. (Every page on every family without an
+exception or an error: test_every_page.py.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.support import open_app
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.explain.generation import tokenizer_for
@@ -38,20 +38,7 @@ def open_page(page: str, model: str = CLF, mask: str | None = None, **state) -> 
     """Run the app on `page` with `model` (a picker name or a fixture path) and the sidebar
     mask; extra session values by key name. Fails on an exception, an st.error, or when the
     app silently ran another model than the one asked for."""
-    at = AppTest.from_file(APP, default_timeout=300)
-    if "/" in model:
-        at.session_state[keys.LOADED_PATHS] = [model]
-    at.session_state[keys.MODEL] = model
-    if mask:
-        at.session_state[keys.MASK] = mask
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.query_params["page"] = page
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.session_state[keys.MODEL] == model
-    return at
+    return open_app(page, model, mask, state=state, no_error=True)
 
 
 @lru_cache(maxsize=24)
@@ -104,38 +91,7 @@ def centre(config) -> int:
     return (config.grid // 2) * config.grid + config.grid // 2  # controls.clamp's default
 
 
-# ---------------------------------------------------------------- every page, every family
-RUNS = [(CLF, None), (CLF, "causal"), (CAP, None), (CAP, "causal"),
-        ("shapes-captioner-prefix", "causal"), (TI, None)] + [
-    (path, None) for path in FIX.values()] + [(FIX["vit-headless"], "causal")]
-
-
-def evidence(page: str, at: AppTest, c) -> bool:
-    """Something on `page` that only this model's geometry prints."""
-    S, N = c.num_image_tokens, c.num_patches
-    if page == "overview":
-        return f"S = {S} " in notice(at)
-    if page == "patches":
-        return any(f"= {N}," in lat.value for lat in at.get("latex"))
-    if page == "embeddings":
-        return f"**{S}** tokens of **{c.embed_dim}**" in text(at)
-    if page == "qkv":
-        return f"{S}×{c.head_dim}" in chart(at, keys.qkv("Q"))["layout"]["title"]["text"]
-    return f"this token's {c.mlp_hidden} pre-activations" in chart(
-        at, keys.MLP_GELU)["layout"]["title"]["text"]
-
-
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("model,mask", RUNS,
-                         ids=[f"{m.split('/')[-1]}-{k or 'trained'}" for m, k in RUNS])
-def test_every_page_opens_for_every_model(page, model, mask):
-    at = open_page(page, model, mask)
-    ran = load_model(model)
-    assert any(f"**{ran.info.name}**" in m.value for m in at.markdown), "the model card"
-    assert evidence(page, at, ran.config), f"{page} did not draw {model}'s numbers"
-    assert at.title and any(i.value.startswith("What to notice") for i in at.info)
-
-
+# ---------------------------------------------------------------- equations
 KNOWN_TEX = {"frac", "cdot", "qquad", "quad", "mathrm", "mathbb", "in", "times", "hat", "odot",
              "sqrt", "epsilon", "mu", "sigma", "gamma", "beta", "dots", "to", "tilde", "text",
              "infty", "mathcal", "left", "right", "top", "ldots"}

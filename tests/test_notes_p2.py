@@ -1,12 +1,11 @@
 """Attention, masks, logits, shape trace and segmentation pages: every number they show against an
 independent computation from the raw trace tensors (numpy, float64, hand formulas, torch's FLOP
-counter), every computed note on two inputs where its wording must differ, and every page on
-every model family (bundled, untrained preset, and the fixture repos) without an exception."""
+counter), and every computed note on two inputs where its wording must differ. (Every page on
+every model family without an exception: test_every_page.py.)"""
 
 from __future__ import annotations
 
 import io
-import json
 import math
 import re
 from pathlib import Path
@@ -19,79 +18,26 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 from torch.utils.flop_counter import FlopCounterMode
 
-from tests.test_app import APP
+from tests.support import HUB, arr, charts, note, open_app, softmax64
+from tests.support import chart_titled as chart
+from tests.support import page_text as text
 from ui import figures, keys
 from vit_core import ViT, ViTConfig, allowed_keys, load_image, load_model, preprocess, run_trace
 from vit_core.io.base import ModelInfo
 from vit_core.io.checkpoints import save_checkpoint
 from vit_core.io.text import Tokenizer
 
-HUB = Path(__file__).parent / "fixtures" / "hub"
-FIXTURES = [str(HUB / r) for r in (
-    "tiny-org/vit-cls", "tiny-org/vit-headless", "tiny-org/deit-cls", "tiny-org/deit-distilled",
-    "tiny-org/vit-1block-1head-p14", "timm/vit_tiny_cls.test", "timm/vit_tiny_avg_fcnorm.test",
-    "timm/vit_tiny_avg_nocls.test")]
 DEIT, AVG_FC, NOCLS, HEADLESS, ONE = (str(HUB / r) for r in (
     "tiny-org/deit-distilled", "timm/vit_tiny_avg_fcnorm.test", "timm/vit_tiny_avg_nocls.test",
     "tiny-org/vit-headless", "tiny-org/vit-1block-1head-p14"))
-PAGES = ["attention", "masks", "logits", "shapes", "segmentation"]
 
 
 # ---------------------------------------------------------------- driving the pages
 def open_page(page: str, model: str = "shapes-classifier", mask: str | None = None,
               upload: bytes | None = None) -> AppTest:
     """Open `page` on `model` (a name or a checkpoint path) and check it really ran that model."""
-    at = AppTest.from_file(APP, default_timeout=300)
-    if model.startswith("/"):
-        at.session_state[keys.LOADED_PATHS] = [model]
-    at.session_state[keys.MODEL] = model
-    if mask:
-        at.session_state[keys.MASK] = mask
-    at.query_params["page"] = page
-    at.run()
-    if upload is not None:
-        at.sidebar.file_uploader[0].upload("photo.png", upload, "image/png")
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.session_state[keys.MODEL] == model  # not silently replaced by the default
-    return at
-
-
-def charts(at) -> dict[str, dict]:
-    out = {}
-    for el in at.get("plotly_chart"):
-        spec = json.loads(el.proto.spec)
-        out[spec["layout"].get("title", {}).get("text", f"untitled {len(out)}")] = spec
-    return out
-
-
-def chart(at, starts: str) -> dict:
-    found = [s for t, s in charts(at).items() if t.startswith(starts)]
-    assert len(found) == 1, (starts, list(charts(at)))
-    return found[0]
-
-
-def text(at) -> str:
-    parts = [m.value for kind in ("markdown", "caption", "info", "warning", "subheader")
-             for m in getattr(at, kind)]
-    parts += [im.caption for el in at.get("image") for im in el.proto.imgs]
-    return "\n".join(parts)
-
-
-def arr(v) -> np.ndarray:
-    """A plotly JSON array: a list, or a typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(v, dict):
-        import base64
-
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
-    return np.asarray(v)
-
-
-def note(at) -> str:
-    return next(i.value for i in at.info if i.value.startswith("What to notice"))
+    return open_app(page, model, mask, no_error=True,
+                    upload=None if upload is None else ("photo.png", upload, "image/png"))
 
 
 def traced(at, model_name: str, mask=None, text_ids=None):
@@ -99,12 +45,6 @@ def traced(at, model_name: str, mask=None, text_ids=None):
     model = load_model(model_name)
     pixels = preprocess(load_image(at.session_state[keys.INPUT].data), model.config)
     return model, run_trace(model, pixels, mask=mask, text_ids=text_ids)
-
-
-def softmax64(z) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    e = np.exp(z - z.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 def png(colour=(128, 128, 128), size=300) -> bytes:
@@ -134,53 +74,6 @@ def local_model(tmp_path_factory) -> str:
             b.mlp.fc2.weight.zero_()
     m.info = ModelInfo("local", "file", True, "every patch attends to itself")
     return str(save_checkpoint(m, tmp_path_factory.mktemp("local") / "local.safetensors"))
-
-
-# ---------------------------------------------------------------- every page on every model
-def ran_that_model(at, page: str, model_name: str) -> None:
-    """Something on the page that only this model's geometry produces."""
-    c = load_model(model_name).config
-    S = c.num_image_tokens
-    if page == "attention":
-        assert any(t.endswith(f"{S}×{S}") for t in charts(at)), list(charts(at))
-    elif page == "shapes":
-        df = at.dataframe[0].value
-        assert df.set_index("step").loc["tokens", "traced shape"] == f"{S} × {c.embed_dim}"
-    elif page == "segmentation":
-        assert f"their {c.grid}×{c.grid} grid" in text(at)
-    elif page == "logits":
-        if c.num_classes:
-            assert any(f"of {c.num_classes} classes" in t for t in charts(at))
-        elif c.has_text:
-            assert any(s.value.startswith("[SOS]") for s in at.subheader)
-        else:
-            assert any(f"({c.embed_dim} dimensions)" in t for t in charts(at))
-    elif page == "masks":
-        clf = model_name if c.num_classes else "shapes-classifier"
-        label = Path(clf).name if clf.startswith("/") else clf
-        assert any(label in t for t in charts(at)), list(charts(at))
-
-
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-prefix",
-                                   "shapes-captioner-causal", "vit-ti16", *FIXTURES],
-                         ids=lambda m: Path(m).name)
-def test_every_page_opens_on_every_model(page, model):
-    at = open_page(page, model)
-    ran_that_model(at, page, model)
-    assert any(i.value.startswith("What to notice") for i in at.info)
-
-
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("model,mask", [("shapes-classifier", "causal"),
-                                        ("shapes-classifier", "prefix"),
-                                        ("shapes-captioner-causal", "prefix"),
-                                        (NOCLS, "causal"), (DEIT, "causal")],
-                         ids=lambda v: Path(v).name)
-def test_every_page_opens_under_the_sidebar_mask(page, model, mask):
-    at = open_page(page, model, mask=mask)
-    assert at.session_state[keys.MASK] == mask
-    ran_that_model(at, page, model)
 
 
 # ---------------------------------------------------------------- attention page

@@ -1,7 +1,7 @@
-"""Every explainer page under AppTest: renders on a sample and on an uploaded photo, shows its
-visuals, reacts to the shared layer/head/patch widgets, and prints numbers equal to the core's."""
+"""The explainer pages under AppTest: they react to the shared layer/head/patch widgets, keep them
+across pages and models, and print numbers equal to the core's (that every page renders, on
+every model family: test_every_page.py)."""
 
-import json
 import re
 
 import numpy as np
@@ -9,58 +9,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.independent import attention_pattern_shown, trace_of
-from tests.test_app import APP, photo_bytes
+from tests.support import charts, open_app, photo_bytes
 from vit_core import load_image, load_model, preprocess, run_trace
 
-PAGES = {  # ?page= slug -> words the titles of its figures must contain
-    "patches": ["Patch", "X_patch"],
-    "embeddings": ["x_p E + b", "embed = "],
-    "qkv": ["the ", "Q of head", "K of head", "V of head"],
-    "attention": ["Layer", "Mean attention distance", "Attention entropy"],
-    "masks": ["full:", "causal:", "prefix:", "How many keys"],
-    "mlp": ["GELU with this token", "its 10 most active"],
-    "logits": ["the raw logits", "P(class) if the network stopped"],
-    "shapes": ["with other patch sizes"],
-    "segmentation": [],
-    "experiments": [],
-}
 MODEL = "vit-ti16"  # real ViT geometry (197 tokens, 12 layers), small enough to be quick
+# (that every page opens and draws its figures, on every model family: test_every_page.py)
 
 
 def start(page: str, upload: bytes | None = None, model: str = MODEL) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.session_state["model"] = model
-    at.query_params["page"] = page  # opens the app on this stage, as a shared link would
-    at.run()
-    if upload is not None:
-        at.sidebar.file_uploader[0].upload("photo.jpg", upload, "image/jpeg")
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def charts(at) -> dict[str, str]:
-    """Chart title -> the chart's full JSON (data and layout), for before/after comparisons."""
-    out = {}
-    for el in at.get("plotly_chart"):
-        spec = json.loads(el.proto.spec)
-        title = spec["layout"].get("title", {}).get("text", f"untitled {len(out)}")
-        out[title] = el.proto.spec
-    return out
-
-
-@pytest.mark.parametrize("page", list(PAGES))
-@pytest.mark.parametrize("upload", [False, True], ids=["sample", "upload"])
-def test_page_renders_its_visuals(page, upload):
-    at = start(page, photo_bytes() if upload else None)
-    assert at.title and not at.error
-    titles = " | ".join(charts(at))
-    for expected in PAGES[page]:
-        assert expected in titles, (expected, titles)
-    assert any("What to notice" in i.value for i in at.info)
-    assert at.get("latex"), "every page shows its equation"
-    if upload:
-        assert any("upload: photo.jpg" in c.value for c in at.sidebar.caption)
+    return open_app(page, model, upload=upload)  # opens the app on this stage, as a link would
 
 
 @pytest.mark.parametrize("page,widget,value", [

@@ -1,6 +1,5 @@
-"""Part 2 pages under AppTest (rendering is in test_pages.py): widgets and the core's numbers."""
+"""Part 2 pages under AppTest (rendering: test_every_page.py): widgets and the core's numbers."""
 
-import json
 import re
 
 import pytest
@@ -14,7 +13,7 @@ from tests.independent import (
     teacher_forced,
     texts,
 )
-from tests.test_pages import charts, start
+from tests.support import charts, open_app
 from vit_core import load_model
 
 
@@ -25,7 +24,7 @@ from vit_core import load_model
     ("experiments", "exp_kind", "radio", "Grey out patches"),
 ])
 def test_widgets_change_the_output(page, widget, kind, value):
-    at = start(page)
+    at = open_app(page, "vit-ti16")
     before = charts(at)
     getattr(at, kind)(key=widget).set_value(value).run()
     assert not at.exception
@@ -43,7 +42,7 @@ def no_seg_head_sentences(at) -> list[str]:
     ("shapes-classifier", True),
 ])
 def test_segmentation_says_when_a_model_has_no_seg_head(model, has_head):
-    at = start("segmentation", model=model)
+    at = open_app("segmentation", model)
     assert at.session_state["model"] == model
     assert (load_model(model).config.seg_classes > 0) == has_head
     said = no_seg_head_sentences(at)
@@ -57,7 +56,7 @@ def test_segmentation_says_when_a_model_has_no_seg_head(model, has_head):
 
 
 def caption_page(steps: int, model: str = "vit-b16-text"):
-    at = start("logits", model=model)
+    at = open_app("logits", model)
     assert at.session_state["model"] == model
     for _ in range(steps):
         at.button(key="gen_next").click().run()
@@ -68,7 +67,8 @@ def sos_line(at) -> str:
     return [h.value for h in at.subheader if h.value.startswith("[SOS]")][0]
 
 
-@pytest.mark.parametrize("model", ["vit-b16-text", "shapes-captioner-prefix"])
+@pytest.mark.parametrize("model", [pytest.param("vit-b16-text", marks=pytest.mark.slow),
+                                   "shapes-captioner-prefix"])
 def test_step_by_step_generation_equals_a_greedy_decode_of_the_trace(model):
     at = caption_page(3, model)
     net = load_model(model)
@@ -82,6 +82,7 @@ def test_step_by_step_generation_equals_a_greedy_decode_of_the_trace(model):
         assert words[-1] == "[EOS]" and 4 <= len(words) <= net.config.max_text_len
 
 
+@pytest.mark.slow  # ViT-B/16-sized captioner passes
 def test_typed_caption_probabilities_equal_run_trace():
     at = caption_page(0)
     at.text_input(key="caption").set_value("a blue zebra on the snow").run()
@@ -96,7 +97,7 @@ def test_typed_caption_probabilities_equal_run_trace():
 
 
 def test_masks_page_compares_the_two_trained_captioners():
-    at = start("masks", model="shapes-classifier")
+    at = open_app("masks", "shapes-classifier")
     titles = " | ".join(charts(at))
     text = " ".join(m.value for m in at.markdown)
     captions = {}
@@ -113,17 +114,17 @@ def test_masks_page_compares_the_two_trained_captioners():
 
 
 def test_overview_of_a_captioner_shows_its_greedy_caption_word_by_word():
-    at = start("overview", model="shapes-captioner-prefix")
+    at = open_app("overview", "shapes-captioner-prefix")
     model = load_model("shapes-captioner-prefix")
     words, probs = greedy(model, pixels_of(at, model))
     assert any(f"“{caption_text(words)}”" in m.value for m in at.markdown)
-    bars = [d for s in charts(at).values() for d in json.loads(s)["data"] if d["type"] == "bar"][0]
+    bars = [d for s in charts(at).values() for d in s["data"] if d["type"] == "bar"][0]
     assert bars["x"] == [f"{i + 1}. {w}" for i, w in enumerate(words)]
     assert array(bars["y"]) == pytest.approx(probs, abs=1e-6)
 
 
 def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
-    at = start("logits", model="shapes-captioner-prefix")
+    at = open_app("logits", "shapes-captioner-prefix")
     at.sidebar.selectbox(key="mask").set_value("causal").run()
     at.button(key="gen_all").click().run()
     at.text_input(key="caption").set_value("a red ball on the grass").run()
@@ -140,8 +141,9 @@ def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
     assert any(f"“{caption_text(words)}”" in t for t in texts(at))
 
 
+@pytest.mark.slow  # ViT-B/16-sized captioner passes
 def test_sampled_steps_are_the_seeded_generation_word_by_word():
-    at = start("logits", model="vit-b16-text")
+    at = open_app("logits", "vit-b16-text")
     at.slider(key="temperature").set_value(1.5).run()
     at.number_input(key="gen_seed").set_value(7).run()
     for _ in range(4):

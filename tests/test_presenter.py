@@ -10,7 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.independent import charts_by_key
-from tests.test_app import APP
+from tests.support import open_app as _open
+from tests.support import reveal
 from ui import keys, steps
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -18,18 +19,7 @@ HUB = "tests/fixtures/hub"
 
 
 def open_app(params: dict, model: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in params.items():
-        at.query_params[k] = v
-    if model:
-        if "/" in model:
-            at.session_state[keys.LOADED_PATHS] = [model]
-        at.session_state[keys.MODEL] = model
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    if model:
-        assert at.session_state[keys.MODEL] == model  # the model really ran
-    return at
+    return _open(model=model, params=params)  # fails if another model ran
 
 
 def where(at) -> str:
@@ -50,8 +40,8 @@ PATCH_STEPS = [{keys.GRID_CLICK}, {keys.PATCH_VECTOR, keys.PATCH_MATRIX}, {keys.
 ATTENTION_STEPS = [{keys.ATTN_MATRIX}, set(), set(), set(), {keys.ATTN_DISTANCE, keys.ATTN_ENTROPY}]
 
 
-@pytest.mark.parametrize(("slug", "expected"), [("patches", PATCH_STEPS),
-                                                ("attention", ATTENTION_STEPS)])
+@pytest.mark.parametrize(("slug", "expected"), [
+    ("patches", PATCH_STEPS), pytest.param("attention", ATTENTION_STEPS, marks=pytest.mark.slow)])
 def test_presenter_mode_shows_only_the_current_steps_figures(slug, expected):
     everything = set().union(*expected)
     normal = open_app({"page": slug})
@@ -118,21 +108,6 @@ def test_the_model_and_image_stay_reachable_in_presenter_mode():
 
 
 # ---------------------------------------------------------------- questions
-def reveal(slug: str, model: str, extra: dict | None = None) -> list[str]:
-    """Open the stage's last step, reveal every answer, and return the answers shown."""
-    c = load_model(model).config
-    at = open_app({"page": slug, "presenter": "1", "step": str(steps.count(slug, c)),
-                   **(extra or {})}, model)
-    toggles = [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
-    assert toggles, "no question to reveal"
-    before = {i.value for i in at.info}
-    for t in toggles:
-        t.set_value(True)
-    at.run()
-    assert not at.exception
-    return [i.value for i in at.info if i.value not in before], at
-
-
 @pytest.mark.parametrize("model", ["shapes-classifier", "vit-ti16"])
 def test_the_patch_size_answer_is_computed_for_this_model(model):
     answers, at = reveal("patches", model)

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_model import SMALL, randomised
+from tests.support import SMALL, randomised
 from vit_core import Tokenizer, allowed_keys, make_mask, run_trace
 from vit_core.scenes.world import VOCAB
 

@@ -15,11 +15,12 @@ import torch
 import torch.nn.functional as F
 
 from tests.independent import SOS, pixels_of
-from tests.test_presenter import HUB, reveal
+from tests.support import reveal
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.explain import interventions as iv
 
+HUB = "tests/fixtures/hub"
 DEIT = f"{HUB}/tiny-org/deit-distilled"
 HEADLESS = f"{HUB}/tiny-org/vit-headless"
 NOCLS = f"{HUB}/timm/vit_tiny_avg_nocls.test"

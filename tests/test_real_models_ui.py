@@ -9,20 +9,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.hub_server import HubStandIn, point_hf_at
-from tests.test_app import APP, photo_bytes
+from tests import support
+from tests.support import photo_bytes
 from ui import keys, models
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    root = tmp_path / "hub-root"
-    shutil.copytree(FIXTURES / "hub", root)
-    with HubStandIn(root) as server:
-        point_hf_at(monkeypatch, server.url, tmp_path / "hf-home")
-        yield server
+# `hub` (conftest.py): the Hub stand-in serving a copy of tests/fixtures/hub
 
 
 @pytest.fixture
@@ -37,13 +29,9 @@ def server_args(monkeypatch):
 
 
 def open_app(model: str | None = None, page: str = "overview") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=240)
-    if model:
-        at.query_params[keys.MODEL] = model
-    at.query_params["page"] = page
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """The app opened on a shared link `?model=...&page=...` (which may name a model this
+    machine lacks: the tests check what opened)."""
+    return support.open_app(page, params={keys.MODEL: model} if model else {}, same_model=False)
 
 
 def picker(at):

@@ -133,6 +133,7 @@ def card_metric(model: str, name: str) -> float:
     return float(re.search(rf'"{name}": ([0-9.]+)', text).group(1))
 
 
+@pytest.mark.slow  # 200 scenes through three models
 @torch.inference_mode()
 def test_the_bundled_models_read_composed_scenes_as_well_as_their_held_out_scenes():
     """200 random compositions: the captioners' greedy captions (exact: shape, colour,

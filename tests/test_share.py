@@ -10,7 +10,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from tests.independent import attention_pattern_shown
-from tests.test_app import APP
+from tests.support import open_app
 from ui import keys
 from ui import state as ui_state
 from vit_core import load_image, load_model, preprocess, run_trace
@@ -21,13 +21,7 @@ VIEW = {"page": "attention", "model": "vit-ti16", "layer": "3", "head": "2", "pa
 
 def open_link(params: dict) -> AppTest:
     """The app opened on a link, with the sidebar's "Share and export" expander opened."""
-    at = AppTest.from_file(APP, default_timeout=240)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.session_state[keys.SHARE_OPEN] = True
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(params=params, state={keys.SHARE_OPEN: True}, same_model=False)
 
 
 def test_a_link_restores_the_view_and_the_url_follows_the_view():
@@ -122,7 +116,7 @@ def outside_the_script(fn):
     return out["value"]
 
 
-@pytest.mark.parametrize("mask", [None, "causal"])
+@pytest.mark.parametrize("mask", [None, pytest.param("causal", marks=pytest.mark.slow)])
 def test_trace_download_holds_every_tensor(downloads, mask):
     at = open_link({"page": "overview", "model": "vit-ti16", **({"mask": mask} if mask else {})})
     inp = at.session_state["_input"]

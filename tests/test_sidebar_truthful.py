@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.support import open_app
 from ui import keys
 from ui import state as ui_state
 from vit_core import load_image, load_model, preprocess, run_trace
@@ -25,21 +25,11 @@ PHOTO = FIXTURES / "photo.jpg"
 
 def run(model: str, page: str = "overview", mask: str | None = None, path: bool = False,
         photo: bool = False, share: bool = False) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params["page"] = page
-    if path:
-        at.session_state[keys.LOADED_PATHS] = [model]
-    at.session_state["model"] = model
-    if mask:
-        at.session_state[keys.MASK] = mask
-    if photo:
-        at.session_state[keys.UPLOAD] = ("photo.jpg", PHOTO.read_bytes())
+    state = {keys.UPLOAD: ("photo.jpg", PHOTO.read_bytes())} if photo else {}
     if share:
-        at.session_state[keys.SHARE_OPEN] = True
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["model"] == model
-    return at
+        state[keys.SHARE_OPEN] = True
+    assert path == ("/" in model)  # a path is always put on the loaded list first
+    return open_app(page, model, mask, state=state)  # fails if it ran another model
 
 
 def card(at: AppTest, model) -> str:
@@ -145,11 +135,7 @@ def test_the_share_caption_says_a_checkpoint_loaded_here_is_not_in_other_session
     params = link_params(at)
     caption = share_caption(at)
     claimed = re.search(r"\(same ([^)]*)\)", caption).group(1)
-    other = AppTest.from_file(APP, default_timeout=180)  # another browser opens the link
-    for k, v in params.items():
-        other.query_params[k] = v
-    other.run()
-    assert not other.exception
+    other = open_app(params=params, same_model=False)  # another browser opens the link
     opened = other.session_state["model"]
     assert opened != DEIT  # the link does not bring the model along
     assert "model" not in claimed, caption

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_model import SMALL, TEXT
+from tests.support import SMALL, TEXT
 from vit_core import ViT, run_trace
 from vit_core.trace import TRACE_NAMES, name_pattern, names_table, symbol_sizes
 

@@ -1,8 +1,9 @@
 """Training smoke test, greedy generation vs teacher forcing, and the segmentation layout."""
 
+import pytest
 import torch
 
-from tests.test_model import randomised
+from tests.support import randomised
 from vit_core import ViTConfig, load_model, run_trace
 from vit_core.explain.generation import generate, greedy_ids
 from vit_core.explain.segmentation import class_map, seg_grid, seg_targets
@@ -11,6 +12,7 @@ from vit_core.scenes.train import main as train
 from vit_core.scenes.world import VOCAB
 
 
+@pytest.mark.slow  # trains
 def test_tiny_training_run_learns_and_its_checkpoint_loads_back(tmp_path):
     out = tmp_path / "tiny.safetensors"
     result = train(["--task", "classify", "--out", str(out), "--state", str(tmp_path / "s.pt"),

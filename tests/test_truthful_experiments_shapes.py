@@ -14,8 +14,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
-from tests.test_flops import torch_flops
+from tests.support import open_app as _open
+from tests.support import torch_flops
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
 
@@ -25,12 +25,7 @@ SHUFFLE, POSITIONS = "Shuffle the patches", "Remove position embeddings"
 
 def open_page(page: str, model: str = "shapes-classifier", mask: str | None = None,
               kind: str | None = None, seed: int | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.session_state[keys.MODEL] = model
-    if mask:
-        at.session_state[keys.MASK] = mask
-    at.query_params["page"] = page
-    at.run()
+    at = _open(page, model, mask)
     if kind:
         at.radio(key=keys.EXP_KIND).set_value(kind).run()
     if seed is not None:
@@ -233,12 +228,8 @@ def test_the_shapes_question_in_presenter_mode_counts_the_captioners_text_pass()
 
     name = "shapes-captioner-causal"
     model = load_model(name)
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.session_state[keys.MODEL] = name
-    for k, v in {"page": "shapes", "presenter": "1",
-                 "step": str(steps.count("shapes", model.config))}.items():
-        at.query_params[k] = v
-    at.run()
+    at = _open("shapes", name, params={"presenter": "1",
+                                       "step": str(steps.count("shapes", model.config))})
     before = {i.value for i in at.info}
     for t in [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]:
         t.set_value(True)

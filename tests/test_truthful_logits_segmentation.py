@@ -16,23 +16,25 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
-from tests.test_notes_p2 import DEIT, NOCLS, arr, chart, charts, note, open_page, softmax64, text
+from tests.support import HUB, arr, charts, note, open_app, softmax64
+from tests.support import chart_titled as chart
+from tests.support import page_text as text
 from ui import figures, keys
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.io.text import Tokenizer
 
 PHOTO = (Path(__file__).parent / "fixtures" / "photo.jpg").read_bytes()
 
+DEIT, NOCLS = str(HUB / "tiny-org/deit-distilled"), str(HUB / "timm/vit_tiny_avg_nocls.test")
+
+
+def open_page(page: str, model: str = "shapes-classifier", mask: str | None = None):
+    return open_app(page, model, mask, no_error=True)  # fails if it ran another model
+
 
 def open_photo(page: str, model: str = "shapes-classifier") -> AppTest:
     """`page` on the real photo (tests/fixtures/photo.jpg), uploaded through the sidebar state."""
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.session_state[keys.MODEL] = model
-    at.session_state[keys.UPLOAD] = ("photo.jpg", PHOTO)
-    at.query_params["page"] = page
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app(page, model, state={keys.UPLOAD: ("photo.jpg", PHOTO)})
     assert at.session_state[keys.INPUT].label == "upload: photo.jpg"
     return at
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import vit_core
-from tests.test_model import SMALL, randomised
+from tests.support import SMALL, randomised
 from vit_core import ViTConfig, run_trace
 from vit_core.config import SCENE_TEXT_LEN, SCENE_VOCAB
 

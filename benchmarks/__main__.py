@@ -256,9 +256,8 @@ def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
     from ui.cache import DEFAULT_MB
 
-    # the classroom of the README: arriving within 30 s, 10 s on each page; the replicas on one
-    # machine each with one torch thread and half the default cache (README "Capacity and
-    # deployment": 768 MB each for two)
+    # the classroom of docs/deployment.md: arriving within 30 s, 10 s on each page; the replicas
+    # on one machine each with one torch thread and half the default cache
     runs = [protocol_run(sessions=sessions, within=30, think=10, replicas=1, read_ahead=True)]
     if replicas > 1:
         runs.append(protocol_run(sessions=sessions, within=30, think=10, replicas=replicas,

@@ -1,4 +1,4 @@
-"""The classroom load test, reduced (tools/load_test.py runs the full one; README "Capacity"):
+"""The classroom load test, reduced (tools/load_test.py runs the full one; docs/deployment.md):
 sessions that speak Streamlit's protocol against one server, and through HAProxy to two
 replicas. Every session must see its own image on every page, with no exception and no error."""
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train the three bundled models from scratch, in order, on this repo's generated scenes.
 # Each run writes a resumable state under runs/; rerunning this script continues where a run
-# stopped (finished models are skipped). Logs: runs/<name>.log. Measured wall times: README.
+# stopped (finished models are skipped). Logs: runs/<name>.log. Guide: docs/development.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

@@ -1,4 +1,4 @@
-"""The README's "Questions to ask, stage by stage", with answers computed from this trace.
+"""docs/teaching.md's "Questions to ask, stage by stage", with answers computed from this trace.
 
 Pure functions (no streamlit): `for_stage(slug, model, trace, selection)` gives each stage's
 questions for THIS model and image, and an answer worded from the live numbers where the answer

@@ -26,8 +26,8 @@ from .config import ViTConfig
 from .hooks import capture
 
 # Every name a trace can hold: pattern -> (shape in the notes' symbols, what it is).
-# `l` is the block index 0..L-1. The README's table is generated from this one, and a test checks
-# both against a real trace.
+# `l` is the block index 0..L-1. docs/library.md's table is generated from this one, and a test
+# checks both against a real trace.
 TRACE_NAMES: dict[str, tuple[str, str]] = {
     "patches": ("N, C·P²", "the image cut into P×P patches, each flattened in (c, row, col) order"),
     "patch_embed": ("N, D", "patches · W_E + b (W_E: C·P² × D): each patch projected to D "
@@ -375,7 +375,7 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
 
 
 def names_table() -> str:
-    """TRACE_NAMES as the Markdown table the README shows (a test keeps the two in sync)."""
+    """TRACE_NAMES as the Markdown table docs/library.md shows (a test keeps the two in sync)."""
     rows = ["| name | shape | what it is |", "|---|---|---|"]
     rows += [f"| `{name}` | [{shape}] | {meaning} |" for name, (shape, meaning) in
              TRACE_NAMES.items()]

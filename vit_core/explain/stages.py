@@ -4,7 +4,7 @@
 text stream of a captioner), one representative block (block `layer`, drawn in full; the model
 repeats it L times) and the readout this model really has (final LayerNorm or fc_norm after
 average pooling; CLS, CLS + DIST or the mean of the patch tokens; a class head, the tied text
-head, a segmentation head, or none). Every edge names the trace tensor it carries (the README's
+head, a segmentation head, or none). Every edge names the trace tensor it carries (docs/library.md,
 "Trace names") and its shape is read from that tensor; the few edges that carry no trace tensor
 (the image, the tokens before positions are added, the pooled vector) say how they were derived.
 Pure torch, no streamlit: the layout is the UI's (ui/figures.model_map).

@@ -86,9 +86,9 @@ def test_dropping_a_model_drops_what_was_computed_with_it_and_releases_it(traces
     assert cache.size_of(model) == weights
     alive = weakref.ref(model)
     lru = cache.ByteLRU(weights + 2 * cache.size_of(traces[0]))
-    lru.get("model", lambda: model)
+    lru.get("model", lambda m=model: m)
     pixels = preprocess(load_image(state.sample_bytes(state.sample_seeds()[0])), model.config)
-    tr = lru.get("trace", lambda: run_trace(model, pixels), owner="model")
+    tr = lru.get("trace", lambda m=model: run_trace(m, pixels), owner="model")
     assert lru.keys() == ["model", "trace"] and lru.held == weights + cache.size_of(tr)
     assert lru.get("orphan", lambda: torch.ones(3), owner="not cached") is not None
     assert "orphan" not in lru  # its owner is not kept: neither is it

@@ -1,17 +1,12 @@
-"""Read-ahead: while a student reads one page, compute what the tour's later pages will ask for.
+"""Read-ahead: while a student reads a page, compute what the tour's later pages will ask for.
 
-The first pages read only the image's trace, so the worker idles while a student reads them; then
-Embeddings (pictures of the weights, once per model), Attention (the attention summary), Masks (a
-causal-mask pass, two captions), MLP (the attention half of every block) and Experiments (a pass
-with a head off) would each make the student wait. After each script run app.py calls
-`schedule()`: the first time a session shows an image on a model with a mask, it queues
-`tour.plan`.
-One thread runs the items, every session's next item before anyone's later ones (a class moves
-through the tour together), each only after the worker has been idle for QUIET_S: a student's own
-request then waits at most for the one pass in progress. Items of a session that has moved to
-another image, model or mask, or queued more than STALE_S ago, are dropped. Results go into the
-cache the pages read; an item that fails is left for the page, which shows the error itself.
-
+After each script run app.py calls `schedule()`: the first time a session shows an image on a
+model with a mask, it queues `tour.plan` (the weights' pictures, the attention summary, the
+Masks page's passes and captions, the MLP page's norms, an experiment). One thread runs the
+items, every session's next item before anyone's later ones (a class moves through the tour
+together), each only after the worker has been idle for QUIET_S, so a student's own request waits
+at most for the pass in progress. Items of a session that moved on, or queued more than STALE_S
+ago, are dropped; results go into the cache the pages read; a failed item is left to its page.
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: tests/conftest.py).
 """
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, figures, keys, player, show, state, steps
+from ui import controls, figures, keys, player, session, show, state, steps
 from vit_core.explain.attention import (
     allowed_from_mask,
     distance_note,
@@ -13,7 +13,7 @@ from vit_core.explain.attention import (
     uniform_distance,
 )
 
-inp, name, model, prep, tr = state.load_current(text_free_note=True)
+inp, name, model, prep, tr = session.load_current(text_free_note=True)
 c = model.config
 g, pre, H, L, dk, P = c.grid, c.num_prefix_tokens, c.num_heads, c.depth, c.head_dim, c.patch_size
 prefix = c.prefix_names
@@ -114,7 +114,7 @@ if steps.show("attention", 1):
                    f"layer {layer}, head {head}: how much each patch attends to patch {p}",
                    "attention-who")
 
-summary = state.attention_summary(inp, name)  # computed once per trace
+summary = state.attention_summary(inp, name, session.chosen_mask())  # once per trace
 prefix_rows = summary["prefix_rows"]  # [L, H, prefix, S]: the CLS / DIST queries' rows
 cls_step = 1 if pre else 0  # no CLS: no step of CLS maps (ui/steps.py)
 if pre and steps.show("attention", 2):

@@ -3,11 +3,11 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, keys, show, state, steps
+from ui import controls, figures, keys, session, show, state, steps
 from vit_core.explain.embeddings import describe_position_similarity
 from vit_core.explain.generation import tokenizer_for
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 P, g, N, D, CPP = c.patch_size, c.grid, c.num_patches, c.embed_dim, c.in_chans * c.patch_size**2
 pre, names = c.num_prefix_tokens, c.prefix_names
@@ -25,7 +25,7 @@ else:
            "They have no pixels of their own, so anything they know about the image must "
            "come from the patches through attention. "))
     if tr.mask_kind == "causal":
-        whose = ("chosen in the sidebar" if state.chosen_mask() else
+        whose = ("chosen in the sidebar" if session.chosen_mask() else
                  "this model's own, the one it was trained with")
         prefix_text += (f"Under the causal mask ({whose}), CLS is token 0 and may attend only "
                         f"to itself. ")
@@ -108,7 +108,7 @@ if steps.show("embeddings", 3):
     if c.has_text:  # the map's "Word embeddings + text positions" box opens this page
         st.subheader("Then the text tokens")
         with st.spinner("Writing its caption, one forward pass per word…"):
-            gen, ids, text_tr = state.caption_pass(inp, name, mask=state.chosen_mask())
+            gen, ids, text_tr = state.caption_pass(inp, name, mask=session.chosen_mask())
         n_img, T = c.num_image_tokens, len(ids)
         words = [tokenizer_for(model).vocab[i] for i in ids]
         st.plotly_chart(figures.matrix_heatmap(

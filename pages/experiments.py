@@ -2,17 +2,17 @@
 
 import streamlit as st
 
-from ui import controls, figures, keys, state, steps
+from ui import controls, figures, keys, session, state, steps
 from vit_core import MASK_KINDS, allowed_keys
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
 from vit_core.explain.readout import reads_only_prefix
 from vit_core.io.images import denormalize
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 L, H, N, P, g = c.depth, c.num_heads, c.num_patches, c.patch_size, c.grid
-mask = state.chosen_mask()  # the sidebar's mask: both runs use it (unless the change is the mask)
+mask = session.chosen_mask()  # the sidebar's mask: both runs use it (unless the change is the mask)
 run_mask = mask or c.default_mask
 ss = st.session_state
 st.title("10 · Experiments")

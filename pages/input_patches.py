@@ -3,10 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, keys, show, state, steps
+from ui import controls, figures, keys, session, show, steps
 from vit_core.io.images import denormalize, describe_preprocessing
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 P, g, N, CPP = c.patch_size, c.grid, c.num_patches, c.in_chans * c.patch_size**2
 pre = c.num_prefix_tokens

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import streamlit as st
 
-from ui import controls, figures, keys, state, steps
+from ui import controls, figures, keys, session, steps
 from vit_core.explain.tokens import describe_token_numbering, layernorm_steps, token_stats
 
-inp, name, model, prep, tr = state.load_current(text_free_note=True)
+inp, name, model, prep, tr = session.load_current(text_free_note=True)
 c = model.config
 D, H, dk, pre = c.embed_dim, c.num_heads, c.head_dim, c.num_prefix_tokens
 S = tr["embed"].shape[0]

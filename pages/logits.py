@@ -4,7 +4,7 @@ Captioner: next-token distributions, generation step by step, and a typed captio
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, models, player, show, state
+from ui import figures, keys, models, player, session, show, state
 from ui import steps as stepper  # `steps` is the caption's word count below
 from vit_core import allowed_keys
 from vit_core.config import MASK_KINDS
@@ -22,10 +22,10 @@ from vit_core.explain.readout import (
     readout_path,
 )
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 st.title("7 · Logits: from the last layer to an answer")
-masked = "" if state.chosen_mask() is None else f" (under the {tr.mask_kind} mask)"
+masked = "" if session.chosen_mask() is None else f" (under the {tr.mask_kind} mask)"
 if c.num_classes:
     K = c.num_classes
     names = list(c.class_names) or [f"class {k}" for k in range(K)]
@@ -105,7 +105,8 @@ elif not c.has_text:
                  rf"\mathbb{{R}}^{{{D}}}")
         st.plotly_chart(figures.vector_strip(
             summary["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
-            x_title="dimension of D", value_name="value", row_names=[tok]), key=keys.LOGITS_RAW)
+            x_title="dimension of D", value_name="value", row_names=[tok], y_title="token"),
+            key=keys.LOGITS_RAW)
     g = c.grid
     if stepper.show("logits", 1):
         left, right = st.columns(2)
@@ -148,7 +149,7 @@ else:
             # overview's); each step is a prefix of it, so Next token costs no forward pass.
             gen = state.generation(inp, name, temperature=temperature, top_k=int(top_k) or None,
                                    seed=int(seed) if temperature > 0 else None,
-                                   mask=state.chosen_mask())
+                                   mask=session.chosen_mask())
 
         def rewind_caption() -> None:
             """Play from [SOS] when the caption is already written out."""
@@ -198,7 +199,7 @@ else:
         st.subheader("Score your own caption")
         text = st.text_input("Type a caption", "a red ball on the grass", key=keys.CAPTION,
                              max_chars=2000)
-        scored = state.scores(inp, name, text, mask=state.chosen_mask())
+        scored = state.scores(inp, name, text, mask=session.chosen_mask())
         if name.startswith("shapes-captioner"):
             st.caption("Trained with label smoothing 0.05: a word the model is sure of gets about "
                        "95 %, not 100 %.")

@@ -3,12 +3,12 @@
 import numpy as np
 import streamlit as st
 
-from ui import figures, keys, state, steps, tour
+from ui import figures, inputs, keys, session, state, steps, tour
 from ui import models as picker
 from vit_core import allowed_keys
 from vit_core.explain.generation import learning_curve, tokenizer_for
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 st.title("5 · Masks: who may look at whom")
 if steps.first():
     st.write(
@@ -127,7 +127,7 @@ if steps.show("masks", 2):
     right.plotly_chart(figures.top_k_bars(causal, names, title=f"{label}, causal mask",
                                          x_title="probability"), key=keys.CLF_CAUSAL)
     win = f"**{names[int(np.argmax(causal))]}** ({causal.max():.1%})"
-    compare = (f"On another picture (“{state.sample_caption(other_seed)}”) its causal logits are "
+    compare = (f"On another picture (“{inputs.sample_caption(other_seed)}”) its causal logits are "
                + (f"the same (largest difference {gap:.1g})" if gap < 1e-4 else
                   f"different (by up to {gap:.2f})") + ".")
     if k.global_pool == "avg":

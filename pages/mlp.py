@@ -3,10 +3,10 @@
 import streamlit as st
 import torch
 
-from ui import controls, figures, keys, state, steps
+from ui import controls, figures, keys, session, state, steps
 from vit_core.explain.tokens import describe_residual_stream, residual_stream
 
-inp, name, model, prep, tr = state.load_current(text_free_note=True)
+inp, name, model, prep, tr = session.load_current(text_free_note=True)
 c = model.config
 D, F_, L, pre = c.embed_dim, c.mlp_hidden, c.depth, c.num_prefix_tokens
 labels = figures.token_labels(c)
@@ -34,7 +34,7 @@ i = 0 if use_cls else p + pre
 u = tr[f"blocks.{layer}.mlp.pre"][i]
 gelu_u = tr[f"blocks.{layer}.mlp.post"][i]
 on = int((u > 0).sum())
-stream = residual_stream(tr, i, state.sublayer_norms(inp, name))
+stream = residual_stream(tr, i, state.sublayer_norms(inp, name, session.chosen_mask()))
 
 if steps.show("mlp", 0):
     left, right = st.columns(2)

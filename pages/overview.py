@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, keys, models, navigate, show, state
+from ui import figures, keys, models, navigate, session, show, state
 from ui.scene_notes import caption_note, class_note
 from ui.tables import stage_table
 from vit_core.explain.stages import model_map
@@ -10,7 +10,7 @@ from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
 
 navigate.open_pending()  # a click on the map's boxes opens that stage
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 S, D, N, g, pre = tr["embed"].shape[0], c.embed_dim, c.num_patches, c.grid, c.num_prefix_tokens
 headless = not c.num_classes and not c.has_text
@@ -18,7 +18,7 @@ st.title("From pixels to logits, in one pass")
 map_tr, gen = tr, None
 if c.has_text:  # the map shows the pass that wrote the caption's last word: image + its text
     with st.spinner("Writing its caption, one forward pass per word…"):
-        gen, _, map_tr = state.caption_pass(inp, name, mask=state.chosen_mask())
+        gen, _, map_tr = state.caption_pass(inp, name, mask=session.chosen_mask())
 _, C, H, W = prep.pixels.shape
 mm = model_map(map_tr, (H, W, C), st.session_state[keys.LAYER])
 big = 1.3 if st.session_state.get(keys.PRESENTER) else 1.0  # a projector: the map drawn larger
@@ -86,7 +86,7 @@ with right:
         shown = (f"all {c.num_classes} classes" if c.num_classes <= 5 else
                  f"the 5 most likely of {c.num_classes} classes")
         st.caption(f"Bars: P(class) after softmax, {shown}. " + how)
-        sure = models.sureness_note(model, float(probs.max()), inp.label, state.chosen_mask())
+        sure = models.sureness_note(model, float(probs.max()), inp.label, session.chosen_mask())
         if sure:
             st.caption(sure)
         if composed:
@@ -98,7 +98,7 @@ with right:
         st.caption("Each bar: how sure the model was of that word when it wrote it "
                    "([EOS] ends the caption). The Logits page steps through it.")
         sure = models.sureness_note(model, sum(gen.chosen) / len(gen.chosen), inp.label,
-                                    state.chosen_mask())
+                                    session.chosen_mask())
         if sure:
             st.caption(sure)
         if composed:
@@ -124,7 +124,7 @@ with right:
                 st.write(f"Under the {tr.mask_kind} mask the CLS token (token 0) sees only "
                          "itself, so its attention says nothing about the image; here are the "
                          "patch tokens instead.")
-            pca = state.patch_pca(inp, name)  # [g, g, 3] in [0, 1]
+            pca = state.patch_pca(inp, name, session.chosen_mask())  # [g, g, 3] in [0, 1]
             show.image(figures.array_image(pca.transpose(2, 0, 1), 224),
                        "Each final patch token's first three principal components shown as "
                        "red, green and blue: patches the model represents alike get alike "

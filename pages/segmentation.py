@@ -4,12 +4,12 @@ import numpy as np
 import streamlit as st
 import torch
 
-from ui import figures, keys, models, show, state
+from ui import figures, keys, models, session, show, state
 from ui.numbers import percent
 from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.segmentation import boundary_note, boundary_stats, class_map, pca_variance
 
-inp, name, model, prep, tr = state.load_current(text_free_note=True)
+inp, name, model, prep, tr = session.load_current(text_free_note=True)
 c = model.config
 g, N, D, pre, P = c.grid, c.num_patches, c.embed_dim, c.num_prefix_tokens, c.patch_size
 prefix = " and ".join(c.prefix_names)
@@ -50,7 +50,7 @@ st.latex(rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in \mathbb{{R}}^{{{
 left, right = st.columns(2)
 with left:
     st.subheader("Patch tokens as colours")
-    rgb = state.patch_pca(inp, name)
+    rgb = state.patch_pca(inp, name, session.chosen_mask())
     share = pca_variance(tr["ln_final"][pre:pre + N])
     show.image(figures.tile([prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
                                                            c.img_size)], cols=2, cell=240),

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import figures, keys, models, state
+from ui import figures, keys, models, session, state
 from ui import steps as stepper  # `steps` is this page's table
 from vit_core import PRESETS
 from vit_core.explain.flops import (
@@ -13,7 +13,7 @@ from vit_core.explain.flops import (
     total_params,
 )
 
-inp, name, model, prep, tr = state.load_current()
+inp, name, model, prep, tr = session.load_current()
 c = model.config
 ref = PRESETS["vit-b16"]
 st.title("8 · The shape trace")
@@ -27,7 +27,7 @@ if stepper.first():
 fed = ""
 if c.has_text:  # a captioner never runs without text: trace the pass that wrote its last token
     with st.spinner("Writing its caption, one forward pass per word…"):
-        gen, text, tr = state.caption_pass(inp, name, mask=state.chosen_mask())
+        gen, text, tr = state.caption_pass(inp, name, mask=session.chosen_mask())
     last = ("[EOS]" if gen.words[-1:] == ["[EOS]"] else
             f"“{gen.words[-1]}”" if gen.words else "its first token")
     k = len(text) - 1  # words read besides [SOS]

@@ -2,11 +2,8 @@
 
 import pytest
 
-from tests.support import APP, open_app, photo_bytes  # noqa: F401  (APP: see below)
-from ui import state as ui_state
-
-# test_cache, test_head_start, test_readahead and test_worker still import APP and photo_bytes
-# from here; new tests take them from tests.support (and the `open_app` fixture).
+from tests.support import open_app, photo_bytes
+from ui import inputs
 
 
 @pytest.fixture
@@ -90,11 +87,11 @@ def test_broken_file_gives_one_line_and_the_session_goes_on(app):
     assert app.error[0].value.endswith("Showing a sample scene instead of broken.png.")
     # the sidebar says what is really shown: the sample scene the picker names, not the upload
     seed = app.sidebar.selectbox(key="sample").value
-    caption = ui_state.sample_caption(seed)
+    caption = inputs.sample_caption(seed)
     assert showing(app).startswith(f"Showing sample: {caption}"), showing(app)
     assert "broken.png" not in " ".join(c.value for c in app.sidebar.caption)
     assert not [b for b in app.sidebar.button if b.key == "drop_upload"]  # nothing to stop using
-    assert app.session_state["_input"].data == ui_state.sample_bytes(seed)  # what the page used
+    assert app.session_state["_input"].data == inputs.sample_bytes(seed)  # what the page used
     shapes = table(app)
     assert shapes["patches"] == "196 × 768"
     app.sidebar.toggle(key="presenter").set_value(False).run()  # a rerun: still the sample

@@ -120,7 +120,7 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
                                                                   model):
     import numpy as np
 
-    from ui import state
+    from ui import inputs
     from vit_core import load_image, load_model, preprocess, run_trace
 
     requests: list[str] = []
@@ -148,8 +148,8 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
     assert path.name.startswith("trace-") and path.suffix == ".npz"
     data = np.load(path)
     net = load_model(model)
-    seed = state.sample_seeds()[0]  # a new session shows the first sample scene
-    tr = run_trace(net, preprocess(load_image(state.sample_bytes(seed)), net.config))
+    seed = inputs.sample_seeds()[0]  # a new session shows the first sample scene
+    tr = run_trace(net, preprocess(load_image(inputs.sample_bytes(seed)), net.config))
     assert set(data.files) == set(tr.names()) | {"mask"}
     np.testing.assert_allclose(data["logits"], tr.logits.numpy(), atol=1e-5)
     assert_local(requests)
@@ -343,12 +343,12 @@ def test_play_walks_the_layers_and_stops_at_the_last(browser, server):
 
 def test_play_writes_the_caption_word_by_word(browser, server):
     from tests.independent import greedy
-    from ui import state
+    from ui import inputs
     from vit_core import load_image, load_model, preprocess
 
     net = load_model("shapes-captioner-causal")
-    seed = state.sample_seeds()[0]
-    words, _ = greedy(net, preprocess(load_image(state.sample_bytes(seed)), net.config))
+    seed = inputs.sample_seeds()[0]
+    words, _ = greedy(net, preprocess(load_image(inputs.sample_bytes(seed)), net.config))
     requests: list[str] = []
     ctx, page = new_page(browser, requests)
     page.goto(f"{server}/?page=logits&model=shapes-captioner-causal")

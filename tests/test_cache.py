@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from ui import cache, state
+from ui import cache, inputs, state
 from vit_core import load_image, load_model, preprocess, run_trace
 
 MODEL = "shapes-classifier"
@@ -19,14 +19,14 @@ MODEL = "shapes-classifier"
 def traces():
     """Six real traces of the bundled classifier, on six sample scenes."""
     model = load_model(MODEL)
-    seeds = state.sample_seeds()[:6]
-    return [run_trace(model, preprocess(load_image(state.sample_bytes(s)), model.config))
+    seeds = inputs.sample_seeds()[:6]
+    return [run_trace(model, preprocess(load_image(inputs.sample_bytes(s)), model.config))
             for s in seeds]
 
 
 def test_a_trace_counts_its_shared_storage_once():
     model = load_model(MODEL)  # its own trace: reading every name below makes it hold more
-    tr = run_trace(model, preprocess(load_image(state.sample_bytes(state.sample_seeds()[0])),
+    tr = run_trace(model, preprocess(load_image(inputs.sample_bytes(inputs.sample_seeds()[0])),
                                      model.config))
     assert tr["blocks.1.resid_pre"].data_ptr() == tr["blocks.0.resid_post"].data_ptr()
     tensors = sum(t.untyped_storage().nbytes() for t in tr.values())  # shared ones twice
@@ -45,15 +45,15 @@ def test_measuring_a_lean_trace_computes_nothing_and_a_hit_measures_it_again():
     recompute every block); after a page reads blocks it holds more, and the next hit counts
     that and drops older entries until the total fits again."""
     model = load_model(MODEL)
-    seeds = state.sample_seeds()[:3]
-    fresh = [run_trace(model, preprocess(load_image(state.sample_bytes(s)), model.config))
+    seeds = inputs.sample_seeds()[:3]
+    fresh = [run_trace(model, preprocess(load_image(inputs.sample_bytes(s)), model.config))
              for s in seeds]
     kept = fresh[0].nbytes()
     n = cache.size_of(fresh[0])
     assert fresh[0].nbytes() == kept  # nothing recomputed by measuring
     mask = fresh[0].mask.untyped_storage().nbytes()
     assert n == kept + mask
-    full = run_trace(model, preprocess(load_image(state.sample_bytes(seeds[0])), model.config),
+    full = run_trace(model, preprocess(load_image(inputs.sample_bytes(seeds[0])), model.config),
                      lean=False)
     assert n < full.nbytes() / 3
 
@@ -87,7 +87,7 @@ def test_dropping_a_model_drops_what_was_computed_with_it_and_releases_it(traces
     alive = weakref.ref(model)
     lru = cache.ByteLRU(weights + 2 * cache.size_of(traces[0]))
     lru.get("model", lambda m=model: m)
-    pixels = preprocess(load_image(state.sample_bytes(state.sample_seeds()[0])), model.config)
+    pixels = preprocess(load_image(inputs.sample_bytes(inputs.sample_seeds()[0])), model.config)
     tr = lru.get("trace", lambda m=model: run_trace(m, pixels), owner="model")
     assert lru.keys() == ["model", "trace"] and lru.held == weights + cache.size_of(tr)
     assert lru.get("orphan", lambda: torch.ones(3), owner="not cached") is not None
@@ -123,7 +123,7 @@ def test_more_traces_than_fit_keep_the_most_recent_under_the_budget(traces):
 def test_a_value_bigger_than_the_budget_is_returned_but_not_kept(traces):
     lru = cache.ByteLRU(cache.size_of(traces[0]) // 2)
     assert lru.get("big", lambda: traces[0]) is traces[0]
-    assert len(lru) == 0 and lru.held == 0
+    assert lru.keys() == [] and lru.held == 0
 
 
 def test_an_exception_is_not_cached():
@@ -161,7 +161,7 @@ def test_many_threads_compute_a_key_once_and_share_the_same_object():
     for key in range(4):
         same = [v for k, v in results.values() if k == key]
         assert len(same) == 4 and all(v is same[0] for v in same)
-    assert lru.held <= lru.budget and lru.held == 4000 * len(lru)
+    assert lru.held <= lru.budget and lru.held == 4000 * len(lru.keys())
 
 
 @pytest.mark.parametrize("argv,env,mb", [
@@ -199,24 +199,24 @@ def small_app_cache(monkeypatch, traces):
 def test_the_app_s_traces_experiments_and_images_share_one_budget(small_app_cache, traces):
     lru = small_app_cache
     assert lru.budget == int(cache.size_of(load_model(MODEL)) + 4 * cache.size_of(traces[0]))
-    inputs = [state.make_input(f"sample {s}", state.sample_bytes(s))
-              for s in state.sample_seeds()[:6]]
+    images = [inputs.make_input(f"sample {s}", inputs.sample_bytes(s))
+              for s in inputs.sample_seeds()[:6]]
     seen = []
-    for inp in inputs:
+    for inp in images:
         tr = state.trace(inp, MODEL)
         ex = state.experiment(inp, MODEL, "positions")
         seen.append((tr, ex))
         assert lru.held <= lru.budget
     # the most recent stay: the last image's experiment, trace and prepared image
-    last = inputs[-1].key
+    last = images[-1].key
     assert ("_experiment", last, MODEL, "positions", (), None, None) in lru  # text, mask
     assert ("_trace", last, MODEL, None, None) in lru
     assert ("_prepare", last, MODEL) in lru
-    assert ("_trace", inputs[0].key, MODEL, None, None) not in lru  # the oldest went
-    assert state.trace(inputs[-1], MODEL) is seen[-1][0]  # a hit is the same object
-    assert state.experiment(inputs[-1], MODEL, "positions") is seen[-1][1]
+    assert ("_trace", images[0].key, MODEL, None, None) not in lru  # the oldest went
+    assert state.trace(images[-1], MODEL) is seen[-1][0]  # a hit is the same object
+    assert state.experiment(images[-1], MODEL, "positions") is seen[-1][1]
     # what was dropped is computed again, equal but new
-    again = state.trace(inputs[0], MODEL)
+    again = state.trace(images[0], MODEL)
     assert again is not seen[0][0] and torch.equal(again.logits, seen[0][0].logits)
     assert lru.held <= lru.budget
 
@@ -225,7 +225,7 @@ def test_a_trace_bigger_than_the_app_s_budget_is_still_shown(monkeypatch):
     monkeypatch.setenv(cache.ENV, "1")  # 1 MB: a vit-ti16 trace is ~45 MB
     state.shared_cache.clear()
     try:
-        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[0]))
+        inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[0]))
         tr = state.trace(inp, "vit-ti16")
         assert tr["blocks.11.attn.pattern"].shape == (3, 197, 197)
         assert ("_trace", inp.key, "vit-ti16", None, None) not in state.shared_cache()
@@ -240,7 +240,7 @@ def test_summaries_pca_and_generations_count_against_the_same_budget(monkeypatch
     try:
         lru = state.shared_cache()
         name = "shapes-captioner-causal"
-        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[1]))
+        inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[1]))
         values = [state.prepare(inp, name), state.trace(inp, name)]
         values.append(state._attention_summary(inp.key, name, None, values[1]))
         values.append(state._patch_pca(inp.key, name, None, values[1]))
@@ -261,7 +261,7 @@ def test_one_function_s_entries_can_be_dropped(monkeypatch):
     monkeypatch.setenv(cache.ENV, "100")
     state.shared_cache.clear()
     try:
-        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[0]))
+        inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[0]))
         state.trace(inp, MODEL)
         state._trace.clear()  # what benchmarks/ does between first views
         lru = state.shared_cache()
@@ -279,7 +279,7 @@ def test_asking_for_the_trained_mask_by_name_reuses_the_same_pass(monkeypatch):
     monkeypatch.setenv(cache.ENV, "200")
     state.shared_cache.clear()
     try:
-        inp = state.make_input("sample", state.sample_bytes(state.sample_seeds()[2]))
+        inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[2]))
         first = state.trace(inp, MODEL)
         assert state.trace(inp, MODEL, mask="full") is first
         causal = state.trace(inp, MODEL, mask="causal")
@@ -301,7 +301,7 @@ def test_the_first_view_keeps_only_what_the_pass_kept(model):
     image's first view recomputes no block, so its trace stays as small as the pass left it."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP
+    from tests.support import APP
     from vit_core.trace import Trace
 
     state.shared_cache.clear()

@@ -40,8 +40,6 @@ LINKED = {  # hf: repo -> what makes it a family of its own (opened as a shared 
     TIMM_384: "384 input, patch 32, 1000 ImageNet classes (timm format)",
 }
 QUICK = {(CLF, None), (PREFIX, None), (CAUSAL, None), (FIX["vit-1block-1head-p14"], None)}
-HEADLESS = {FIX["vit-headless"], "hf:tiny-org/vit-headless"}
-UNREADABLE_YET = {"overview", "logits"}  # on a headless model: unnamed heatmap axes (a finding)
 
 
 def run(model: str, mask: str | None = None):
@@ -192,9 +190,6 @@ def test_every_page_on_every_model(request, page, model, mask):
     assert any(f"**{ran.info.name}**" in m.value for m in at.markdown), "the model card"
     assert shows_this_models_geometry(page, at, model), f"{page} did not draw {model}'s numbers"
     problems = [p for fig in figures(at) for p in unreadable(fig)]
-    if problems and model in HEADLESS and page in UNREADABLE_YET:
-        pytest.xfail("a headless model's heatmaps here do not name their axes yet: "
-                     + "; ".join(problems))
     assert not problems, "\n".join(problems)
     if model == TI:
         titles = " | ".join(title_of(f) for f in figures(at))

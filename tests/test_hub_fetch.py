@@ -4,7 +4,6 @@ gone, and every failure is one sentence with nothing half-loaded."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +13,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.hub_server import HubStandIn, point_hf_at
 from vit_core import CheckpointError, load_model
 from vit_core.io import hub as vhub
 
@@ -30,16 +28,6 @@ def sleeps(monkeypatch) -> list:
     asked = []
     monkeypatch.setattr(time, "sleep", asked.append)
     return asked
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    root = tmp_path / "hub-root"
-    shutil.copytree(FIXTURES / "hub", root)
-    with HubStandIn(root) as server:
-        point_hf_at(monkeypatch, server.url, tmp_path / "hf-home")
-        server.root_dir = root
-        yield server
 
 
 def expected(repo: str) -> dict:
@@ -138,6 +126,7 @@ def test_names_that_are_not_hub_names_are_refused():
             vhub.repo_id(bad)
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_the_fetch_command_says_where_and_how_big_and_then_works_offline(hub, tmp_path):
     env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf-home"),
            "HF_HUB_DISABLE_TELEMETRY": "1", "PATH": "/usr/bin:/bin"}

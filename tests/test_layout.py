@@ -3,7 +3,6 @@ is what docs/library.md documents, and the package installs with the pinned requ
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import os
@@ -17,12 +16,12 @@ import pytest
 import torch
 
 import vit_core
+from tests.imports import cycles, import_graph
 from tests.support import SMALL, randomised
 from vit_core import ViTConfig, run_trace
 from vit_core.config import SCENE_TEXT_LEN, SCENE_VOCAB
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("vit_core", "ui", "pages", "tools", "benchmarks", "tests")
 
 PROBE = """
 import json, os, sys, threading
@@ -50,6 +49,7 @@ def probe(module: str, cwd: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_importing_vit_core_outside_the_repository_changes_nothing(tmp_path):
     seen = probe("vit_core", tmp_path)
     assert Path(seen["file"]).parent == ROOT / "vit_core"  # the installed (editable) package
@@ -58,6 +58,7 @@ def test_importing_vit_core_outside_the_repository_changes_nothing(tmp_path):
     assert seen["modules"] == []  # no streamlit, no ui, no scene world or training
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_importing_the_app_state_module_starts_no_thread_and_sets_nothing():
     seen = probe("ui.state", ROOT)
     assert seen["new_threads"] == []
@@ -65,6 +66,7 @@ def test_importing_the_app_state_module_starts_no_thread_and_sets_nothing():
     assert not any(m.startswith("vit_core.scenes.t") for m in seen["modules"])  # no training
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_the_app_tunes_its_own_process_before_torch_loads():
     code = ("import os, sys; from ui import process; r = process.tune(); "
             "import torch; print(r, os.environ['OMP_WAIT_POLICY'])")
@@ -74,75 +76,7 @@ def test_the_app_tunes_its_own_process_before_torch_loads():
     assert out.stdout.split() == ["True", "PASSIVE"], out.stderr
 
 
-# ---- the import graph of the repository's own modules ----
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def own_modules() -> dict[str, Path]:
-    files = [ROOT / "app.py"] + [p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py")]
-    return {module_name(p): p for p in files if ".venv" not in p.parts}
-
-
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every repository module that `path` imports (anywhere in the file, lazily or not)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            # `from pkg import mod` imports pkg.mod when that is a module, else a name in pkg
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
-                       for a in node.names]
-        else:
-            continue
-        found |= {t for t in targets if t in known}
-    return found - {name}
-
-
-def import_graph() -> dict[str, set[str]]:
-    mods = own_modules()
-    return {name: imports_of(name, path, set(mods)) for name, path in mods.items()}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
-
+# ---- the import graph of the repository's own modules (tests/imports.py) ----
 
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_model import SMALL, TEXT, randomised
+from tests.support import SMALL, TEXT, randomised
 from vit_core import ViTConfig, load_model, make_mask, run_trace
 from vit_core.hooks import capture
 from vit_core.trace import KEEP_BLOCKS

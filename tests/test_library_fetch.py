@@ -16,23 +16,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.hub_server import HubStandIn, point_hf_at
 from vit_core import CheckpointError, load_model
 from vit_core.io import hub as vhub
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 APP_ONLY = {"streamlit", "plotly", "matplotlib", "segno"}
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    """The Hub stand-in serving the fixture repos, with an empty HF_HOME."""
-    root = tmp_path / "hub-root"
-    shutil.copytree(FIXTURES / "hub", root)
-    with HubStandIn(root) as server:
-        point_hf_at(monkeypatch, server.url, tmp_path / "hf-home")
-        yield server
 
 
 def expected_output(repo: str, model) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,6 +66,7 @@ MISSING = ("tiny-org/vit-cls is not on this machine; fetch it with "
            "`.venv/bin/python -m vit_core.fetch tiny-org/vit-cls`.")
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_offline_with_an_empty_cache_is_one_sentence_naming_the_fetch_command(hub, tmp_path):
     code = ("from vit_core import CheckpointError, load_model\n"
             "try:\n    load_model('hf:tiny-org/vit-cls')\n"
@@ -99,6 +89,7 @@ def test_local_files_only_downloads_nothing_and_says_the_same(hub):
     assert load_model("vit-ti16", local_files_only=True).info.source == "preset"  # others load
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_the_fetch_command_named_in_the_sentence_runs_from_the_repository(hub, tmp_path):
     command = MISSING.split("`")[1].split()
     venv_python = ROOT / command[0]
@@ -184,6 +175,7 @@ def test_pip_install_dot_is_the_library_and_the_app_extra_adds_the_app(tmp_path)
     assert app["torch"] == core["torch"]
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_no_module_of_vit_core_imports_the_apps_stack():
     code = ("import importlib, pkgutil, sys, vit_core\n"
             "for m in pkgutil.walk_packages(vit_core.__path__, 'vit_core.'):\n"

@@ -531,7 +531,7 @@ def test_the_classifier_under_a_causal_mask_is_described_truly(model_name):
     np.testing.assert_allclose(sorted(arr(bars["data"][0]["x"])), sorted(np.sort(p)[::-1][:5]),
                                rtol=1e-5)
     # the same model on another picture: the page says whether the image still matters
-    from ui.state import sample_bytes, sample_seeds
+    from ui.inputs import sample_bytes, sample_seeds
 
     other = next(sample_bytes(s) for s in sample_seeds()
                  if sample_bytes(s) != at.session_state[keys.INPUT].data)

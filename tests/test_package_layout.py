@@ -6,50 +6,17 @@ on top of everything and are their own nodes; nothing in vit_core imports them."
 
 from __future__ import annotations
 
-import ast
-from graphlib import CycleError, TopologicalSorter
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.imports import cycles, import_graph
+
 SUBPACKAGES = ("vit_core.io", "vit_core.explain", "vit_core.scenes")
 ENTRY_POINTS = ("vit_core", "vit_core.fetch")  # the facade and the CLI: imported by no module
 
 
-def modules() -> dict[str, Path]:
-    """vit_core's modules by dotted name (a package by its own name, for its __init__)."""
-    out = {}
-    for path in sorted((ROOT / "vit_core").rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return out
-
-
-def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The vit_core modules `path` imports, relative imports resolved."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            # `from pkg import mod` imports the module pkg.mod; `from mod import name`, mod
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
-                       for a in node.names]
-        else:
-            continue
-        found |= {t for t in targets if t in known}
-    return found - {name}
-
-
 def module_graph() -> dict[str, set[str]]:
-    mods = modules()
-    return {name: imported(name, path, set(mods)) for name, path in mods.items()}
+    """vit_core's modules (a package by its own name, for its __init__) -> the ones it imports."""
+    return import_graph(dirs=("vit_core",), app=False)
 
 
 def package_of(module: str) -> str:
@@ -69,21 +36,12 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return out
 
 
-def cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle of `graph` (module -> what it imports), or None."""
-    try:
-        tuple(TopologicalSorter(graph).static_order())
-    except CycleError as e:
-        return e.args[1]
-    return None
-
-
 def test_the_cycle_check_sees_a_package_cycle():
     graph = module_graph()
     graph["vit_core.explain.stages"] = graph["vit_core.explain.stages"] | {"vit_core.scenes.world"}
-    assert cycle(module_graph()) is None  # modules alone: no cycle here...
-    found = cycle(package_graph(graph))  # ...but explain -> scenes -> explain is one
-    assert found and {"vit_core.explain", "vit_core.scenes"} <= set(found), found
+    assert cycles(module_graph()) == []  # modules alone: no cycle here...
+    found = cycles(package_graph(graph))  # ...but explain -> scenes -> explain is one
+    assert found and {"vit_core.explain", "vit_core.scenes"} <= set(found[0]), found
 
 
 def test_the_scan_sees_the_imports():
@@ -96,7 +54,7 @@ def test_the_scan_sees_the_imports():
 @pytest.mark.parametrize("level", ["module", "package"])
 def test_vit_core_imports_in_no_circle(level):
     graph = module_graph()
-    assert cycle(graph if level == "module" else package_graph(graph)) is None
+    assert cycles(graph if level == "module" else package_graph(graph)) == []
 
 
 def test_the_packages_point_one_way():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import photo_bytes
+from tests.support import photo_bytes
 from ui import readahead, state, tour
 from ui import worker as w
 
@@ -18,7 +18,8 @@ def settle(timeout: float = 120) -> None:
     """Until the read-ahead queue is empty and the worker has been quiet for a moment."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if not readahead.shared().pending() and w.shared().wait_idle(quiet=1.5, timeout=5):
+        idle = state.forward_worker().wait_idle(quiet=1.5, timeout=5)
+        if not readahead.shared().pending() and idle:
             if not readahead.shared().pending():
                 return
     raise AssertionError("the read-ahead never finished")
@@ -77,17 +78,18 @@ def test_a_session_that_moved_on_or_went_stale_has_its_items_dropped_and_a_failu
 @pytest.fixture
 def read_ahead_on(monkeypatch):
     monkeypatch.setenv(readahead.ENV, "1")
-    runs: list[str] = []  # every pass handed to the worker (small models' run on the caller)
-    original = w.Worker._submit
+    runs: list[str] = []  # every pass asked of the worker (a small model's runs on the caller)
+    original = w.Worker.run
 
-    def counted(self, queue, fn, *args):
+    def counted(self, fn, /, *args, **kwargs):
         runs.append(getattr(fn, "__name__", "?"))
-        return original(self, queue, fn, *args)
+        return original(self, fn, *args, **kwargs)
 
-    monkeypatch.setattr(w.Worker, "_submit", counted)
+    monkeypatch.setattr(w.Worker, "run", counted)
     return runs
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_on,
                                                                       monkeypatch):
     from vit_core.explain import embeddings
@@ -121,6 +123,7 @@ def test_after_a_new_photo_the_later_pages_need_no_pass_of_their_own(read_ahead_
     assert svd_threads == ["vit-read-ahead"]  # the Embeddings page found them computed
 
 
+@pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monkeypatch):
     settle()  # nothing of an earlier test left in the queue
     quiet = threading.Event()  # the worker "goes quiet" only when the test says so

@@ -11,8 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.independent import attention_pattern_shown
 from tests.support import open_app
-from ui import keys
-from ui import state as ui_state
+from ui import inputs, keys
 from vit_core import load_image, load_model, preprocess, run_trace
 
 VIEW = {"page": "attention", "model": "vit-ti16", "layer": "3", "head": "2", "patch": "40",
@@ -25,7 +24,7 @@ def open_link(params: dict) -> AppTest:
 
 
 def test_a_link_restores_the_view_and_the_url_follows_the_view():
-    seed = ui_state.sample_seeds()[2]
+    seed = inputs.sample_seeds()[2]
     at = open_link({**VIEW, "sample": str(seed)})
     assert at.title[0].value.startswith("4 · Attention")
     assert at.sidebar.selectbox(key="model").value == "vit-ti16"

@@ -44,7 +44,7 @@ def pixels_of(at, model) -> torch.Tensor:
 
 
 def another_picture(at) -> bytes:
-    from ui.state import sample_bytes, sample_seeds
+    from ui.inputs import sample_bytes, sample_seeds
 
     return next(sample_bytes(s) for s in sample_seeds()
                 if sample_bytes(s) != at.session_state[keys.INPUT].data)

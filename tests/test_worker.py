@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
+from ui import state
 from ui import worker as w
 
 
@@ -208,7 +209,7 @@ def test_a_page_that_waits_too_long_says_so_in_one_sentence_and_the_session_goes
     once the worker is free, the next run draws the page and its fingerprint."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP, photo_bytes
+    from tests.support import APP, photo_bytes
 
     at = AppTest.from_file(APP, default_timeout=120).run()
     assert not at.exception
@@ -216,7 +217,7 @@ def test_a_page_that_waits_too_long_says_so_in_one_sentence_and_the_session_goes
     monkeypatch.setattr(w, "LIMIT_S", 0.3)
     monkeypatch.setattr(w, "SMALL_PARAMS", 0)  # the classifier's pass too waits for the worker
     with ThreadPoolExecutor(1) as pool:
-        held = pool.submit(w.shared().run, gate.wait, 30, timeout=30)
+        held = pool.submit(state.forward_worker().run, gate.wait, 30, timeout=30)
         at.sidebar.file_uploader[0].upload("busy.png", photo_bytes(w=613), "image/png").run()
         gate.set()
         held.result()

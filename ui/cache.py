@@ -43,23 +43,21 @@ def budget_mb(argv: list[str] | None = None, environ: Mapping[str, str] | None =
     ap.add_argument(FLAG)
     flag = ap.parse_known_args(sys.argv[1:] if argv is None else argv)[0].cache_mb
     env = (os.environ if environ is None else environ).get(ENV)
-    where, value = (FLAG, flag) if flag not in (None, "") else (ENV, env)
-    if value in (None, ""):
-        return DEFAULT_MB
+    where, value = (FLAG, flag) if flag else (ENV, env)
     try:
-        mb = float(value)
+        if value and 0 <= float(value) < float("inf"):
+            return float(value)
     except ValueError:
-        mb = -1.0
-    if 0 <= mb < float("inf"):
-        return mb
-    _log.warning("%s=%r is not a size in MB; using %s MB", where, value, DEFAULT_MB)
+        pass
+    if value:
+        _log.warning("%s=%r is not a size in MB; using %s MB", where, value, DEFAULT_MB)
     return DEFAULT_MB
 
 
 def size_of(value) -> int:
     """Bytes of memory `value` holds: tensors, numpy arrays, PIL images, models and traces found
-    in it (inside dicts, lists, tuples, dataclasses and plain objects), each buffer once."""
-    return _size(value, set(), 0)
+    in it (inside dicts, lists, tuples and dataclasses), each buffer once."""
+    return _size(value, set())
 
 
 def _storage(ptr: int, nbytes: int, seen: set) -> int:
@@ -69,9 +67,7 @@ def _storage(ptr: int, nbytes: int, seen: set) -> int:
     return nbytes
 
 
-def _size(obj, seen: set, depth: int) -> int:
-    if depth > 8 or obj is None or isinstance(obj, (bool, int, float, complex)):
-        return 0
+def _size(obj, seen: set) -> int:
     if isinstance(obj, torch.Tensor):
         storage = obj.untyped_storage()
         return _storage(storage.data_ptr(), storage.nbytes(), seen)
@@ -81,24 +77,21 @@ def _size(obj, seen: set, depth: int) -> int:
         return _storage(obj.__array_interface__["data"][0], obj.nbytes, seen)
     if isinstance(obj, (str, bytes, bytearray)):
         return len(obj)
-    if id(obj) in seen:
-        return 0
-    seen.add(id(obj))
     if isinstance(obj, Image.Image):
         return obj.width * obj.height * _PIL_BYTES.get(obj.mode, 4)
     if isinstance(obj, torch.nn.Module):
-        return sum(_size(t, seen, depth + 1) for t in (*obj.parameters(), *obj.buffers()))
+        return sum(_size(t, seen) for t in (*obj.parameters(), *obj.buffers()))
     if callable(getattr(obj, "nbytes", None)):  # a Trace: what it holds now (reading computes)
-        return obj.nbytes() + _size(getattr(obj, "mask", None), seen, depth + 1)
+        return obj.nbytes() + _size(obj.mask, seen)
     if isinstance(obj, Mapping):
-        return sum(_size(k, seen, depth + 1) + _size(v, seen, depth + 1) for k, v in obj.items())
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return sum(_size(v, seen, depth + 1) for v in obj)
-    if dataclasses.is_dataclass(obj):
-        return sum(_size(getattr(obj, f.name), seen, depth + 1) for f in dataclasses.fields(obj))
-    if hasattr(obj, "__dict__"):
-        return sum(_size(v, seen, depth + 1) for v in vars(obj).values())
-    return 0
+        parts = [*obj.keys(), *obj.values()]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        parts = obj
+    elif dataclasses.is_dataclass(obj):
+        parts = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    else:
+        return 0  # None, numbers, anything else: nothing worth counting
+    return sum(_size(v, seen) for v in parts)
 
 
 @dataclasses.dataclass
@@ -110,11 +103,9 @@ class _Entry:
 
 class ByteLRU:
     """A thread-safe least-recently-used cache bounded by the bytes its values hold.
-
     `get(key, compute, owner)` returns the cached value (the same object every time), or runs
-    `compute()` once, even when several threads ask for the same key at once: the others wait
-    for the first one's result (or its exception, which is not cached).
-    """
+    `compute()` once however many threads ask at once: the others wait for its result (or its
+    exception, which is not cached)."""
 
     def __init__(self, budget_bytes: int, size: Callable[[object], int] = size_of):
         self.budget = int(budget_bytes)
@@ -129,10 +120,11 @@ class ByteLRU:
             entry = self._items.get(key)
             if entry is not None:
                 self._items.move_to_end(key)
-                now = self._size(entry.value)  # a lean trace grows as pages read its blocks
-                self.held += now - entry.nbytes
-                entry.nbytes = now
-                self._fit()
+                if callable(getattr(entry.value, "nbytes", None)):  # a trace grows when read
+                    now = self._size(entry.value)
+                    self.held += now - entry.nbytes
+                    entry.nbytes = now
+                    self._fit()
                 return entry.value
             waiting = self._pending.get(key)
             if waiting is None:
@@ -172,10 +164,6 @@ class ByteLRU:
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._items
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
 
     def keys(self) -> list:
         """Keys from least to most recently used."""

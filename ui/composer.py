@@ -16,7 +16,7 @@ import streamlit as st
 
 from vit_core.scenes import world
 
-from . import keys, state
+from . import inputs, keys
 
 DEFAULT = world.Composition("ball", "red", "grass", "centre", 110, 0, 0, 0)
 FIELDS = {  # Composition field -> its widget's key
@@ -100,7 +100,7 @@ def composition() -> world.Composition:
     return world.Composition(**{f: st.session_state[k] for f, k in FIELDS.items()})
 
 
-def draw(sb) -> state.Input | None:
+def draw(sb) -> inputs.Input | None:
     """The 'Compose a scene' expander in the sidebar; the composed scene's Input when it is the
     image, else None."""
     ss = st.session_state
@@ -118,7 +118,7 @@ def draw(sb) -> state.Input | None:
         ss.pop(keys.SCENE, None)
         return None
     ss[keys.SCENE] = c.code
-    return state.make_input(f"composed: {c.spec.caption}", state.composed_bytes(c.code))
+    return inputs.make_input(f"composed: {c.spec.caption}", inputs.composed_bytes(c.code))
 
 
 def _controls(c: world.Composition, fitted: str | None) -> None:
@@ -127,7 +127,7 @@ def _controls(c: world.Composition, fitted: str | None) -> None:
               help="Changing any control below also makes it the image; choosing a "
                    "sample scene goes back to the samples.")
     preview, words = st.columns(2, vertical_alignment="center")
-    preview.image(state.composed_bytes(c.code), width=112)
+    preview.image(inputs.composed_bytes(c.code), width=112)
     words.caption(c.spec.caption)
     if fitted:
         st.caption(fitted)

@@ -65,9 +65,11 @@ def map_over_image(crop: Image.Image, grid_values: np.ndarray, title: str, *, va
                    colorbar=dict(thickness=10, title=dict(text=value_name, side="right",
                                                           font=dict(size=11))))])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
-                      margin=dict(l=0, r=0, t=30, b=0),
-                      xaxis=dict(visible=False, range=[-0.5, size - 0.5]),
-                      yaxis=dict(visible=False, scaleanchor="x", range=[size - 0.5, -0.5]))
+                      margin=dict(l=50, r=0, t=30, b=40),
+                      xaxis=dict(range=[-0.5, size - 0.5], title=dict(
+                          text="x in the model's input (px)", font=dict(size=12))),
+                      yaxis=dict(scaleanchor="x", range=[size - 0.5, -0.5], title=dict(
+                          text="y (px)", font=dict(size=12))))
     return fig
 
 

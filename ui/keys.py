@@ -67,7 +67,7 @@ PLAY_CAPTION = "play_caption"  # button: ▶ Play / ⏸ Pause the caption (pages
 
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
-INPUT = "_input"  # state.Input: the image in use (sidebar.draw; state.load_current on a bad file)
+INPUT = "_input"  # inputs.Input: the image in use (sidebar.draw; session.load_current on bad files)
 INPUT_ERROR = "_input_error"  # str | None: why the chosen image is not shown (sidebar.draw)
 READ_AHEAD = "_read_ahead"  # readahead._Interest: image, model, mask queued (readahead.schedule)
 URL_LOADED = "_url_loaded"  # bool: the URL's view was read into the session (share.load_once)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import keys, questions, state, steps
+from . import keys, questions, session, state, steps
 from .narrative import NARRATIVE
 
 # No zoom: a zoomed block makes plotly measure the wrong width and clip its own figures. The
@@ -111,14 +111,14 @@ def ask(slug: str, config) -> None:
     this model and image behind a Reveal toggle."""
     if steps.current() != steps.count(slug, config) - 1:
         return
-    inp, name = state.current()
+    inp, name = session.current()
     model = state.get_model(name)
-    tr = state.trace(inp, name, mask=state.chosen_mask())
-    gen = (state.generation(inp, name, mask=state.chosen_mask())
+    tr = state.trace(inp, name, mask=session.chosen_mask())
+    gen = (state.generation(inp, name, mask=session.chosen_mask())
            if slug == "logits" and config.has_text else None)
     if slug == "shapes" and config.has_text:  # the shape trace counts the pass with its text
-        tr = state.caption_pass(inp, name, mask=state.chosen_mask())[2]
-    found = _questions(inp.key, name, state.chosen_mask(), slug,
+        tr = state.caption_pass(inp, name, mask=session.chosen_mask())[2]
+    found = _questions(inp.key, name, session.chosen_mask(), slug,
                        questions.Selection.of(st.session_state), model, tr, gen)
     if not found:
         return

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from . import keys, state, tour, worker
+from . import keys, session, state, tour
 
 ENV = "VIT_EXPLAINER_READ_AHEAD"
 QUIET_S = 1.0  # an item starts only after the worker has had nothing to do for this long
@@ -51,19 +51,16 @@ class ReadAhead:
         self._items: list = []
         self._arrivals = itertools.count()
         self._lock = threading.Condition()
-        self._thread: threading.Thread | None = None
         self._stopping = self._running = False
         self.done = self.skipped = self.failed = 0  # counts (tests read them)
+        self._thread = threading.Thread(target=self._loop, name="vit-read-ahead", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
 
     def add(self, interest: _Interest, items: list[Callable]) -> None:
         with self._lock:
             for place, item in enumerate(items):
                 heapq.heappush(self._items, (place, next(self._arrivals), interest, item))
-            if self._thread is None:  # started on first use, stopped at exit
-                self._thread = threading.Thread(target=self._loop, name="vit-read-ahead",
-                                                daemon=True)
-                self._thread.start()
-                atexit.register(self.stop)
             self._lock.notify()
 
     def pending(self) -> int:
@@ -77,8 +74,7 @@ class ReadAhead:
         with self._lock:
             self._stopping, self._items = True, []
             self._lock.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._thread.join(timeout)
 
     def _loop(self) -> None:
         while True:
@@ -104,17 +100,10 @@ class ReadAhead:
                     self._running = False
 
 
-_shared: ReadAhead | None = None
-_start_lock = threading.Lock()
-
-
+@st.cache_resource(show_spinner=False)
 def shared() -> ReadAhead:
-    """The one read-ahead queue of the server."""
-    global _shared
-    with _start_lock:
-        if _shared is None:
-            _shared = ReadAhead(lambda: worker.shared().wait_idle(QUIET_S, timeout=STALE_S))
-        return _shared
+    """The one read-ahead queue of the server (its thread starts with the first session)."""
+    return ReadAhead(lambda: state.forward_worker().wait_idle(QUIET_S, timeout=STALE_S))
 
 
 def schedule() -> None:
@@ -122,8 +111,8 @@ def schedule() -> None:
     combination; cancel what was queued for the previous one. Call at the end of a script run."""
     if not enabled():
         return
-    inp, name = state.current()
-    mask = state.same_mask(name, state.chosen_mask())
+    inp, name = session.current()
+    mask = state.same_mask(name, session.chosen_mask())
     old = st.session_state.get(keys.READ_AHEAD)
     if old is not None and old.what == (inp.key, name, mask):
         return
@@ -132,5 +121,5 @@ def schedule() -> None:
     if st.session_state.get(keys.INPUT_ERROR):  # the page shows a sample instead: nothing to do
         return
     interest = st.session_state[keys.READ_AHEAD] = _Interest((inp.key, name, mask))
-    shared().add(interest, tour.plan(inp, name, mask, st.session_state.get(keys.LAYER),
-                                st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)))
+    caption = st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)
+    shared().add(interest, tour.plan(inp, name, mask, st.session_state.get(keys.LAYER), caption))

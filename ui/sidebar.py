@@ -11,7 +11,7 @@ import vit_core
 from vit_core.io import hub
 from vit_core.io.text import SPECIALS
 
-from . import composer, keys, models, numbers, share, state
+from . import composer, export, inputs, keys, models, numbers, session, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -48,8 +48,8 @@ def draw(stage: str, where=None) -> None:
     sb.selectbox("Attention mask", share.MASKS, key=keys.MASK,
                  format_func=lambda m: own_label if m == "trained" else m, help=mask_help)
     sb.header("Image")
-    seeds = state.sample_seeds()
-    sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=state.sample_caption,
+    seeds = inputs.sample_seeds()
+    sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=inputs.sample_caption,
                  on_change=_drop_upload,
                  help="Generated scenes the bundled models never saw in training.")
     composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
@@ -59,8 +59,8 @@ def draw(stage: str, where=None) -> None:
     error = None
     upload = st.session_state.get(keys.UPLOAD)  # (name, bytes) of the photo in use, if any
     if upload is not None:
-        inp = state.make_input(f"upload: {upload[0]}", upload[1])
-        error = state.image_error(inp, name)
+        inp = inputs.make_input(f"upload: {upload[0]}", upload[1])
+        error = session.image_error(inp, name)
         if error:  # not shown, so not "in use": the sidebar and the page show the sample
             st.session_state.pop(keys.UPLOAD, None)  # (the composer's toggle is drawn already)
             upload = None
@@ -70,16 +70,16 @@ def draw(stage: str, where=None) -> None:
     if sb.toggle("Use the camera", key=keys.USE_CAMERA):
         photo = sb.camera_input("Take a photo", key=keys.CAMERA)
     if upload is None and photo is not None and not error:
-        inp = state.make_input("camera photo", photo.getvalue())
-        error = state.image_error(inp, name)
+        inp = inputs.make_input("camera photo", photo.getvalue())
+        error = session.image_error(inp, name)
         photo = None if error else photo
     if upload is None and photo is None and composed is not None:
         inp = composed
     elif upload is None and photo is None:
         seed = st.session_state[keys.SAMPLE]
-        inp = state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
+        inp = inputs.make_input(f"sample: {inputs.sample_caption(seed)}", inputs.sample_bytes(seed))
     st.session_state[keys.INPUT] = inp
-    st.session_state[keys.INPUT_ERROR] = error  # state.load_current shows it on the page
+    st.session_state[keys.INPUT_ERROR] = error  # session.load_current shows it on the page
     sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
     box = sb.expander("Share and export", key=keys.SHARE_OPEN, on_change="rerun")
     if not box.open:  # drawn only while open, as the composer (ui/composer.py says why)
@@ -91,7 +91,8 @@ def draw(stage: str, where=None) -> None:
         # Streamlit calls the data function when the button is clicked, on another thread where
         # st.session_state does not exist: everything it needs is read here, in the script run.
         st.download_button("Download this trace (.npz)", functools.partial(
-            state.trace_npz, inp, name, state.chosen_mask()), file_name=f"trace-{inp.key[:8]}.npz",
+            export.trace_npz, inp, name, session.chosen_mask()),
+            file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key=keys.DOWNLOAD_TRACE,
             help="Every traced tensor of this image and model, as NumPy arrays.")
 
@@ -319,8 +320,8 @@ def mask_words(model) -> tuple[str, str]:
 
 def fingerprint() -> None:
     """Image id + top prediction, at the foot of the sidebar (what the load test checks)."""
-    inp, name = state.current()  # an unreadable upload was already replaced by a sample
-    tr = state.trace(inp, name, mask=state.chosen_mask())
+    inp, name = session.current()  # an unreadable upload was already replaced by a sample
+    tr = state.trace(inp, name, mask=session.chosen_mask())
     model = state.get_model(name)
     c = model.config
     top = ""

@@ -1,4 +1,4 @@
-"""The one module that owns caching (the session-state keys are defined in ui/keys.py).
+"""The one module that owns caching: what the app computes, once, for every session.
 
 Models and everything computed from them (prepared images, traces, experiment traces, attention
 summaries, the patch PCA, generations) share ONE byte budget (ui/cache.py: 2 GB by default,
@@ -6,14 +6,13 @@ summaries, the patch PCA, generations) share ONE byte budget (ui/cache.py: 2 GB 
 computed with a model goes with it. Traces are keyed by (sha256 of the image bytes, model name,
 mask, text), never by hashing a PIL image. Values are read-only, so sessions share them without
 copies. Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
+Nothing here reads the session: the page passes its image, model and mask (ui/session.py).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import io
 from dataclasses import dataclass
 
 import streamlit as st
@@ -21,25 +20,22 @@ import torch
 from PIL import Image
 
 import vit_core
-from vit_core import ImageError, display_crop, load_image, preprocess, run_trace
-from vit_core.scenes import world
+from vit_core import display_crop, load_image, preprocess, run_trace
 
-from . import cache, figures, keys, models, worker
-
-
-@dataclass(frozen=True)
-class Input:
-    """What the user chose to look at."""
-
-    key: str  # sha256 of the bytes: the cache key
-    label: str  # shown to the user ("sample: a red ball on the grass", "upload: cat.jpg")
-    data: bytes
+from . import cache, worker
+from .inputs import Input
 
 
 @dataclass(frozen=True)
 class Prepared:
     crop: Image.Image  # the img_size x img_size RGB crop the model sees
     pixels: torch.Tensor  # [1, 3, H, W] normalised
+
+
+@st.cache_resource(show_spinner=False)
+def forward_worker() -> worker.Worker:
+    """The one thread that runs every session's forward passes (ui/worker.py)."""
+    return worker.Worker()
 
 
 @st.cache_resource(show_spinner=False)
@@ -84,44 +80,6 @@ def _load(name: str):
     return vit_core.load_model(path, local_files_only=True, **options)
 
 
-@st.cache_resource(max_entries=1024, show_spinner=False)
-def qr_png(url: str) -> bytes:
-    """The QR code of a share link (figures.qr_png), drawn once per link: the sidebar shows it
-    on every script run, and drawing it each time took ~10 % of a classroom's script time."""
-    return figures.qr_png(url)
-
-
-@st.cache_resource(show_spinner=False)
-def sample_seeds() -> list[int]:
-    """Gallery scenes from held-out seeds (never trained on), starting with the notes' example."""
-    red_ball = world.find_seed("a red ball on the grass", start=world.HELDOUT_BASE)
-    rest = [s for s in world.heldout_seeds(7, seed=42) if s != red_ball]
-    return [red_ball] + rest if red_ball is not None else rest
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def sample_bytes(seed: int) -> bytes:
-    buf = io.BytesIO()
-    world.make_scene(seed).image.save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def sample_caption(seed: int) -> str:
-    return world.scene_spec(seed).caption
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def composed_bytes(code: str) -> bytes:
-    """PNG of a composed scene (world.Composition code), drawn by the scenes' own generator."""
-    buf = io.BytesIO()
-    world.compose(world.Composition.parse(code)).image.save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def make_input(label: str, raw: bytes) -> Input:
-    return Input(hashlib.sha256(raw).hexdigest(), label, raw)
-
-
 @held
 def _prepare(key: str, model_name: str, _raw: bytes) -> Prepared:
     config = get_model(model_name).config
@@ -137,7 +95,7 @@ def prepare(inp: Input, model_name: str) -> Prepared:
 @held
 def _trace(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
     model = get_model(model_name)
-    return worker.shared().run(run_trace, model, _pixels, text_ids=text, mask=mask, model=model)
+    return forward_worker().run(run_trace, model, _pixels, text_ids=text, mask=mask, model=model)
 
 
 def same_mask(model_name: str, mask):
@@ -156,7 +114,7 @@ def trace(inp: Input, model_name: str, mask: str | None = None, text_ids=None):
 @held
 def _logits(key: str, model_name: str, mask: str | None, text: tuple | None, _pixels):
     model = get_model(model_name)
-    return worker.shared().run(_final_logits, model, _pixels, text, mask, model=model)
+    return forward_worker().run(_final_logits, model, _pixels, text, mask, model=model)
 
 
 def _final_logits(model, pixels, text, mask):
@@ -186,90 +144,11 @@ def scores(inp: Input, model_name: str, text: str, mask: str | None = None):
     return score_logits(tok, enc, trace(inp, model_name, mask=mask, text_ids=enc.ids).logits)
 
 
-def image_error(inp: Input, model_name: str) -> str | None:
-    """One sentence when `inp` cannot be read (the app then shows a sample scene), else None."""
-    try:
-        prepare(inp, model_name)
-    except ImageError as e:
-        what = inp.label.removeprefix("upload: ") if inp.label.startswith("upload: ") else \
-            f"the {inp.label}"
-        return f"{e} Showing a sample scene instead of {what}."
-    return None
-
-
-def current() -> tuple[Input, str]:
-    """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
-    return st.session_state[keys.INPUT], st.session_state[keys.MODEL]
-
-
-def load_current(text_free_note: bool = False):
-    """(input, model name, model, prepared image, trace) for the page; a spinner on first use.
-
-    A file that cannot be read shows one line and falls back to the default sample scene.
-
-    Args:
-        text_free_note: the page draws what image tokens compute inside the blocks; say so
-            when the trace (fed no text) differs from a captioner's writing passes, i.e. when
-            the mask lets image tokens read the text (the full mask).
-    """
-    inp, name = current()
-    with st.spinner(f"Loading {name}…"):
-        model = get_model(name)
-    if st.session_state.get(keys.INPUT_ERROR):  # the sidebar already fell back to a sample
-        st.error(st.session_state[keys.INPUT_ERROR])
-    try:
-        prep = prepare(inp, name)
-    except ImageError as e:
-        st.error(f"{e} Showing a sample scene instead.")
-        seed = sample_seeds()[0]
-        inp = make_input(f"sample: {sample_caption(seed)}", sample_bytes(seed))
-        st.session_state[keys.INPUT] = inp
-        prep = prepare(inp, name)
-    with st.spinner(f"Running {name} on this image: one forward pass…"):
-        tr = trace(inp, name, mask=chosen_mask())
-    if not model.info.trained:
-        st.warning(f"{name} has random weights: every shape and number here is real, but "
-                   f"nothing was learned, so patterns and predictions mean nothing.")
-    note = models.honesty_note(model, inp.label)
-    if note:
-        st.info(note, icon=":material/info:")
-    if text_free_note and model.config.has_text and tr.mask_kind == "full":
-        st.caption("This page shows the pass over the image alone, with no text fed. Under the "
-                   "full mask the image tokens also read the words while the model writes a "
-                   "caption, so inside the blocks its writing passes differ from this one; the "
-                   "Masks and Logits pages feed text.")
-    return inp, name, model, prep, tr
-
-
-def chosen_mask() -> str | None:
-    """The sidebar's attention mask: None means the one the model was trained with."""
-    mask = st.session_state.get(keys.MASK, "trained")
-    return None if mask == "trained" else mask
-
-
-SIDEBAR_MASK = object()  # a default meaning "the mask chosen in the sidebar" (read in a script run)
-
-
-def trace_npz(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK) -> bytes:
-    """The trace as a compressed .npz: every trace name, plus `mask` (the additive mask used).
-
-    A download button calls this when clicked, on a thread of its own where st.session_state
-    does not exist: such a caller must pass `mask` (chosen_mask() read in the script run).
-    """
-    import numpy as np
-
-    tr = trace(inp, model_name, mask=chosen_mask() if mask is SIDEBAR_MASK else mask)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{name: t.numpy() for name, t in tr.items()},
-                        mask=tr.mask.numpy())
-    return buf.getvalue()
-
-
 @held
 def _experiment(key: str, model_name: str, kind: str, arg: tuple, text: tuple | None,
                 mask: str | None, _pixels):
     model = get_model(model_name)
-    return worker.shared().run(_run_experiment, model, kind, arg, text, mask, _pixels,
+    return forward_worker().run(_run_experiment, model, kind, arg, text, mask, _pixels,
                                model=model)
 
 
@@ -294,7 +173,7 @@ def _experiment_caption(key: str, model_name: str, kind: str, arg: tuple, mask: 
     from vit_core.explain import interventions
 
     # one word per turn on the worker, like `_generation`
-    model = worker.shared().stepwise(get_model(model_name))
+    model = forward_worker().stepwise(get_model(model_name))
     return interventions.caption(model, _pixels, kind, arg, mask)
 
 
@@ -311,7 +190,7 @@ def _generation(key: str, model_name: str, mask: str | None, settings: tuple, _p
 
     max_new, temperature, top_k, seed = settings
     # one word per turn on the worker: a new student's first view need not wait for the caption
-    model = worker.shared().stepwise(get_model(model_name))
+    model = forward_worker().stepwise(get_model(model_name))
     return generate(model, _pixels, max_new_tokens=max_new,
                     temperature=temperature, top_k=top_k, seed=seed, mask=mask)
 
@@ -374,15 +253,13 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
 
     # on the worker: it recomputes every block up to its pattern (a quarter of a pass), and
     # thirty students' pages doing that on their own threads at once only fight for the cores
-    return worker.shared().run(summarise, _trace, model=get_model(model_name))
+    return forward_worker().run(summarise, _trace, model=get_model(model_name))
 
 
-def attention_summary(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK
-                      ) -> dict:
-    """Rollout, attention distance, entropy and the CLS / DIST rows of every layer of the page's
-    trace (vit_core.explain.attention.summarise), computed once per trace. Off a script run
-    (ui.readahead) pass `mask`."""
-    mask = same_mask(model_name, chosen_mask() if mask is SIDEBAR_MASK else mask)
+def attention_summary(inp: Input, model_name: str, mask: str | None) -> dict:
+    """Rollout, attention distance, entropy and the CLS / DIST rows of every layer of the
+    trace (vit_core.explain.attention.summarise), computed once per trace."""
+    mask = same_mask(model_name, mask)
     return _attention_summary(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
@@ -391,15 +268,13 @@ def _sublayer_norms(key: str, model_name: str, mask: str | None, _trace) -> dict
     from vit_core.explain.tokens import sublayer_norms
 
     # the attention half of every block again (about 40 % of a pass): on the worker
-    return worker.shared().run(sublayer_norms, _trace, model=get_model(model_name))
+    return forward_worker().run(sublayer_norms, _trace, model=get_model(model_name))
 
 
-def sublayer_norms(inp: Input, model_name: str, mask: str | None | object = SIDEBAR_MASK
-                   ) -> dict:
+def sublayer_norms(inp: Input, model_name: str, mask: str | None) -> dict:
     """What each block's attention and MLP add to every token, in norms ([L, S] each), once per
-    trace: the MLP page's residual-stream chart would otherwise recompute them on every rerun.
-    Off a script run (ui.readahead) pass `mask`."""
-    mask = same_mask(model_name, chosen_mask() if mask is SIDEBAR_MASK else mask)
+    trace: the MLP page's residual-stream chart would otherwise recompute them on every rerun."""
+    mask = same_mask(model_name, mask)
     return _sublayer_norms(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
 
 
@@ -412,8 +287,8 @@ def _patch_pca(key: str, model_name: str, mask: str | None, _trace):
     return pca_rgb(_trace["ln_final"][pre:pre + c.num_patches], c.grid).numpy()
 
 
-def patch_pca(inp: Input, model_name: str):
+def patch_pca(inp: Input, model_name: str, mask: str | None):
     """The final patch tokens' first three principal components as a [g, g, 3] RGB grid,
     computed once per trace (an SVD of N x D)."""
-    mask = same_mask(model_name, chosen_mask())
+    mask = same_mask(model_name, mask)
     return _patch_pca(inp.key, model_name, mask, trace(inp, model_name, mask=mask))

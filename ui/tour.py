@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from vit_core import bundled_models
 
-from . import state
+from . import inputs, state
 
 BUNDLED = ("shapes-captioner-prefix", "shapes-captioner-causal")
 MASK_CAPTION = "a red ball on the grass"  # the Masks page's caption until the student types one
@@ -32,14 +32,15 @@ def masks_page_models(name: str, model) -> tuple[list[str], list[tuple[str, str]
     return captioners, runs, name if model.config.num_classes else fallback
 
 
-def other_sample(inp: state.Input) -> tuple[int, state.Input]:
+def other_sample(inp: inputs.Input) -> tuple[int, inputs.Input]:
     """The sample scene the Masks page compares the classifier's causal logits on: the first
     that is not this image. (seed, input)."""
-    seed = next(sd for sd in state.sample_seeds() if state.sample_bytes(sd) != inp.data)
-    return seed, state.make_input(f"sample: {state.sample_caption(seed)}", state.sample_bytes(seed))
+    seed = next(sd for sd in inputs.sample_seeds() if inputs.sample_bytes(sd) != inp.data)
+    raw = inputs.sample_bytes(seed)
+    return seed, inputs.make_input(f"sample: {inputs.sample_caption(seed)}", raw)
 
 
-def plan(inp: state.Input, name: str, mask: str | None, layer: int | None,
+def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
          caption: str = MASK_CAPTION) -> list[Callable]:
     """The later pages' first requests for this image, model and mask, in the tour's order:
     calls into ui.state's caches, runnable off a script run. `layer`: the session's layer;
@@ -50,7 +51,8 @@ def plan(inp: state.Input, name: str, mask: str | None, layer: int | None,
     caps, runs, clf = masks_page_models(name, model)
     cap = state.get_model(caps[0])
     ids = tokenizer_for(cap).encode(caption, max_len=cap.config.max_text_len).ids
-    items = [lambda: state.weight_views(name), lambda: state.attention_summary(inp, name, mask),
+    items = [lambda: state.weight_views(name),
+             lambda: state.attention_summary(inp, name, mask),
              lambda: state.logits(inp, clf, "causal"),
              lambda: state.logits(other_sample(inp)[1], clf, "causal")]
     for m, k in runs:

@@ -1,15 +1,13 @@
-"""One thread runs the forward passes of every session, in turn.
+"""One thread runs the forward passes of every session, in turn: torch already spreads a pass
+over both cores, and two passes at once only fight for them.
 
-Why one: torch already spreads a pass over both cores; two passes at once only fight for them.
-Fair turns: a job is one pass. A caption is a loop on its caller's thread that hands the worker
-one word at a time (`stepwise(model)` for vit_core.generate). A one-pass call (a page's trace)
-goes before the waiting words, so a new student's first view waits for at most the pass in
-progress; captions' words take turns, and after FRESH_IN_A_ROW one-pass calls in a row a waiting
-word goes next. A small model's pass (the bundled ones, ~10 ms) runs at once on its
-caller's thread instead of waiting behind other students' ViT-B/16 passes. Every wait has a
-limit (LIMIT_S, or `timeout=`): past it the caller gets `Busy`, whose message is one sentence for
-the page, and the job is dropped if it has not started. The thread starts on first use and is
-stopped at exit (a daemon thread inside a torch op at exit aborts the process).
+A job is one pass. A caption is a loop on its caller's thread that hands the worker one word at a
+time (`stepwise(model)` for vit_core.generate); a one-pass call (a page's trace) goes before the
+waiting words, so a first view waits at most for the pass in progress, and after FRESH_IN_A_ROW
+of them a word goes next. A small model's pass (~10 ms) runs at once on its caller's thread.
+Past LIMIT_S (or `timeout=`) a wait raises `Busy`, whose message is one sentence for the page, and
+the job is dropped if it has not started. The server's one worker is ui/state.forward_worker();
+its thread stops at exit.
 """
 
 from __future__ import annotations
@@ -73,7 +71,6 @@ class Worker:
         return job.result()
 
     def stepwise(self, model) -> Stepwise:
-        """`model`, with every call a step (for loops such as vit_core.generate)."""
         return Stepwise(self, model)
 
     def wait_idle(self, quiet: float = 0.0, timeout: float | None = None) -> bool:
@@ -125,33 +122,20 @@ class Worker:
                 self.lock.notify_all()  # wait_idle
 
 
-def _inference(model, *args, **kwargs):
-    with torch.inference_mode():  # the caller's inference mode stays on its own thread
-        return model(*args, **kwargs)
-
-
 class Stepwise:
-    """A model whose every call is one step on the worker; everything else reads the model."""
+    """`model` with every call one word's turn on the worker (for loops such as
+    vit_core.generate); everything else reads the model."""
 
     def __init__(self, worker: Worker, model):
         self._worker, self._model = worker, model
 
     def __call__(self, *args, **kwargs):
-        return self._worker.run(_inference, self._model, *args, model=self._model, step=True,
-                                **kwargs)
+        return self._worker.run(self._pass, *args, model=self._model, step=True, **kwargs)
+
+    def _pass(self, *args, **kwargs):
+        with torch.inference_mode():  # the caller's inference mode stays on its own thread
+            return self._model(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._model, name)
 
-
-_shared: Worker | None = None
-_start_lock = threading.Lock()
-
-
-def shared() -> Worker:
-    """The one worker every session uses, started on first use."""
-    global _shared
-    with _start_lock:
-        if _shared is None:
-            _shared = Worker()
-        return _shared

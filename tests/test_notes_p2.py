@@ -712,3 +712,27 @@ def test_the_class_map_legend_shows_each_class_colour():
     legend = out[240:].reshape(-1, 3)
     for colour in palette[:2]:
         assert (legend == colour).all(1).sum() >= 64  # a swatch (at least 8 x 8) of that colour
+
+
+def test_close_to_uniform_is_said_only_where_little_probability_is_off_uniform():
+    """40.6 % on one of five classes has 93 % of the maximum entropy, but is twice the uniform
+    share: not close to uniform. A thousand classes within a few hundredths of a percent of
+    0.1 % are. The expectation is computed here: entropy and total variation in numpy."""
+    from vit_core.explain.readout import distribution_note
+
+    def close(p):
+        p = np.asarray(p, dtype=np.float64)
+        h = -(p * np.log(p)).sum()
+        return h >= 0.9 * np.log(p.size) and 0.5 * np.abs(p - 1 / p.size).sum() <= 0.15
+
+    skewed = np.array([0.406] + [0.1485] * 4)
+    rng = np.random.default_rng(0)
+    flat = np.exp(rng.normal(0, 0.15, 1000))
+    flat /= flat.sum()
+    for p in (skewed, flat):
+        names = [f"class {i}" for i in range(p.size)]
+        said = distribution_note(torch.tensor(p), names, 1.0)
+        assert ("close to uniform" in said) == close(p), said
+    assert "close to uniform" not in distribution_note(torch.tensor(skewed), list("abcde"), 1.0)
+    assert "no class gets half the probability" in distribution_note(
+        torch.tensor(skewed), list("abcde"), 1.0)

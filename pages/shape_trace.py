@@ -108,8 +108,8 @@ if stepper.show("shapes", 2):
 
 if stepper.show("shapes", 3):
     st.subheader("Attention cost against patch size")
-    sizes = [s for s in (8, 14, 16, 28, 32, 56) if c.img_size % s == 0]
-    configs = {s: c.replace(patch_size=s, seg_classes=0) for s in sizes}
+    sizes = sorted({s for s in (8, 14, 16, 28, 32, 56) if c.img_size % s == 0} | {c.patch_size})
+    configs = {s: c.replace(patch_size=s, seg_classes=0) for s in sizes}  # what the chart draws
     st.plotly_chart(figures.line_chart(
         sizes, {"all matrix multiplications": [total_macs(k) / 1e9 for k in configs.values()],
                 "QKᵀ and AV only": [total_macs(k) * attention_share(k) / 1e9
@@ -117,8 +117,8 @@ if stepper.show("shapes", 3):
         f"{label} at {c.img_size}×{c.img_size} with other patch sizes (no text, no seg head)",
         "patch size P", "G multiply-adds (MACs)"), key=keys.COST_VS_PATCH)
     smallest = min(sizes)
-    other = (f"; at P = {smallest} it is {attention_share(configs[smallest]):.0%}"
+    other = (f"; at P = {smallest} it is {attention_share(configs[smallest]):.1%}"
              if smallest != c.patch_size else "")
-    st.info(f"What to notice: at P = {c.patch_size} the quadratic part (QKᵀ and AV) is "
-            f"{attention_share(c, tr.n_text):.0%} of the multiply-adds{other}. Shapes never "
-            f"change inside the stack: every block maps S×D to S×D.")
+    st.info(f"What to notice: in the chart, at P = {c.patch_size} the quadratic part (QKᵀ and "
+            f"AV) is {attention_share(configs[c.patch_size]):.1%} of the multiply-adds{other}. "
+            f"Shapes never change inside the stack: every block maps S×D to S×D.")

@@ -57,7 +57,7 @@ def test_mlp_figures_draw_what_they_are_given():
     bars = figures.top_units_bars(np.array([3.0, 2.0]), [7, 1]).data[0]
     assert list(bars.y) == ["unit 7", "unit 1"] and bars.orientation == "h"
     fig = figures.residual_norms([1.0, 2.0], [3.0, 4.0], [5.0, 6.0, 7.0])
-    assert fig.layout.barmode == "stack"
+    assert fig.layout.barmode == "group"  # norms of vectors do not add up: never stacked
     assert list(fig.data[2].x) == ["embed", "block 0", "block 1"]
     assert list(fig.data[0].x) == list(fig.data[1].x) == ["block 0", "block 1"]
 

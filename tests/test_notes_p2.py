@@ -743,3 +743,23 @@ def test_close_to_uniform_is_said_only_where_little_probability_is_off_uniform()
     assert "close to uniform" not in distribution_note(torch.tensor(skewed), list("abcde"), 1.0)
     assert "no class gets half the probability" in distribution_note(
         torch.tensor(skewed), list("abcde"), 1.0)
+
+
+def test_the_residual_chart_does_not_stack_norms_that_need_not_add_up():
+    """The MLP page's caption says what each sublayer adds need not add up (vectors in different
+    directions); stacked bars would draw them adding up. The bars must stand side by side, and
+    their heights are the norms of attn_out and mlp_out computed here from the trace."""
+    from vit_core import load_image, preprocess, run_trace
+
+    at = open_page("mlp")
+    fig = next(f for title, f in charts(at).items() if "the norm of what each sublayer" in title)
+    patch = int(re.match(r"patch (\d+) ", fig["layout"]["title"]["text"]).group(1))
+    assert fig["layout"].get("barmode") != "stack"
+    assert "need not add up" in text(at)
+    model = load_model("shapes-classifier")
+    tr = run_trace(model, preprocess(load_image(at.session_state[keys.INPUT].data), model.config))
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    for bar, name in zip(bars, ("attn_out", "mlp_out"), strict=True):
+        want = [float(tr[f"blocks.{b}.{name}"][1 + patch].norm())  # after CLS
+                for b in range(model.config.depth)]
+        np.testing.assert_allclose(arr(bar["y"]), want, rtol=1e-4)

@@ -520,8 +520,9 @@ def top_units_bars(values: np.ndarray, units: list[int]) -> go.Figure:
 
 def residual_norms(attn_norm: list[float], mlp_norm: list[float],
                    resid: list[float], title: str = "") -> go.Figure:
-    """One token's residual stream by block: the norm each sublayer adds (stacked bars) and the
-    norm of the token after each block (line; `resid` starts with the embedding).
+    """One token's residual stream by block: the norm each sublayer adds (bars side by side, not
+    stacked: norms of vectors that point in different directions do not add up) and the norm of
+    the token after each block (line; `resid` starts with the embedding).
 
     The x axis reads left to right in the order of the forward pass: "embed", "block 0", ...
     (plotly would otherwise order categories by first appearance, putting the line's "embed"
@@ -532,7 +533,7 @@ def residual_norms(attn_norm: list[float], mlp_norm: list[float],
         go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖ added"),
         go.Scatter(x=["embed"] + blocks, y=resid, name="‖residual‖ after",
                    mode="lines+markers")])
-    fig.update_layout(barmode="stack", height=380, margin=dict(l=0, r=0, t=30, b=0),
+    fig.update_layout(barmode="group", height=380, margin=dict(l=0, r=0, t=30, b=0),
                       title=dict(text=title, font=dict(size=14)),
                       legend=dict(orientation="h", y=-0.2), yaxis_title="vector norm",
                       xaxis=dict(title="where in the network (embedding, then after each block)",

@@ -174,13 +174,38 @@ def lens_note(lens_probs: torch.Tensor, names: list[str]) -> str:
     if lead == 0:
         return text + (f" and it stays on top at every depth, ending at {float(P[-1, final]):.0%}.")
     rivals = [k for k in lens_leaders(P[:lead]) if k != final]
-    if rivals:  # the strongest class that led before the final answer took over
-        best = max(rivals, key=lambda k: float(P[:lead, k].max()))
-        at = int(P[:lead, best].argmax())
-        text += (f"; {names[best]} leads on the way, up to {float(P[at, best]):.0%} after "
-                 f"{where[at]}")
+    if rivals:  # every class on top before the final answer took over, where and how high
+        said = []
+        for k in rivals[:RIVALS_NAMED]:
+            on_top = [i for i in range(lead) if int(top[i]) == k]
+            peak = max(float(P[i, k]) for i in on_top)
+            said.append(f"{names[k]} is on top after {_depths(on_top)} "
+                        + (f"({peak:.0%})" if len(on_top) == 1 else f"(up to {peak:.0%})"))
+        more = len(rivals) - RIVALS_NAMED
+        text += ("; on the way " + ", then ".join(said)
+                 + (f", and {more} more class{'es' if more > 1 else ''}" if more > 0 else ""))
     return text + (f"; {names[final]} leads from {where[lead]} on and ends at "
                    f"{float(P[-1, final]):.0%}.")
+
+
+RIVALS_NAMED = 3  # classes on top on the way that the lens note names; the rest it counts
+
+
+def _depths(rows: list[int]) -> str:
+    """Lens rows (0: after the embedding, l + 1: after block l) as words: runs of consecutive
+    blocks joined ("the embedding", "block 1", "blocks 2–4", "the embedding to block 1")."""
+    runs, start = [], rows[0]
+    for a, b in zip(rows, [*rows[1:], None], strict=True):
+        if b != a + 1:
+            runs.append((start, a))
+            start = b
+    out = []
+    for a, b in runs:
+        if a == b:
+            out.append("the embedding" if a == 0 else f"block {a - 1}")
+        else:
+            out.append(f"the embedding to block {b - 1}" if a == 0 else f"blocks {a - 1}–{b - 1}")
+    return ", ".join(out)
 
 
 def final_token(trace) -> tuple[str, torch.Tensor]:

@@ -121,13 +121,16 @@ if pre and steps.show("attention", 2):
     st.subheader(f"Every head's {' and '.join(prefix)} attention in layer {layer}")
     for i, tok in enumerate(prefix):
         rows = [prefix_rows[layer, h, i, pre:pre + g * g] for h in range(H)]
-        maps = [figures.overlay(prep.crop, r.reshape(g, g).numpy()) for r in rows]
+        top = max(float(r.max()) for r in rows)  # one scale for every head: maps compared
+        maps = [figures.overlay(prep.crop, r.reshape(g, g).numpy() / max(top, 1e-12),
+                                normalise=False) for r in rows]
         mean_row = prefix_rows[layer, :, i].mean(0)
         n_keys = int(allowed[i].sum())
         if bool(allowed[i, pre:].any()):
-            how = (f"Bright = where the {tok} token reads from, over the patches; each map is "
-                   f"scaled on its own, from its smallest to its largest weight (printed above "
-                   f"it; inferno colours, dark to bright). Averaged over the heads, half of "
+            how = (f"Bright = where the {tok} token reads from, over the patches; every map "
+                   f"has the same scale, from 0 to {top:.1%}, the largest weight any head gives "
+                   f"a patch (each head's own range is printed above it). Averaged over the "
+                   f"heads, half of "
                    f"{tok}'s attention falls on {keys_holding(mean_row)} of its {n_keys} "
                    f"key{'' if n_keys == 1 else 's'}; {float(mean_row[:pre].sum()):.0%} on "
                    f"{' and '.join(prefix)}.")
@@ -136,9 +139,10 @@ if pre and steps.show("attention", 2):
             how = (f"Under the {tr.mask_kind} mask the {tok} token sees no patch, only {seen}, so "
                    f"no map colours the image: 0% of its attention on each patch, "
                    f"{float(mean_row[:pre].sum()):.0%} on {seen}.")
-        show.image(figures.tile(maps, cols=min(H, 6), cell=160, labels=[
-            f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)]),
-                   how, f"{tok.lower()}-heads")
+        tiled = figures.tile(maps, cols=min(H, 6), cell=160, labels=[
+            f"head {h}: {float(r.min()):.1%} to {float(r.max()):.1%}" for h, r in enumerate(rows)])
+        show.image(figures.with_scale(tiled, 0.0, top, f"{tok}'s attention weight on a patch, "
+                                      "one scale for every head"), how, f"{tok.lower()}-heads")
 elif not pre and steps.show("attention", 1):
     st.write("This model has no CLS token, so there is no CLS attention to map.")
 

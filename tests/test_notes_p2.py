@@ -780,3 +780,17 @@ def test_the_lens_note_names_every_class_that_led_on_the_way():
     assert "cross is on top after block 0 (60%)" in said, said
     assert "heart is on top after blocks 1–2 (up to 70%)" in said, said
     assert "ball leads from block 3 on and ends at 80%" in said, said
+
+
+@pytest.mark.parametrize("model_name", ["shapes-classifier", "vit-ti16"])
+def test_every_heads_cls_map_shares_one_scale(model_name):
+    """The per-head CLS maps are compared, so they share one scale, from 0 to the largest weight
+    any head gives a patch (computed here from the page's image): a random head whose weights
+    all sit near 1/N is drawn dark, not stretched to full contrast."""
+    at = open_page("attention", model_name)
+    model, tr = traced(at, model_name)
+    layer, N = at.session_state[keys.LAYER], model.config.num_patches
+    top = float(tr[f"blocks.{layer}.attn.pattern"][:, 0, 1:1 + N].max())
+    said = text(at)
+    assert f"every map has the same scale, from 0 to {top:.1%}" in said, said
+    assert "scaled on its own" not in said

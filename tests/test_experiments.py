@@ -1,6 +1,7 @@
 """Interventions against independent computations."""
 
 import io
+import re
 
 import pytest
 import torch
@@ -177,3 +178,16 @@ def test_the_verdict_is_worded_from_the_numbers():
     changed = describe_class_change(p([0.9, 0.05, 0.05]), p([0.2, 0.7, 0.1]), names)
     assert changed == ("The prediction changed from **ball** (90.0 %) to **box** (70.0 %); "
                        "P(ball) went from 90.0 % to 20.0 %.")
+
+
+@pytest.mark.parametrize("before,after", [(0.91249, 0.87454), (0.5049, 0.2951), (0.334, 0.0051)])
+def test_the_points_are_the_difference_of_the_numbers_as_printed(before, after):
+    """A reader subtracts the two printed percentages: the points said must be their
+    difference (91.2 % to 87.5 % is -3.7 points, though the unrounded change is -3.795)."""
+    rest = 1 - before
+    said = describe_class_change(torch.tensor([before, rest]),
+                                 torch.tensor([after, 1 - after]), ["a", "b"])
+    if "is still" not in said:
+        return  # the top class changed: no points are said
+    a, b, pts = re.search(r"from ([\d.]+) % to ([\d.]+) % \(([+-][\d.]+) points\)", said).groups()
+    assert float(pts) == pytest.approx(float(b) - float(a), abs=1e-9), said

@@ -195,9 +195,13 @@ def describe_class_change(p0: torch.Tensor, p1: torch.Tensor, names: list[str]) 
     if abs(after - before) < SAME_P:
         return (f"The prediction did not change: **{names[b0]}**, {pct(before)} before and "
                 f"{pct(after)} after ({points:+.2f} points).")
+    # the change in points is the difference of the two numbers as printed, so the sentence's
+    # arithmetic holds for the reader (91.2 % to 87.5 % is -3.7 points, whatever the digits after)
+    shown = float(pct(after).removesuffix(" %")) - float(pct(before).removesuffix(" %"))
+    digits = 1 if min(before, after) >= 0.01 else 3
     return (f"The top class is still **{names[b0]}**, but its probability "
             f"{'fell' if after < before else 'rose'} from {pct(before)} to {pct(after)} "
-            f"({points:+.1f} points).")
+            f"({round(shown, digits) + 0.0:+.{digits}f} points).")
 
 
 def describe_caption_change(before: Generation, after: Generation) -> str:

@@ -56,7 +56,9 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
          "near": d = 1, "two": d = 2 (None if the grid is too small),
          "far": pairs at least `far_from` = max(3, grid) steps apart (None if none),
          "even", "odd": pairs an even number (>= 2) / odd number (>= 3) of steps apart
-         (None if none): a checkerboard in the similarity maps shows as even > odd}.
+         (None if none): a checkerboard in the similarity maps shows as even > odd,
+         "most_alike": the MOST_ALIKE most alike pairs of distinct patches, most alike first,
+         each (patch i, patch j, steps apart, cosine, both on the grid's border)}.
     """
     e = pos_embed.reshape(-1, pos_embed.shape[-1])[prefix:prefix + grid * grid].double()
     e = torch.nn.functional.normalize(e, dim=-1)
@@ -70,10 +72,18 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
 
     by = {d: mean(steps == d) for d in range(1, 2 * (grid - 1) + 1)}
     far_from = max(3, grid)
+    border = (rows == 0) | (rows == grid - 1) | (cols == 0) | (cols == grid - 1)
+    i, j = torch.triu_indices(grid * grid, grid * grid, offset=1)
+    order = sim[i, j].argsort(descending=True)[:MOST_ALIKE].tolist()
+    alike = [(int(i[k]), int(j[k]), int(steps[i[k], j[k]]), float(sim[i[k], j[k]]),
+              bool(border[i[k]] and border[j[k]])) for k in order]
     return {"by_distance": by, "near": by.get(1), "two": by.get(2),
             "far": mean(steps >= far_from), "far_from": far_from,
             "even": mean((steps >= 2) & (steps % 2 == 0)),
-            "odd": mean((steps >= 3) & (steps % 2 == 1))}
+            "odd": mean((steps >= 3) & (steps % 2 == 1)), "most_alike": alike, "grid": grid}
+
+
+MOST_ALIKE = 3  # pairs of positions the note looks at
 
 
 def _num(x: float) -> str:
@@ -117,4 +127,17 @@ def describe_position_similarity(stats: dict, trained: bool = True) -> str:
         text += (f" There is a checkerboard pattern: positions an even number of steps apart "
                  f"are more alike (mean {_num(even)}) than an odd number, 3 or more "
                  f"({_num(odd)}).")
+    alike = stats.get("most_alike") or []
+    apart = [a for a in alike if a[2] >= APART and a[3] >= near + ALIKE_GAP]
+    if trained and alike and len(apart) == len(alike):  # the map's brightest pairs: not close
+        g = stats["grid"]
+        pairs = ", ".join(f"{a} ({a // g},{a % g}) and {b} ({b // g},{b % g}): {d} steps, "
+                          f"{_num(cos)}" for a, b, d, cos, _ in alike)
+        on_border = all(edge for *_, edge in alike)
+        text += (f" Yet the {len(alike)} most alike pairs are not neighbours (patch, (row,col)): "
+                 f"{pairs}" + ("; all on the grid's border." if on_border else "."))
     return text
+
+
+APART = 3  # "not neighbours": at least this many steps apart ...
+ALIKE_GAP = 0.2  # ... and at least this much more alike than neighbours are on average

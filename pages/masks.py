@@ -70,6 +70,14 @@ if steps.show("masks", 0):
 
 if steps.show("masks", 1):
     st.subheader("The trained attention, live")
+    if name not in captioners:  # the page shows other models than the one chosen
+        photo = inp.label.startswith(("upload", "camera"))
+        these = " and ".join(captioners)
+        st.caption(f"{these} {'are' if len(captioners) > 1 else 'is'} not "
+                   f"{picker.plain_label(name)}: this stage needs a model with a text stream."
+                   + (" They were trained only on this repository's generated scenes of shapes, "
+                      "so on a photo their captions say which scene they would see in it, not "
+                      "what the photo shows." if trained and photo else ""))
     c1, c2 = st.columns(2)
     with c1:
         layer = st.slider("Layer", 0, cc.depth - 1, cc.depth - 1, key=keys.MASK_LAYER)

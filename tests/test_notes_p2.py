@@ -819,3 +819,19 @@ def test_the_position_note_names_the_most_alike_pairs_when_they_are_not_neighbou
     else:
         assert "most alike pairs are not neighbours" not in said, said
     assert (min(steps) >= 3) == (model_name == "shapes-classifier")
+
+
+@pytest.mark.parametrize("model_name,upload,said", [
+    ("vit-ti16", True, True), ("shapes-classifier", False, True),
+    ("shapes-captioner-prefix", True, False)])
+def test_the_masks_page_says_when_its_captioners_are_other_models(model_name, upload, said):
+    """The Masks page always shows the bundled captioners; when the chosen model is not one of
+    them, it says so, and on a photo it says those captioners know only the generated scenes."""
+    from tests.support import photo_bytes
+
+    at = open_page("masks", model_name, upload=photo_bytes() if upload else None)
+    words = text(at)
+    others = "shapes-captioner-prefix and shapes-captioner-causal are not "
+    assert (others in words) == said, words
+    assert ("know only" in words or "trained only on this repository's generated scenes" in words
+            ) == (said and upload)

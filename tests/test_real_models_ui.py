@@ -113,7 +113,9 @@ def test_a_photo_on_a_bundled_shapes_model_says_what_the_model_knows():
     notes = [i.value for i in at.info if "only knows generated scenes" in i.value]
     assert len(notes) == 1
     assert notes[0].startswith("shapes-classifier only knows generated scenes: 10 shapes in 9 "
-                               "colours on 6 backgrounds. On a photo its answer is a guess.")
+                               "colours on 6 backgrounds. On a photo its answer only says which "
+                               "of its shapes the photo looks most like to it, however sure it "
+                               "is.")
 
 
 def test_the_sureness_note_compares_this_image_with_the_models_own_scenes():
@@ -130,6 +132,11 @@ def test_the_sureness_note_compares_this_image_with_the_models_own_scenes():
     assert f"median was {q['0.5']:.0%}" in low and f"above {q['0.05']:.0%}" in low
     assert low.endswith("less sure than on 19 in 20 of those scenes.")
     assert high.endswith("about as sure as on its own scenes.") and "this scene" in high
+    # on a photo, as sure as on its scenes is not right: the note says so (not on a scene)
+    photo = models.sureness_note(model, q["0.5"], "upload: cameraman.png")
+    assert photo.endswith("about as sure as on its own scenes, which on a photo from outside its "
+                          "world does not make it right.")
+    assert "does not make it right" not in low
     assert models.sureness_note(load_model("vit-ti16"), 0.5, "sample: x") is None  # no record
 
 

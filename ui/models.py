@@ -177,7 +177,8 @@ def honesty_note(model, input_label: str) -> str | None:
              else "For a photo, use a real ViT: fetch one with "
                   f"`{hub.FETCH_COMMAND} facebook/deit-tiny-patch16-224` (≈ 23 MB).")
     return (f"{model.info.name} only knows generated scenes: 10 shapes in 9 colours on 6 "
-            f"backgrounds. On a photo its answer is a guess. {offer}")
+            f"backgrounds. On a photo its answer only says which of its shapes the photo looks "
+            f"most like to it, however sure it is. {offer}")
 
 
 
@@ -205,6 +206,8 @@ def sureness_note(model, sure_here: float, input_label: str,
     verdict = ("less sure than on 19 in 20 of those scenes" if sure_here < q["0.05"] else
                "about as sure as on its own scenes" if sure_here >= q["0.25"] else
                "less sure than on most of its own scenes")
+    if where == "this photo" and sure_here >= q["0.05"]:
+        verdict += ", which on a photo from outside its world does not make it right"
     return (f"How sure: on {where} {model.info.name} gives {what} {numbers.percent(sure_here)}; on "
             f"{ref['n']} held-out scenes of its world the median was {q['0.5']:.0%} and 19 in "
             f"20 were above {q['0.05']:.0%}: {verdict}.")

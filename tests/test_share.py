@@ -6,6 +6,7 @@ import threading
 import numpy as np
 import pytest
 import streamlit as st
+import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
@@ -151,3 +152,24 @@ def test_presenter_mode_can_be_left():
     assert not at.exception and not at.session_state["presenter"]
     assert not any("Stage 3 / 10" in m.value for m in at.markdown)
     assert "presenter" not in at.query_params
+
+
+def test_a_captioners_trace_download_holds_its_text_logits(downloads):
+    """A captioner's download is the pass that wrote its caption: [SOS] and the caption's words
+    fed (`text_ids`), so its text logits have a row per text token, not 0 (checked against the
+    same pass run here, and the caption written here greedily)."""
+    from tests.independent import greedy
+
+    at = open_link({"page": "overview", "model": "shapes-captioner-prefix"})
+    inp = at.session_state["_input"]
+    data = np.load(io.BytesIO(outside_the_script(downloads[keys.DOWNLOAD_TRACE][0])))
+    model = load_model("shapes-captioner-prefix")
+    pixels = preprocess(load_image(inp.data), model.config)
+    ids = data["text_ids"]
+    assert ids.size >= 1 and data["logits"].shape == (ids.size, model.config.vocab_size)
+    words, _ = greedy(model, pixels)
+    vocab = list(model.config.vocab)
+    assert [vocab[i] for i in ids[1:]] == words[:ids.size - 1]  # [SOS], then its caption
+    tr = run_trace(model, pixels, text_ids=torch.as_tensor(ids))
+    for name in tr.names():
+        np.testing.assert_array_equal(data[name], tr[name].numpy(), err_msg=name)

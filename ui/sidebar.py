@@ -94,7 +94,8 @@ def draw(stage: str, where=None) -> None:
             export.trace_npz, inp, name, session.chosen_mask()),
             file_name=f"trace-{inp.key[:8]}.npz",
             mime="application/octet-stream", key=keys.DOWNLOAD_TRACE,
-            help="Every traced tensor of this image and model, as NumPy arrays.")
+            help="Every traced tensor of this image and model, as NumPy arrays (a captioner's: "
+                 "the pass that wrote its caption, with `text_ids`).")
 
 
 def reach_line() -> str:

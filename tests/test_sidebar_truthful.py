@@ -172,7 +172,9 @@ def test_the_mask_help_says_the_list_offers_the_trained_mask_too():
     box = run("shapes-classifier").sidebar.selectbox(key=keys.MASK)
     assert own in box.options  # the trained mask is offered under its own name too
     assert "another mask than the one it was trained with" not in box.help
-    assert f"choosing {own} gives the same pass" in box.help
-    assert box.options[0] == f"as trained ({own})"
+    assert "choosing that mask by name gives the same pass" in box.help
+    assert box.options[0] == "the model's own"  # the same words for every model ...
+    shown = [c.value for c in run("shapes-classifier").sidebar.caption]
+    assert f"This model's own mask: {own} (as trained)." in shown  # ... and the model's here
     # the same pass: one cache key (ui/state.same_mask)
     assert ui_state.same_mask("shapes-classifier", own) is None

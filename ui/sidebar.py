@@ -44,9 +44,12 @@ def draw(stage: str, where=None) -> None:
     _check_model_loads(sb)
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
     card(sb)
-    own_label, mask_help = mask_words(state.get_model(st.session_state[keys.MODEL]))
+    own_line = own_mask_line(state.get_model(st.session_state[keys.MODEL]))
+    # The first choice is worded the same for every model: the browser keeps a keyed
+    # selectbox's shown text across a model switch, so a model's mask there would go stale.
     sb.selectbox("Attention mask", share.MASKS, key=keys.MASK,
-                 format_func=lambda m: own_label if m == "trained" else m, help=mask_help)
+                 format_func=lambda m: OWN_MASK if m == "trained" else m, help=MASK_HELP)
+    sb.caption(own_line)
     sb.header("Image")
     seeds = inputs.sample_seeds()
     sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=inputs.sample_caption,
@@ -305,18 +308,18 @@ def text_line(c, info) -> str:
     return f"text: {tokens}; up to {c.max_text_len} text tokens per pass, {mask}"
 
 
-def mask_words(model) -> tuple[str, str]:
-    """(how the mask picker shows the model's own mask, the picker's help), worded for `model`:
-    the list offers its own mask too, under its name (the same pass: state.same_mask)."""
+OWN_MASK = "the model's own"  # the mask picker's first choice, for every model
+MASK_HELP = (f"The attention mask the model runs with. “{OWN_MASK}” keeps the mask it was trained "
+             f"with (or, for a model from elsewhere, runs with by default), named under this "
+             f"list; choosing that mask by name gives the same pass; the others replace it.")
+
+
+def own_mask_line(model) -> str:
+    """The line under the mask picker that names the model's own mask (the list offers it
+    under its name too: the same pass, state.same_mask)."""
     own = model.config.default_mask
-    bundled = model.info.source == "bundled"
-    label = f"as trained ({own})" if bundled else f"its own ({own})"
-    rest = [m for m in share.MASKS if m not in ("trained", own)]
-    return label, (
-        f"The attention mask the model runs with. “{label}” keeps the mask "
-        + ("it was trained with" if bundled else "it runs with by default") + f", {own}"
-        + (f"; choosing {own} gives the same pass" if own in share.MASKS else "")
-        + f"; {' or '.join(rest)} replace it.")
+    return f"This model's own mask: {own}" + (
+        " (as trained)." if model.info.source == "bundled" else ".")
 
 
 def fingerprint() -> None:

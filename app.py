@@ -31,8 +31,6 @@ controls.clamp(config)
 share.write(stage)
 try:
     pg.run()
-    if head is not None:
-        presenter.ask(stage, config)
     sidebar.fingerprint()
     readahead.schedule()  # the later pages' work for this image, while the worker would idle
 except worker.Busy as e:  # a wait for the model past its limit: one sentence, the session goes on

@@ -184,8 +184,8 @@ def page_text(at: AppTest) -> str:
 
 
 def note(at: AppTest) -> str:
-    """The page's 'What to notice' note."""
-    return next(i.value for i in at.info if i.value.startswith("What to notice"))
+    """What the page's steps say: their words, one after another."""
+    return " ".join(i.value for i in at.info)
 
 
 def arr(v) -> np.ndarray:
@@ -204,14 +204,9 @@ def softmax64(z) -> np.ndarray:
 
 
 def reveal(slug: str, model: str, extra: dict | None = None) -> tuple[list[str], AppTest]:
-    """Presenter mode on the stage's last step with every answer revealed: (the answers shown,
+    """The stage's page with every step's answer revealed: (the answers shown, in step order,
     the app)."""
-    from ui import steps
-    from vit_core import load_model
-
-    c = load_model(model).config
-    at = open_app(model=model, params={"page": slug, "presenter": "1",
-                                       "step": str(steps.count(slug, c)), **(extra or {})})
+    at = open_app(model=model, params={"page": slug, **(extra or {})})
     toggles = [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
     assert toggles, "no question to reveal"
     before = {i.value for i in at.info}

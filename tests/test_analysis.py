@@ -4,10 +4,9 @@ import math
 
 import torch
 
+from ui.stages.attention import distance_words, entropy_words
 from vit_core.explain.attention import (
     attention_entropy,
-    distance_note,
-    entropy_note,
     mean_attention_distance,
     rollout,
 )
@@ -87,21 +86,21 @@ def test_token_stats_match_layernorm_definition():
     assert s["mean"] == 3.0 and math.isclose(s["std"], math.sqrt(3.5))
 
 
-def test_distance_note_agrees_in_number_with_how_many_heads_there_are():
+def test_distance_words_agrees_in_number_with_how_many_heads_there_are():
     """One head is "this head looks", several are "these heads look" (everywhere or locally)."""
-    one_far, one_near = distance_note([[9.0]], 10.0), distance_note([[2.0]], 10.0)
+    one_far, one_near = distance_words([[9.0]], 10.0), distance_words([[2.0]], 10.0)
     assert "this head looks everywhere, not near its own patch" in one_far
     assert "this head looks locally, under half of that (2 px)" in one_near
-    many_far = distance_note([[9.0, 9.5], [8.0, 9.0]], 10.0)
-    many_near = distance_note([[2.0, 3.0], [4.0, 1.0]], 10.0)
+    many_far = distance_words([[9.0, 9.5], [8.0, 9.0]], 10.0)
+    many_near = distance_words([[2.0, 3.0], [4.0, 1.0]], 10.0)
     assert "these heads look everywhere, none near its own patch" in many_far
     assert "these heads look locally: every head stays under half of that (nearest 1 px)" in (
         many_near)
 
 
-def test_entropy_note_of_a_single_head_names_no_layer_or_head():
-    assert "so this head spreads its attention almost evenly" in entropy_note([[3.9]], 4.0)
-    one = entropy_note([[0.7]], 4.0)
+def test_entropy_words_of_a_single_head_names_no_layer_or_head():
+    assert "so this head spreads its attention almost evenly" in entropy_words([[3.9]], 4.0)
+    one = entropy_words([[0.7]], 4.0)
     assert "The head is about as spread as an even split over e^0.70 ≈ 2 keys" in one
-    many = entropy_note([[3.0, 0.7], [3.5, 3.9]], 4.0)
+    many = entropy_words([[3.0, 0.7], [3.5, 3.9]], 4.0)
     assert "The most focused head (layer 0, head 1) is about as spread" in many

@@ -54,16 +54,19 @@ def chart(at, key: str) -> dict:
 
 
 def pct(p: float) -> str:
-    """How the page prints a probability: one decimal, three significant digits under 1 %."""
-    return f"{100 * p:.1f} %" if p >= 0.01 else f"{100 * p:.3g} %"
+    """How the page prints a probability: one decimal, three under 1 %."""
+    return f"{100 * p:.1f}%" if p >= 0.01 else f"{100 * p:.3f}%"
 
 
 def text(at) -> str:
-    return " ".join(m.value for m in at.markdown)
+    """What the page says: its paragraphs, each step's words and notes."""
+    return " ".join(m.value for kind in ("markdown", "info", "caption") for m in getattr(at, kind))
 
 
 def note(at) -> str:
-    return next(i.value for i in at.info if i.value.startswith("What to notice"))
+    """The 'What to notice' under the results, or (nothing chosen yet) the step's words."""
+    return next(i.value for kind in ("caption", "info") for i in getattr(at, kind)
+                if i.value.startswith(("What to notice", "Nothing is switched off")))
 
 
 def pixels(at, model):
@@ -192,7 +195,7 @@ def test_the_causal_mask_note_is_true_for_any_picture():
     at = open_page(kind="mask")
     model = load_model("shapes-classifier")
     causal = class_probs(model, run_trace(model, pixels(at, model), mask="causal").logits)
-    assert "The top class is still **ball**, but its probability fell from 91.2 % to" in text(at)
+    assert "The top class is still **ball**, but its probability fell from 91.2% to" in text(at)
     assert "The prediction did not change" not in text(at)
     blank = class_probs(model, run_trace(model, torch.zeros(1, 3, 224, 224), mask="causal").logits)
     assert blank == pytest.approx(causal, abs=1e-6)  # a grey picture gets the same answer

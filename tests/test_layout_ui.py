@@ -10,7 +10,7 @@ from ui import keys
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS_FILE = ROOT / "ui" / "keys.py"
-UI_FILES = [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")),
+UI_FILES = [ROOT / "app.py", *sorted((ROOT / "ui").rglob("*.py")),
             *sorted((ROOT / "pages").glob("*.py"))]
 DICT_METHODS = ("get", "setdefault", "pop")
 FIGURE_MODULES = ("plotly", "matplotlib", "PIL.ImageDraw")
@@ -107,7 +107,7 @@ def test_every_key_constant_is_unique_and_used():
     dupes = {v for v in values if values.count(v) > 1}
     assert not dupes, f"two names for the same key: {dupes}"
     # keys built at run time stay apart from the fixed ones
-    built = [keys.mask_kind(k) for k in ("full", "causal", "prefix")]
+    built = [keys.qkv(k) for k in ("Q", "K", "V", "QKV")]
     built += [keys.kept(k) for k in (keys.PRESENTER, keys.MODEL, keys.MASK, keys.SAMPLE)]
     assert not set(built) & set(values)
     # every constant is read somewhere: by a page or ui module, or by a key builder in keys.py

@@ -145,7 +145,7 @@ def test_position_note_is_computed_and_worded_from_the_numbers(model, verdict):
     near, two = np.mean(sims[1]), np.mean(sims[2])
     far_from = max(3, c.grid)
     far = np.mean([v for d, vs in sims.items() if d >= far_from for v in vs])
-    note = notice(at)
+    note = text(at)
     m = re.search(r"mean cosine similarity (-?\d\.\d\d), two steps apart (-?\d\.\d\d), "
                   r"(\d+) or more steps apart (-?\d\.\d\d)", note)
     assert m, note
@@ -267,7 +267,7 @@ def test_a_masked_score_is_never_printed_as_equal_to_minus_infinity(model, mask)
     assert m and float(m[1]) == pytest.approx(hand, abs=6e-5)
     assert "softmax gives it weight 0" in said
     assert any(r"-\infty" in lat.value for lat in at.get("latex"))
-    assert f"may look at only {i + 1} of the {net.config.num_image_tokens} tokens" in notice(at)
+    assert f"may look at only {i + 1} of the {net.config.num_image_tokens} tokens" in text(at)
     # the same query with a key it may see: the score is printed as equal, and ranked
     at.number_input(key=keys.KEY_PATCH).set_value(0).run()
     j = 1
@@ -279,7 +279,7 @@ def test_a_masked_score_is_never_printed_as_equal_to_minus_infinity(model, mask)
            @ tr[f"blocks.{layer}.attn.k"][head, :i + 1].double().T) / math.sqrt(
                net.config.head_dim)  # the keys this query may see under the causal mask
     rank = int((row > row[j]).sum()) + 1
-    assert f"ranks {rank} of the {i + 1} keys" in notice(at)
+    assert f"ranks {rank} of the {i + 1} keys" in text(at)
     assert "is computed, but" not in text(at)
 
 
@@ -300,7 +300,8 @@ def test_mlp_page_numbers_and_note_equal_hand_computation(model, who):
     np.testing.assert_allclose(g, tr[f"blocks.{layer}.mlp.post"][i].double().numpy(), atol=1e-5)
     on = (u > 0).mean()
     assert metrics(at)["share of hidden units switched on (U > 0)"] == f"{on:.1%}"
-    assert notice(at).startswith(f"What to notice: {on:.1%} of this token's hidden units")
+    assert f"of its {c.mlp_hidden} hidden units, placed at its input U and its output GELU(U). " \
+        f"{int((u > 0).sum())} of them ({on:.1%}) are switched on (U > 0)." in text(at)
     top = chart(at, keys.MLP_TOP)["data"][0]
     order = np.argsort(-g, kind="stable")[:10]
     assert top["y"] == [f"unit {int(j)}" for j in order]
@@ -322,7 +323,7 @@ def test_mlp_page_numbers_and_note_equal_hand_computation(model, who):
     m = [norm(f"blocks.{b}.mlp_out") for b in range(c.depth)]
     np.testing.assert_allclose(arr(attn["y"]), a, rtol=1e-5)
     np.testing.assert_allclose(arr(mlp["y"]), m, rtol=1e-5)
-    note = notice(at)
+    note = text(at)
     verb = "grows" if resid[-1] >= 1.1 * resid[0] else "shrinks" if (
         resid[-1] <= resid[0] / 1.1) else "stays about the same"
     assert f"The token's norm {verb}" in note
@@ -579,7 +580,7 @@ def test_a_one_block_one_head_model_gets_sentences_and_keeps_the_shared_values()
     at.query_params["page"] = "mlp"  # another stage keeps the patch
     at.run()
     assert not at.exception and at.number_input(key=keys.PATCH).value == 2
-    assert "its only block" in notice(at)
+    assert "its only block" in text(at)
     at.sidebar.selectbox(key=keys.MODEL).set_value(CLF).run()  # 6 blocks: the slider is back
     assert not at.exception
     at.slider(key=keys.LAYER).set_value(3).run()

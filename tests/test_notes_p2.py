@@ -224,8 +224,8 @@ def test_cls_and_dist_are_named_on_the_attention_matrix():
     assert ticks[0] == "CLS" and "p0" not in ticks and "p14" in ticks  # p0 would cover CLS
     nocls = open_page("attention", NOCLS)
     assert "CLS" not in chart(nocls, "Layer 0, head 0")["layout"]["xaxis"]["ticktext"]
-    assert "no CLS token, so there is no CLS attention to map" in text(nocls)
-    assert "Layer 0**: this model has a single block" in text(nocls)
+    assert "CLS attention" not in text(nocls)  # no step of CLS maps: it has no CLS
+    assert "Layer 0 (the only one: this model has 1 block)" in text(nocls)
 
 
 @pytest.mark.parametrize("model_name", ["shapes-classifier", DEIT], ids=["cls", "cls+dist"])
@@ -314,7 +314,7 @@ def test_top_k_under_temperature_by_hand():
     best = int(np.argmax(p))
     assert f"**{names[best]}** with {p[best]:.1%} at T = 2.5" in text(at)
     h = -(p * np.log(p)).sum()
-    assert f"the entropy is {h:.2f} nats of a possible {math.log(10):.2f}" in note(at)
+    assert f"the entropy is {h:.2f} nats of a possible {math.log(10):.2f}" in text(at)
 
 
 @pytest.mark.parametrize("model_name,k", [("shapes-classifier", 10), ("vit-ti16", 15)])
@@ -371,7 +371,7 @@ def test_the_lens_note_by_hand():
     x = x * ln.weight.detach().double().numpy() + ln.bias.detach().double().numpy()
     P = softmax64(x @ head.weight.detach().double().numpy().T
                   + head.bias.detach().double().numpy())
-    said = note(at)
+    said = text(at)
     first, final = int(P[0].argmax()), int(P[-1].argmax())
     assert f"the top guess is {names[first]} at {P[0, first]:.0%}" in said
     lead = max(i for i in range(7) if P[i].argmax() != final) + 1
@@ -408,7 +408,7 @@ def test_logit_lens_by_hand_for_an_average_pool_model():
 
 
 def test_logits_notes_differ_between_a_trained_and_a_random_model():
-    trained, random = note(open_page("logits")), note(open_page("logits", "vit-ti16"))
+    trained, random = text(open_page("logits")), text(open_page("logits", "vit-ti16"))
     assert "the model is confident" in trained and "close to uniform (1/" not in trained
     assert "close to uniform (1/1000 = 0.1% each)" in random
     assert "Every read-out is close to uniform" in random
@@ -472,9 +472,9 @@ def test_a_cut_caption_does_not_score_eos():
 
 def test_caption_notes_differ_between_a_fitting_and_a_wrong_caption():
     at = open_page("logits", "shapes-captioner-prefix")
-    assert "the model agrees with this caption" in note(at)  # the sample is a red ball
+    assert "the model agrees with this caption" in text(at)  # the sample is a red ball
     at.text_input(key=keys.CAPTION).set_value("a blue star on the snow").run()
-    said = note(at)
+    said = text(at)
     assert "the model doubts" in said and "“blue”" in said and "agrees" not in said
 
 
@@ -502,16 +502,28 @@ def test_greedy_ids_use_the_tokenizers_ids(monkeypatch):
 
 
 # ---------------------------------------------------------------- masks page
+def subplot_titles(spec: dict) -> list[str]:
+    """A figure's subplot titles (its annotations placed on the paper), in order."""
+    return [a["text"] for a in spec["layout"].get("annotations", [])
+            if a.get("xref") == "paper" and a.get("yref") == "paper"]
+
+
 def test_mask_figures_name_their_tokens_and_count_visible_keys_by_hand():
     at = open_page("masks")
-    spec = chart(at, "causal: 57×57")
-    ticks = spec["layout"]["xaxis"]["ticktext"]
-    where = spec["layout"]["xaxis"]["tickvals"]
+    spec = chart(at, "Three masks")  # full, causal, prefix: one figure, three subplots
+    assert subplot_titles(spec) == ["full: 57×57", "causal: 57×57", "prefix: 57×57"]
+    S = 57
+    for n, kind in enumerate(("full", "causal", "prefix"), start=1):
+        z = arr(spec["data"][n - 1]["z"]).reshape(S, S)
+        np.testing.assert_array_equal(z, allowed_keys(kind, 50, 7).numpy())
+        assert spec["data"][n - 1].get("xaxis", "x") == ("x" if n == 1 else f"x{n}")
+    ticks = spec["layout"]["xaxis2"]["ticktext"]
+    where = spec["layout"]["xaxis2"]["tickvals"]
     assert ticks[0] == "CLS" and "[SOS]" in ticks and "p0" not in ticks
     assert where[ticks.index("[SOS]")] == 50  # token 50: the first text token
     assert min(np.diff(where)) >= 4  # 57 tokens in ~190 px: no two ticks print over each other
-    assert spec["layout"]["xaxis"]["title"]["text"].startswith("key token")
-    assert spec["layout"]["yaxis"]["title"]["text"].startswith("query token")
+    assert spec["layout"]["xaxis2"]["title"]["text"].startswith("key token")
+    assert spec["layout"]["yaxis2"]["title"]["text"].startswith("query token")
     visible = chart(at, "How many keys")
     words = visible["layout"]["xaxis"]["ticktext"]
     assert words[-7:] == ["[SOS]", "a", "red", "ball", "on", "the", "grass"]  # the wide chart
@@ -530,8 +542,9 @@ def test_the_classifier_under_a_causal_mask_is_described_truly(model_name):
     names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
     p = softmax64(tr.logits.numpy())
     label = f"file: {Path(model_name).name}" if "/" in model_name else model_name
-    bars = chart(at, f"{label}, causal")
-    np.testing.assert_allclose(sorted(arr(bars["data"][0]["x"])), sorted(np.sort(p)[::-1][:5]),
+    bars = chart(at, f"{label}: the same weights")  # full attention, then the causal mask
+    assert subplot_titles(bars)[1] == f"{label}, causal mask"
+    np.testing.assert_allclose(sorted(arr(bars["data"][1]["x"])), sorted(np.sort(p)[::-1][:5]),
                                rtol=1e-5)
     # the same model on another picture: the page says whether the image still matters
     from ui.inputs import sample_bytes, sample_seeds
@@ -562,11 +575,11 @@ def test_masks_page_counts_words_names_unknown_ones_and_says_as_trained_only_if_
     assert chart(at, "How many keys")["layout"]["xaxis"]["ticktext"][-2:] == ["[SOS]", "[UNK]"]
     words = [df.value["word"].tolist() for df in at.dataframe]
     assert words and all(w[0] == "zebra (unknown → [UNK])" for w in words)
-    assert any(t.endswith("full attention (as trained)") for t in charts(at))
+    assert subplot_titles(chart(at, "shapes-classifier: the same weights"))[0].endswith(
+        "full attention (as trained)")
     untrained = open_page("masks", "vit-ti16")
-    titles = list(charts(untrained))
-    assert any(t.endswith("full attention") for t in titles) and not any(
-        "as trained" in t for t in titles)
+    titles = subplot_titles(chart(untrained, "vit-ti16"))
+    assert titles[0].endswith("full attention") and not any("as trained" in t for t in titles)
 
 
 def test_masks_page_uses_the_bundled_classifier_for_a_headless_model():
@@ -602,7 +615,8 @@ def test_macs_and_flops_against_torchs_counter_and_hand_formulas(model_name):
     assert parse_si(macs) == pytest.approx(flops / 2, rel=5e-3)
     assert metrics["ViT-B/16 multiply-adds (MACs)"] == "17.6 G"  # the literature's number
     assert metrics["ViT-B/16 FLOPs (2 × MACs)"] == "35.1 G"
-    cost = at.dataframe[1].value.set_index("step")
+    cost = next(d.value for d in at.dataframe
+                if "MACs (all layers)" in d.value.columns).set_index("step")
     L, S, D, H, dk = c.depth, c.num_image_tokens, c.embed_dim, c.num_heads, c.head_dim
     hand = {"Q, K, V": L * S * D * 3 * D, "scores": L * H * S * S * dk,
             "A V": L * H * S * S * dk, "W_O": L * S * D * D,
@@ -626,8 +640,8 @@ def test_flop_totals_equal_torchs_counter_for_every_family():
 
 
 def test_shape_notes_differ_with_the_patch_sizes_a_model_allows():
-    ti = note(open_page("shapes", "vit-ti16"))
-    deit = note(open_page("shapes", DEIT))
+    ti = text(open_page("shapes", "vit-ti16"))
+    deit = text(open_page("shapes", DEIT))
     c = load_model("vit-ti16").config
 
     def share(c):  # Q Kᵀ and A V multiply-adds over all of them, torch's count halved
@@ -643,7 +657,7 @@ def test_shape_notes_differ_with_the_patch_sizes_a_model_allows():
     assert seg.seg_classes
     drawn = seg.replace(seg_classes=0)
     assert f"at P = {seg.patch_size} the quadratic part (QKᵀ and AV) is {share(drawn):.1%}" in \
-        note(open_page("shapes", "shapes-classifier"))
+        text(open_page("shapes", "shapes-classifier"))
 
 
 # ---------------------------------------------------------------- segmentation page
@@ -663,6 +677,12 @@ def np_boundary_counts(labels: np.ndarray, P: int) -> tuple[int, int]:
     return changes, on
 
 
+def share_text(x: float) -> str:
+    """A share as the app prints one: one decimal under 10 % and from 99.5 % (below 100 %),
+    none between."""
+    return f"{x:.1%}" if x < 0.1 or 0.995 <= x < 1 else f"{x:.0%}"
+
+
 def test_segmentation_boundary_statistic_and_pca_by_hand():
     at = open_page("segmentation")
     model, tr = traced(at, "shapes-classifier")
@@ -676,11 +696,12 @@ def test_segmentation_boundary_statistic_and_pca_by_hand():
     up = F.interpolate(grid[None], size=(c.img_size,) * 2, mode="bilinear", align_corners=False)
     labels = up[0].argmax(0).numpy()
     changes, on = np_boundary_counts(labels, c.patch_size)
-    said = note(at)
+    said = text(at)
     assert f"Of the {changes:,} neighbouring-pixel pairs where the class changes, {on:,} " \
-           f"({on / changes:.0%}) straddle a patch boundary and {changes - on:,} lie inside" in said
+           f"({share_text(on / changes)}) straddle a patch boundary and {changes - on:,} lie " \
+           f"inside" in said
     chance = (2 * c.img_size * (g - 1)) / (2 * c.img_size * (c.img_size - 1))
-    assert f"only {chance:.1%} of all pixel pairs straddle one" in said
+    assert f"only {share_text(chance)} of all pixel pairs straddle one" in said
     df = at.dataframe[0].value
     names = ["background"] + list(c.class_names)
     shares = {names[k]: f"{(labels == k).mean():.1%}" for k in np.unique(labels)}
@@ -688,29 +709,31 @@ def test_segmentation_boundary_statistic_and_pca_by_hand():
     x = tr["ln_final"][1:].double().numpy()
     sv = np.linalg.svd(x - x.mean(0), compute_uv=False) ** 2
     v = sv[:3] / sv.sum()
-    assert f"explain {v[0]:.0%}, {v[1]:.0%} and {v[2]:.0%} of the variance" in text(at)
+    assert (f"explain {share_text(v[0])}, {share_text(v[1])} and {share_text(v[2])} of the "
+            f"variance") in text(at)
 
 
 def test_segmentation_notes_differ_between_a_scene_and_a_plain_image():
-    scene = note(open_page("segmentation"))
-    plain = note(open_page("segmentation", upload=png((255, 255, 255))))
+    scene = text(open_page("segmentation"))
+    plain = text(open_page("segmentation", upload=png((255, 255, 255))))
     assert "most edges cut through patches" in scene and "single class" not in scene
     assert "single class here" in plain
 
 
 def test_the_boundary_note_says_when_edges_follow_the_grid():
-    from vit_core.explain.segmentation import boundary_note, boundary_stats
+    from ui.stages.segmentation import boundary_words
+    from vit_core.explain.segmentation import boundary_stats
 
     blocky = torch.zeros(32, 32, dtype=torch.long)
     blocky[8:24, 8:16] = 1  # whole 8 px patches
     stats = boundary_stats(blocky, 8)
     assert (stats["changes"], stats["on_boundary"]) == np_boundary_counts(blocky.numpy(), 8)
     assert stats["changes"] == stats["on_boundary"] == 2 * 16 + 2 * 8
-    assert "the edges do follow the patch grid" in boundary_note(stats, 1)
+    assert "the edges do follow the patch grid" in boundary_words(stats)
     disc = torch.zeros(32, 32, dtype=torch.long)
     yy, xx = torch.meshgrid(torch.arange(32), torch.arange(32), indexing="ij")
     disc[(yy - 13.3) ** 2 + (xx - 13.3) ** 2 < 30] = 1
-    assert "most edges cut through patches" in boundary_note(boundary_stats(disc, 8), 4)
+    assert "most edges cut through patches" in boundary_words(boundary_stats(disc, 8))
 
 
 def test_the_class_map_legend_shows_each_class_colour():
@@ -728,7 +751,7 @@ def test_close_to_uniform_is_said_only_where_little_probability_is_off_uniform()
     """40.6 % on one of five classes has 93 % of the maximum entropy, but is twice the uniform
     share: not close to uniform. A thousand classes within a few hundredths of a percent of
     0.1 % are. The expectation is computed here: entropy and total variation in numpy."""
-    from vit_core.explain.readout import distribution_note
+    from ui.stages.logits import distribution_words as distribution_note
 
     def close(p):
         p = np.asarray(p, dtype=np.float64)
@@ -772,7 +795,7 @@ def test_the_lens_note_names_every_class_that_led_on_the_way():
     """A lens where two classes lead before the final one: both are named, each where it was on
     top (a note that named only the highest said 'cross leads on the way' while heart had led
     after block 0)."""
-    from vit_core.explain.readout import lens_note
+    from ui.stages.logits import lens_words as lens_note
 
     P = torch.tensor([[0.3, 0.2, 0.5], [0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.7, 0.1],
                       [0.1, 0.1, 0.8], [0.1, 0.1, 0.8]])
@@ -803,7 +826,7 @@ def test_the_position_note_names_the_most_alike_pairs_when_they_are_not_neighbou
     average 0.26, and the note must say so; a captioner's most alike pairs are neighbours."""
     at = open_page("embeddings", model_name)
     model = load_model(model_name)
-    c, said = model.config, note(at)
+    c, said = model.config, text(at)
     e = model.pos_embed.detach().double().numpy().reshape(-1, c.embed_dim)[
         c.num_prefix_tokens:c.num_prefix_tokens + c.num_patches]
     e /= np.linalg.norm(e, axis=1, keepdims=True)
@@ -817,7 +840,7 @@ def test_the_position_note_names_the_most_alike_pairs_when_they_are_not_neighbou
             assert (f"{a} ({a // g},{a % g}) and {b} ({b // g},{b % g}): {d} steps, "
                     f"{sim[a, b]:.2f}") in said, said
     else:
-        assert "most alike pairs are not neighbours" not in said, said
+        assert "most alike pairs" not in said, said
     assert (min(steps) >= 3) == (model_name == "shapes-classifier")
 
 

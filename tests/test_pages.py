@@ -58,7 +58,7 @@ def test_printed_score_equals_the_core_trace():
     at.slider(key="head").set_value(1).run()
     at.number_input(key="patch").set_value(17).run()
     at.number_input(key="key_patch").set_value(150).run()
-    text = " ".join(m.value for m in at.markdown)
+    text = " ".join(m.value for m in [*at.markdown, *at.info])
     shown = float(re.search(r"q·k/√d_k = \*\*(-?[0-9.]+)\*\*", text).group(1))
     model = load_model(MODEL)
     tr = run_trace(model, preprocess(load_image(photo_bytes()), model.config))

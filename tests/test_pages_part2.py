@@ -13,7 +13,7 @@ from tests.independent import (
     teacher_forced,
     texts,
 )
-from tests.support import charts, open_app
+from tests.support import charts, open_app, page_text
 from vit_core import load_model
 
 
@@ -98,8 +98,9 @@ def test_typed_caption_probabilities_equal_run_trace():
 
 def test_masks_page_compares_the_two_trained_captioners():
     at = open_app("masks", "shapes-classifier")
-    titles = " | ".join(charts(at))
-    text = " ".join(m.value for m in at.markdown)
+    titles = " | ".join([*charts(at), *(a["text"] for spec in charts(at).values()
+                                         for a in spec["layout"].get("annotations", []))])
+    text = page_text(at)
     captions = {}
     for name, kind in [("shapes-captioner-prefix", "prefix"),
                        ("shapes-captioner-causal", "causal")]:

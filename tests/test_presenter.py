@@ -1,7 +1,8 @@
 """Presenter mode in steps, its questions and the players, driven with AppTest.
 
-The browser half (every step fits 1280×720 and 1920×1080; the clicker's keys walk every step;
-Play advances the layers and the caption) is in tests/test_browser.py.
+The browser half (every step fits 1280×720, 1024×768 and 1920×1080; the clicker's keys walk
+every step; Play advances the layers and the caption) is in tests/test_deck_browser.py and
+tests/test_browser.py.
 """
 
 import re
@@ -12,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import charts_by_key
 from tests.support import open_app as _open
 from tests.support import reveal
-from ui import keys, steps
+from ui import keys, stages
 from vit_core import load_image, load_model, preprocess, run_trace
 
 HUB = "tests/fixtures/hub"
@@ -36,8 +37,10 @@ def trace_of(at, name: str):
 
 
 # ---------------------------------------------------------------- steps
-PATCH_STEPS = [{keys.GRID_CLICK}, {keys.PATCH_VECTOR, keys.PATCH_MATRIX}, {keys.WHAT_IF_GRID}]
-ATTENTION_STEPS = [{keys.ATTN_MATRIX}, set(), set(), set(), {keys.ATTN_DISTANCE, keys.ATTN_ENTROPY}]
+PATCH_STEPS = [{keys.GRID_CLICK}, {keys.PATCH_VECTOR}, {keys.PATCH_MATRIX}, {keys.WHAT_IF_GRID},
+               set()]  # the last step: the table of patch sizes
+ATTENTION_STEPS = [{keys.ATTN_MATRIX}, set(), set(), set(), {keys.ATTN_ENTROPY},
+                   {keys.ATTN_DISTANCE}]
 
 
 @pytest.mark.parametrize(("slug", "expected"), [
@@ -60,8 +63,9 @@ def test_presenter_mode_shows_only_the_current_steps_figures(slug, expected):
 
 def test_next_and_previous_walk_the_steps_then_the_stages():
     at = open_app({"page": "patches", "presenter": "1"}, "vit-ti16")
-    assert "Stage 1/10 · step 1/3" in where(at) and "cut into patches" in where(at)
-    for expected in ("Stage 1/10 · step 2/3", "Stage 1/10 · step 3/3", "Stage 2/10 · step 1/4"):
+    assert "Stage 1/10 · step 1/5" in where(at) and "cut into patches" in where(at)
+    for expected in ("Stage 1/10 · step 2/5", "Stage 1/10 · step 3/5", "Stage 1/10 · step 4/5",
+                     "Stage 1/10 · step 5/5", "Stage 2/10 · step 1/"):
         at.button(key=keys.PRESENTER_NEXT).click().run()
         assert not at.exception
         if expected.startswith("Stage 2"):  # st.switch_page: AppTest keeps the elements drawn
@@ -70,30 +74,32 @@ def test_next_and_previous_walk_the_steps_then_the_stages():
         assert expected in where(at), where(at)
     assert at.query_params["page"] == "embeddings" and at.query_params["model"] == "vit-ti16"
     at.button(key=keys.PRESENTER_PREV).click().run()  # back to the last step of stage 1
-    assert at.title[0].value.startswith("1 · Input") and at.query_params["step"] == "3"
+    assert at.title[0].value.startswith("1 · Input") and at.query_params["step"] == "5"
     at.run()
-    assert "Stage 1/10 · step 3/3" in where(at)
-    assert set(charts_by_key(at)) & set().union(*PATCH_STEPS) == {keys.WHAT_IF_GRID}
+    assert "Stage 1/10 · step 5/5" in where(at)
+    assert not set(charts_by_key(at)) & set().union(*PATCH_STEPS)
+    assert len(at.dataframe) == 1  # the table of patch sizes
 
 
 def test_the_last_step_of_the_last_stage_has_no_next():
     c = load_model("shapes-classifier").config
-    n = steps.count("experiments", c)
+    n = len(stages.get("experiments").steps_for(c))
     at = open_app({"page": "experiments", "presenter": "1", "step": str(n)})
     assert at.button(key=keys.PRESENTER_NEXT).disabled
     assert not at.button(key=keys.PRESENTER_PREV).disabled
 
 
 def test_step_titles_follow_the_model_family():
-    assert steps.titles("logits", load_model("shapes-captioner-causal").config)[0].startswith(
-        "Writing the caption")
-    assert steps.titles("logits", load_model(f"{HUB}/tiny-org/vit-headless").config)[0] == (
+    captioner = stages.titles("logits", load_model("shapes-captioner-causal").config)
+    assert captioner[0].startswith("Writing the caption")
+    assert stages.titles("logits", load_model(f"{HUB}/tiny-org/vit-headless").config)[0] == (
         "The final token vector")
     nocls = load_model(f"{HUB}/timm/vit_tiny_avg_nocls.test").config
-    assert not any("CLS" in t for t in steps.titles("attention", nocls))
+    titles = stages.titles("attention", nocls)
+    assert not any("CLS" in t for t in titles)
     at = open_app({"page": "attention", "presenter": "1", "step": "3"},
                   f"{HUB}/timm/vit_tiny_avg_nocls.test")
-    assert "step 3/4" in where(at) and "rollout" in where(at).lower()
+    assert f"step 3/{len(titles)}" in where(at) and "rollout" in where(at).lower()
 
 
 def test_the_model_and_image_stay_reachable_in_presenter_mode():
@@ -167,9 +173,17 @@ def test_questions_that_do_not_apply_say_so():
     assert "This model has no CLS token." in answers[2]
 
 
-def test_questions_come_under_the_last_step_only():
-    at = open_app({"page": "attention", "presenter": "1"})
-    assert not [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
+def test_each_slide_asks_its_own_steps_question_only():
+    c = load_model("shapes-classifier").config
+    steps = stages.get("attention").steps_for(c)
+    asked = [s.key for s in steps if s.key in ("heads", "distance")]
+    assert asked == ["heads", "distance"]
+    for k, step in enumerate(steps):
+        at = open_app({"page": "attention", "presenter": "1", "step": str(k + 1)})
+        toggles = [str(t.key) for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
+        expected = [] if step.key in ("pattern", "where", "rollout") else [
+            keys.reveal("attention", step.key)]
+        assert toggles == expected, (k, toggles)
 
 
 # ---------------------------------------------------------------- players
@@ -180,10 +194,10 @@ def test_play_rewinds_the_layers_and_pause_stops():
     assert not at.exception
     assert at.session_state[keys.PRESENTER_PLAYING] == "layers"
     assert at.slider(key=keys.LAYER).value == 0  # played from block 0
-    assert at.button(key=keys.PLAY_LAYERS).label == "⏸ Pause"
+    assert at.button(key=keys.PLAY_LAYERS).label == "Pause"
     at.button(key=keys.PLAY_LAYERS).click().run()
     assert at.session_state[keys.PRESENTER_PLAYING] is None
-    assert at.button(key=keys.PLAY_LAYERS).label == "▶ Play"
+    assert at.button(key=keys.PLAY_LAYERS).label == "Play"
 
 
 def test_play_starts_the_caption_from_the_first_word():
@@ -192,4 +206,5 @@ def test_play_starts_the_caption_from_the_first_word():
     at.button(key=keys.PLAY_CAPTION).click().run()
     assert not at.exception and at.session_state[keys.GEN_STEPS] == 0
     assert at.session_state[keys.PRESENTER_PLAYING] == "caption"
-    assert at.subheader[0].value == "[SOS]  …"  # no word yet: Play writes them one by one
+    shown = [h.value for h in at.subheader if h.value.startswith("[SOS]")]  # under the step's
+    assert shown == ["[SOS]  …"]  # title; no word yet: Play writes them one by one

@@ -42,7 +42,9 @@ def chart(at, key: str) -> dict:
 
 
 def note(at) -> str:
-    return next(i.value for i in at.info if i.value.startswith("What to notice"))
+    """The 'What to notice' under the results (a note of the Before and after step)."""
+    return next(i.value for kind in ("caption", "info") for i in getattr(at, kind)
+                if i.value.startswith("What to notice"))
 
 
 def shown_text(at) -> str:
@@ -83,7 +85,7 @@ def test_the_shuffle_note_counts_the_patches_its_order_leaves_in_place(seed):
     assert perm == torch.randperm(49, generator=torch.Generator().manual_seed(seed)).tolist()
     stay = [i for i in range(49) if perm[i] == i]
     assert stay == ([] if seed == 0 else [16, 26, 36])  # seed 1 leaves three patches in place
-    said = note(at)
+    said = shown_text(at)  # said with the shuffled picture (the first step's words)
     assert f"{49 - len(stay)} of the 49 patches move to another cell" in said
     if stay:
         assert "every patch keeps its pixels but moves" not in said
@@ -112,7 +114,7 @@ def test_removing_positions_under_causal_says_what_changed_cls_own_position():
     torch.testing.assert_close(run_trace(moved_patches, x, mask="causal").logits, before)
     said = note(at)
     p0, p1 = probs(before), probs(after)
-    assert f"{100 * p0[0]:.1f} %" in shown_text(at) and f"{100 * p1[0]:.1f} %" in shown_text(at)
+    assert f"{100 * p0[0]:.1f}%" in shown_text(at) and f"{100 * p1[0]:.1f}%" in shown_text(at)
     assert "cannot depend on where the patches are" not in said
     assert "CLS's own position embedding (row 0 of E_pos)" in said
     assert f"by up to {diff:.3g}" in said
@@ -172,6 +174,17 @@ def parse_si(s: str) -> float:
     return float(number) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[prefix]
 
 
+def shape_table(at):
+    """The shape trace's rows: its two tables (around the blocks, inside one block) together."""
+    import pandas as pd
+
+    return pd.concat([d.value for d in at.dataframe if "traced shape" in d.value.columns])
+
+
+def cost_table(at):
+    return next(d.value for d in at.dataframe if "MACs (all layers)" in d.value.columns)
+
+
 def test_the_shapes_page_traces_a_captioner_with_the_text_it_reads():
     name = "shapes-captioner-causal"
     at = open_page("shapes", name)
@@ -185,7 +198,7 @@ def test_the_shapes_page_traces_a_captioner_with_the_text_it_reads():
     words = " ".join(c.vocab[i] for i in fed)
     assert f"it read “{words}”" in shown_text(at)
     assert f"S = {n_img} image + {T} text tokens = {n_img + T}" in shown_text(at)
-    table = at.dataframe[0].value.set_index("step")
+    table = shape_table(at).set_index("step")
     assert table.loc["text head", "traced shape"] == f"{T} × {V}"
     assert table.loc["LN1", "traced shape"] == f"{n_img + T} × {D}"
     assert table.loc["tokens", "traced shape"] == f"{n_img} × {D}"
@@ -199,14 +212,14 @@ def test_the_shapes_page_traces_a_captioner_with_the_text_it_reads():
     assert int(table.loc["text tokens", "parameters"].replace(",", "")) == (
         model.text_embed.weight.numel() + model.text_pos_embed.numel())
     total = sum(int(p.replace(",", "")) * n for p, n in zip(
-        at.dataframe[0].value["parameters"], at.dataframe[0].value["× layers"], strict=True))
+        shape_table(at)["parameters"], shape_table(at)["× layers"], strict=True))
     assert total == sum(p.numel() for p in model.parameters())
     # the costs are those of this pass: torch's counter with T text tokens
     flops = torch_flops(c, T)
     metrics = {m.label: m.value for m in at.metric}
     assert parse_si(metrics[f"{name} FLOPs (2 × MACs)"]) == pytest.approx(flops, rel=5e-3)
     assert parse_si(metrics[f"{name} multiply-adds (MACs)"]) == pytest.approx(flops / 2, rel=5e-3)
-    cost = at.dataframe[1].value.set_index("step")
+    cost = cost_table(at).set_index("step")
     assert parse_si(cost.loc["text head", "MACs (all layers)"]) == pytest.approx(T * D * V,
                                                                                  rel=5e-3)
 
@@ -214,7 +227,7 @@ def test_the_shapes_page_traces_a_captioner_with_the_text_it_reads():
 def test_the_shapes_page_of_a_classifier_has_no_text_row():
     at = open_page("shapes")
     model = load_model("shapes-classifier")
-    table = at.dataframe[0].value.set_index("step")
+    table = shape_table(at).set_index("step")
     assert "text tokens" not in table.index
     assert table.loc["tokens", "equation"] == "z_0 = [x_cls; X_p W_E] + E_pos"
     assert int(table.loc["tokens", "parameters"].replace(",", "")) == (
@@ -222,14 +235,14 @@ def test_the_shapes_page_of_a_classifier_has_no_text_row():
 
 
 def test_the_shapes_question_in_presenter_mode_counts_the_captioners_text_pass():
-    """'Ask the class' under the shape trace's last step: its multiply-add total is the one of
+    """'Ask the class' under the shape trace's cost table: its multiply-add total is the one of
     the pass the table shows, with the text the captioner read (not an image-only pass)."""
-    from ui import steps
+    from ui import stages
 
     name = "shapes-captioner-causal"
     model = load_model(name)
-    at = _open("shapes", name, params={"presenter": "1",
-                                       "step": str(steps.count("shapes", model.config))})
+    step = [s.key for s in stages.get("shapes").steps_for(model.config)].index("costs") + 1
+    at = _open("shapes", name, params={"presenter": "1", "step": str(step)})
     before = {i.value for i in at.info}
     for t in [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]:
         t.set_value(True)

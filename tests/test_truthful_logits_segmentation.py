@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from tests.support import HUB, arr, charts, note, open_app, softmax64
+from tests.support import HUB, arr, charts, open_app, softmax64
 from tests.support import chart_titled as chart
 from tests.support import page_text as text
 from ui import figures, keys
@@ -118,7 +118,7 @@ def test_a_scored_caption_under_the_full_mask_is_not_called_a_next_word_score():
         p = softmax64(a.numpy())
         targets = ids[1:] + [tok.eos_id]
         assert list(df.iloc[:, 1]) == [f"{p[t, targets[t]]:.2%}" for t in range(len(targets))]
-        said = note(at)
+        said = text(at)
         if sees_ahead:
             assert column != "P(word | image, words before)" and "whole caption" in column
             assert "after the words before them" not in said
@@ -145,7 +145,7 @@ def test_a_prediction_that_ignores_the_image_says_so(model_name):
                       mask="causal").logits.double()
     gap = float((here - there).abs().max())
     p = softmax64(here.numpy())
-    shown, said = text(at), note(at)
+    shown = said = text(at)
     assert f"**{names[int(p.argmax())]}** with {p.max():.1%}" in shown
     if c.global_pool == "avg":  # reads the patches: the last one sees all of them
         assert gap > 1e-3
@@ -169,7 +169,7 @@ def test_an_even_split_is_not_called_confident():
     p = softmax64(run_trace(model, pixels_of(at, model)).logits.numpy())
     first, second = np.argsort(-p)[:2]
     assert 0.5 <= p[first] < 0.6 and p[second] > 0.3  # the photo: about 50 % against 33 %
-    said = note(at)
+    said = text(at)
     assert "confident" not in said
     assert f"the runner-up, {names[second]}, has {p[second]:.1%}" in said
     assert f"the top class, {names[first]}, has {p[first]:.1%}" in said
@@ -261,7 +261,9 @@ def test_a_small_class_share_is_not_printed_as_zero(monkeypatch):
     table = dict(zip(df["class"], df["share of the image"], strict=True))
     assert table == {n: pct(v, 1) for n, v in shares.items()}
     assert "0.0%" not in table.values()
-    assert sorted(legends[-1]) == sorted(f"{n} {pct(v, 0)}" for n, v in shares.items())
+    # the class map's legend (the edges picture has one too)
+    class_map = [ls for ls in legends if not ls[0].startswith("class edge")][-1]
+    assert sorted(class_map) == sorted(f"{n} {pct(v, 0)}" for n, v in shares.items())
 
 
 # ---------------------------------------------------------------- 8. named category axes

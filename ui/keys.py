@@ -56,14 +56,17 @@ PRESENTER_EXIT = "presenter_exit"  # button: leave presenter mode
 PRESENTER_PREV = "presenter_prev"  # button: previous stage
 PRESENTER_NEXT = "presenter_next"  # button: next step (after a stage's last: the next stage)
 PRESENTER_KEYS = "presenter_keys"  # container: the clicker's key listener (an empty iframe)
+DECK_FIGURE = "deck_figure"  # container: a step's key figure (in presenter mode, the slide's rest)
+PRESENTER_WHERE = "presenter_where"  # container: "Stage 4/10 · step 2/5 · …" in the header
+PRESENTER_NOTES = "_presenter_notes"  # the header's "Notes" popover (speaker notes), for this run
 PRESENTER_STEP = "step"  # int: current step of the stage in PRESENTER_AT, from 0 (ui/steps.py;
 #                          the link's ?step= counts from 1: share.load_once / current_params)
 PRESENTER_AT = "_presenter_at"  # str: the stage PRESENTER_STEP belongs to (ui/steps.py)
 PRESENTER_GOTO = "_presenter_goto"  # str: the stage Next / Previous switches to (presenter.py)
-PRESENTER_PLAYING = "_playing"  # str | None: what ▶ Play is playing ("layers", "caption")
+PRESENTER_PLAYING = "_playing"  # str | None: what Play is playing ("layers", "caption")
 PRESENTER_PLAY_FULL = "_play_full_run"  # bool: the player's fragment runs inside a full run
-PLAY_LAYERS = "play_layers"  # button: ▶ Play / ⏸ Pause the layers (pages/attention.py)
-PLAY_CAPTION = "play_caption"  # button: ▶ Play / ⏸ Pause the caption (pages/logits.py)
+PLAY_LAYERS = "play_layers"  # button: Play / Pause the layers (ui/deck.py)
+PLAY_CAPTION = "play_caption"  # button: Play / Pause the caption (pages/logits.py)
 
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
@@ -92,7 +95,9 @@ MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui
 # ui/show.py: the PNG download under every composed image
 PNG_PREFIX = "png_"  # + image slug (see png())
 # ui/presenter.py: the questions to ask the class, under a stage's last step
-REVEAL_PREFIX = "reveal_"  # + stage and question number: the answer's toggle (see reveal())
+STEP_PREFIX = "step_"  # + stage and step: a step's figure on the normal page (see step_box())
+ASK_PREFIX = "ask_"  # + stage and step: a step's question (see ask())
+REVEAL_PREFIX = "reveal_"  # + stage and step: the answer's toggle (see reveal())
 # pages/overview.py
 OVERVIEW_GRID = "overview_grid"  # chart: patch grid
 OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
@@ -124,14 +129,13 @@ ATTN_DISTANCE = "attn_distance"  # chart: mean attention distance
 ATTN_ENTROPY = "attn_entropy"  # chart: attention entropy
 # pages/masks.py
 MASK_CAPTION = "mask_caption"  # str: caption fed to the text stream (text_input)
-MASK_KIND_PREFIX = "mask_"  # + mask kind: that mask's chart (see mask_kind())
+MASKS_THREE = "masks_three"  # chart: the full, causal and prefix masks side by side
 MASK_VISIBLE = "mask_visible"  # chart: visible keys per query
 MASK_LAYER = "mask_layer"  # int: layer of the live attention (slider)
 MASK_HEAD = "mask_head"  # int: head of the live attention (slider)
-MASK_LIVE_PREFIX = "mask_live_"  # + model and mask: live pattern chart (see mask_live())
-MASK_SCORES_PREFIX = "mask_scores_"  # + model and mask: caption scores table (see mask_scores())
-CLF_FULL = "clf_full"  # chart: the classifier as trained
-CLF_CAUSAL = "clf_causal"  # chart: the classifier under a causal mask
+MASK_LIVE = "mask_live"  # chart: the captioners' attention, live, one panel per (model, mask)
+MASK_SCORES = "mask_scores"  # table: each word's probability per captioner and mask
+CLF_CAUSAL = "clf_causal"  # chart: the classifier as trained and under a causal mask
 # pages/mlp.py
 MLP_CLS = "mlp_cls"  # bool: the CLS token is shown (toggle)
 MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
@@ -152,7 +156,8 @@ GEN_DIST = "gen_dist"  # chart: next-word distribution
 CAPTION = "caption"  # str: the caption to score (text_input)
 CAPTION_SCORES = "caption_scores"  # table: the typed caption's word probabilities
 # pages/shape_trace.py
-SHAPE_TABLE = "shape_table"  # table: the shape trace
+SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out
+SHAPE_TABLE_BLOCK = "shape_table_block"  # table: the shape trace inside one block
 SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
 PARAM_TABLE = "param_table"  # table: parameters by component
 COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
@@ -169,6 +174,7 @@ EXP_MASK = "exp_mask"  # str: the other mask (selectbox)
 EXP_INPUT = "exp_input"  # chart: the input before the change (image, heads or mask)
 EXP_ALTERED = "exp_altered"  # chart: the input after the change
 EXP_COMPARE = "exp_compare"  # chart: top classes / captions / final tokens before and after
+EXP_UNORDERED = "exp_unordered"  # chart: the two runs without positions, shuffled and not
 EXP_WORDS = "exp_words"  # chart: the caption before, each word's probability before and after
 
 
@@ -178,9 +184,19 @@ def kept(key: str) -> str:
     return f"{KEPT_PREFIX}{key}"
 
 
-def reveal(stage: str, i: int) -> str:
-    """The 'Reveal' toggle of question i of a stage in presenter mode: 'reveal_attention_0'."""
-    return f"{REVEAL_PREFIX}{stage}_{i}"
+def reveal(stage: str, step: str) -> str:
+    """The 'Reveal' toggle of a step's question: 'reveal_attention_pattern'."""
+    return f"{REVEAL_PREFIX}{stage}_{step}"
+
+
+def step_box(stage: str, step: str) -> str:
+    """The container of a step's figure on the normal page: 'step_attention_pattern'."""
+    return f"{STEP_PREFIX}{stage}_{step}"
+
+
+def ask(stage: str, step: str) -> str:
+    """The container of a step's question: 'ask_attention_distance'."""
+    return f"{ASK_PREFIX}{stage}_{step}"
 
 
 def upload(round_: int) -> str:
@@ -196,18 +212,3 @@ def png(slug: str) -> str:
 def qkv(matrix: str) -> str:
     """The chart of Q, K or V on the Q/K/V page: 'qkv_Q', 'qkv_K', 'qkv_V'."""
     return f"{QKV_PREFIX}{matrix}"
-
-
-def mask_kind(kind: str) -> str:
-    """The chart of one mask on the masks page: 'mask_full', 'mask_causal', 'mask_prefix'."""
-    return f"{MASK_KIND_PREFIX}{kind}"
-
-
-def mask_live(model: str, kind: str) -> str:
-    """The live attention chart of `model` under mask `kind` on the masks page."""
-    return f"{MASK_LIVE_PREFIX}{model}_{kind}"
-
-
-def mask_scores(model: str, kind: str) -> str:
-    """The caption scores table of `model` under mask `kind` on the masks page."""
-    return f"{MASK_SCORES_PREFIX}{model}_{kind}"

@@ -1,5 +1,5 @@
-"""How the app prints a share: percent that never rounds a non-zero value to 0 % or a value
-under 1 to 100 % (no Streamlit here)."""
+"""How the app prints numbers: one formatter for shares (`pct`), and ranges (`span`).
+No Streamlit here."""
 
 from __future__ import annotations
 
@@ -14,3 +14,15 @@ def percent(p: float, digits: int = 0) -> str:
     if p < 1 and float(text[:-1]) == 100:
         return f">{100 - step:g}%"
     return text
+
+
+def pct(x: float, decimals: int | None = None) -> str:
+    """A share in percent, as the whole app prints one: one decimal under 10 % and from 99.5 %,
+    none between (unless `decimals` is given); never 0 % above 0 nor 100 % below 1."""
+    d = decimals if decimals is not None else (1 if x < 0.1 or 0.995 <= x < 1 else 0)
+    return percent(x, d)
+
+
+def span(lo: str, hi: str) -> str:
+    """'9–12', or '9' when both ends print the same."""
+    return lo if lo == hi else f"{lo}–{hi}"

@@ -1,4 +1,4 @@
-"""▶ Play / ⏸ Pause: step through something on a timer (the layers, a caption's words).
+"""Play / Pause: step through something on a timer (the layers, a caption's words).
 
 While playing, a fragment with `run_every` ticks every PLAY_EVERY seconds; each tick moves one
 step (the page's `advance`) and reruns the page so that every figure follows. At the end the
@@ -34,8 +34,8 @@ def play(what: str, key: str, start: Callable[[], None], advance: Callable[[], b
             ss[keys.PRESENTER_PLAYING] = what
             start()
 
-    (where or st).button("⏸ Pause" if playing else "▶ Play", key=key, on_click=toggle,
-                         help=help)
+    (where or st).button("Pause" if playing else "Play", key=key, on_click=toggle, help=help,
+                         icon=":material/pause:" if playing else ":material/play_arrow:")
     if playing:
         ss[keys.PRESENTER_PLAY_FULL] = True  # this call is part of a full run, not a tick
         _ticker(what, advance)

@@ -1,10 +1,11 @@
-"""What the tour's pages ask for beyond the image's trace: the models the Masks page compares, and
-the later pages' first requests (`plan`, what the read-ahead computes before a student gets
-there)."""
+"""What the tour's stages ask for beyond the image's trace: the models the Masks stage compares,
+and what every step reads (`READS`, named by the steps' declarations), in the order `plan`
+gives the read-ahead (computed before a student gets there)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from vit_core import bundled_models
 
@@ -40,27 +41,84 @@ def other_sample(inp: inputs.Input) -> tuple[int, inputs.Input]:
     return seed, inputs.make_input(f"sample: {inputs.sample_caption(seed)}", raw)
 
 
-def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
-         caption: str = MASK_CAPTION) -> list[Callable]:
-    """The later pages' first requests for this image, model and mask, in the tour's order:
-    calls into ui.state's caches, runnable off a script run. `layer`: the session's layer;
-    `caption`: the Masks page's caption."""
+@dataclass(frozen=True)
+class Ask:
+    """What a session shows: its image, model and mask, its layer, the Masks stage's caption."""
+
+    inp: inputs.Input
+    name: str
+    mask: str | None
+    layer: int | None
+    caption: str
+
+
+def _masks_runs(a: Ask) -> list[Callable]:
     from vit_core.explain.generation import tokenizer_for
 
-    model = state.get_model(name)
-    caps, runs, clf = masks_page_models(name, model)
+    caps, runs, _ = masks_page_models(a.name, state.get_model(a.name))
     cap = state.get_model(caps[0])
-    ids = tokenizer_for(cap).encode(caption, max_len=cap.config.max_text_len).ids
-    items = [lambda: state.weight_views(name),
-             lambda: state.attention_summary(inp, name, mask),
-             lambda: state.logits(inp, clf, "causal"),
-             lambda: state.logits(other_sample(inp)[1], clf, "causal")]
+    ids = tokenizer_for(cap).encode(a.caption, max_len=cap.config.max_text_len).ids
+    items = []
     for m, k in runs:
-        items += [lambda m=m, k=k: state.trace(inp, m, mask=k, text_ids=ids),
-                  lambda m=m, k=k: state.greedy_caption(inp, m, k)]
-    items.append(lambda: state.sublayer_norms(inp, name, mask))
-    c = model.config
-    if c.num_classes and not c.has_text and layer is not None:  # the page's default: head 0 off
-        head = ((min(layer, c.depth - 1), 0),)
-        items.append(lambda: state.experiment(inp, name, "heads", head, None, mask))
+        items += [lambda m=m, k=k: state.trace(a.inp, m, mask=k, text_ids=ids),
+                  lambda m=m, k=k: state.greedy_caption(a.inp, m, k)]
+    return items
+
+
+def _masks_scores(a: Ask) -> list[Callable]:
+    _, runs, _ = masks_page_models(a.name, state.get_model(a.name))
+    return [lambda m=m, k=k: state.scores(a.inp, m, a.caption, mask=k) for m, k in runs]
+
+
+def _causal_classifier(a: Ask) -> list[Callable]:
+    clf = masks_page_models(a.name, state.get_model(a.name))[2]
+    return [lambda: state.logits(a.inp, clf, mask="full"),
+            lambda: state.logits(a.inp, clf, mask="causal"),
+            lambda: state.logits(other_sample(a.inp)[1], clf, mask="causal")]
+
+
+def _experiment(a: Ask) -> list[Callable]:
+    """The Experiments stage's default change: head 0 of the session's layer switched off."""
+    c = state.get_model(a.name).config
+    if not c.num_classes or c.has_text or a.layer is None:
+        return []
+    head = ((min(a.layer, c.depth - 1), 0),)
+    return [lambda: state.experiment(a.inp, a.name, "heads", head, None, a.mask)]
+
+
+# A step's `reads` (ui/deck.Step) -> the calls into ui/state's caches that compute it.
+READS: dict[str, Callable[[Ask], list[Callable]]] = {
+    "weight_views": lambda a: [lambda: state.weight_views(a.name)],
+    "attention_summary": lambda a: [lambda: state.attention_summary(a.inp, a.name, a.mask)],
+    "masks_runs": _masks_runs,
+    "masks_scores": _masks_scores,
+    "causal_classifier": _causal_classifier,
+    "sublayer_norms": lambda a: [lambda: state.sublayer_norms(a.inp, a.name, a.mask)],
+    "caption_pass": lambda a: ([lambda: state.caption_pass(a.inp, a.name, a.mask)]
+                               if state.get_model(a.name).config.has_text else []),
+    "generation": lambda a: ([lambda: state.generation(a.inp, a.name, mask=a.mask)]
+                             if state.get_model(a.name).config.has_text else []),
+    "patch_pca": lambda a: [lambda: state.patch_pca(a.inp, a.name, a.mask)],
+    "scores": lambda a: [],  # the Logits stage scores the caption a student types: not known yet
+    "experiment": _experiment,
+}
+
+
+def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
+         caption: str = MASK_CAPTION) -> list[Callable]:
+    """What the stages' steps read beyond the trace, in the tour's order (each once): calls
+    into ui.state's caches, runnable off a script run. `layer`: the session's layer; `caption`:
+    the Masks stage's caption. Read from the steps' declarations (`Step.reads`)."""
+    from . import stages
+    from .routes import STAGES
+
+    config = state.get_model(name).config
+    ask = Ask(inp, name, mask, layer, caption)
+    items, seen = [], set()
+    for slug in STAGES:
+        stage = stages.get(slug)
+        for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:
+            if read not in seen:
+                seen.add(read)
+                items += READS[read](ask)
     return items

@@ -42,6 +42,9 @@ def position_similarity(pos_embed: torch.Tensor, grid: int, prefix: int = 1) -> 
     return (e @ e.T).reshape(grid, grid, grid, grid).float()
 
 
+MOST_ALIKE = 3  # pairs of positions `position_distance_stats` lists, most alike first
+
+
 def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1) -> dict:
     """How alike the patch position vectors are as a function of how far apart the patches are.
 
@@ -81,63 +84,3 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
             "far": mean(steps >= far_from), "far_from": far_from,
             "even": mean((steps >= 2) & (steps % 2 == 0)),
             "odd": mean((steps >= 3) & (steps % 2 == 1)), "most_alike": alike, "grid": grid}
-
-
-MOST_ALIKE = 3  # pairs of positions the note looks at
-
-
-def _num(x: float) -> str:
-    """Two decimals, never '-0.00'."""
-    return f"{x:.2f}".replace("-0.00", "0.00")
-
-
-def describe_position_similarity(stats: dict, trained: bool = True) -> str:
-    """A sentence or two worded from `position_distance_stats`: is position encoded as
-    closeness in this model, and how strongly?"""
-    near, two, far = stats["near"], stats["two"], stats["far"]
-    if near is None:
-        return "The image is a single patch, so there are no neighbouring positions to compare."
-    parts = [f"neighbouring positions (1 step apart) have mean cosine similarity {_num(near)}"]
-    if two is not None:
-        parts.append(f"two steps apart {_num(two)}")
-    if far is not None:
-        parts.append(f"{stats['far_from']} or more steps apart {_num(far)}")
-    text = ", ".join(parts)
-    ref = far if far is not None else two
-    if ref is None:
-        return text[0].upper() + text[1:] + "."
-    gap = near - ref
-    if gap >= 0.2 and (two is None or near > two):
-        verdict = ("neighbours are clearly more alike than distant positions, so these "
-                   "position vectors encode the 2-D layout of the grid.")
-    elif gap >= 0.05:
-        verdict = ("neighbours are only a little more alike than distant positions, so "
-                   "position is only weakly encoded as closeness in this model.")
-    elif gap >= 0:
-        verdict = ("neighbours are hardly more alike than distant positions, so position is "
-                   "barely encoded as closeness in this model.")
-    else:
-        verdict = ("neighbours are no more alike than distant positions, so these position "
-                   "vectors do not encode closeness.")
-    if not trained:
-        verdict = verdict[:-1] + " (random weights: nothing was learned)."
-    text = text[0].upper() + text[1:] + ": " + verdict
-    even, odd = stats["even"], stats["odd"]
-    if even is not None and odd is not None and even - odd >= 0.05:
-        text += (f" There is a checkerboard pattern: positions an even number of steps apart "
-                 f"are more alike (mean {_num(even)}) than an odd number, 3 or more "
-                 f"({_num(odd)}).")
-    alike = stats.get("most_alike") or []
-    apart = [a for a in alike if a[2] >= APART and a[3] >= near + ALIKE_GAP]
-    if trained and alike and len(apart) == len(alike):  # the map's brightest pairs: not close
-        g = stats["grid"]
-        pairs = ", ".join(f"{a} ({a // g},{a % g}) and {b} ({b // g},{b % g}): {d} steps, "
-                          f"{_num(cos)}" for a, b, d, cos, _ in alike)
-        on_border = all(edge for *_, edge in alike)
-        text += (f" Yet the {len(alike)} most alike pairs are not neighbours (patch, (row,col)): "
-                 f"{pairs}" + ("; all on the grid's border." if on_border else "."))
-    return text
-
-
-APART = 3  # "not neighbours": at least this many steps apart ...
-ALIKE_GAP = 0.2  # ... and at least this much more alike than neighbours are on average

@@ -3,7 +3,8 @@
 Each run function returns a fresh Trace (or Generation); the model itself is never modified, so a
 cached model shared by many sessions stays intact. `alter` says what an intervention feeds the
 model (the altered pixels, the mask, the head switches, positions on or off); `run` and `caption`
-run it; the comparison helpers below read the two results and word what changed from numbers.
+run it; the comparison helpers below read the two results as numbers (the Experiments stage,
+ui/stages/experiments.py, words them).
 
 Kinds (the `arg` each takes):
     "heads"                 ((layer, head), ...) to switch off
@@ -23,6 +24,7 @@ import torch
 from ..masks import allowed_keys
 from ..patches import patchify, unpatchify
 from ..trace import Trace, run_trace
+from .attention import allowed_from_mask
 from .generation import Generation, generate
 
 KINDS = ("heads", "occlude", "positions", "shuffle", "shuffle_no_positions", "mask")
@@ -177,52 +179,80 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(a @ b / (a.norm() * b.norm()).clamp_min(1e-30))
 
 
-def pct(p: float) -> str:
-    """A probability in percent: one decimal, or three significant digits under 1 % (an
-    untrained model's 1000 classes sit near 0.1 %, where one decimal would hide every change)."""
-    return f"{100 * p:.1f} %" if p >= 0.01 else f"{100 * p:.3g} %"
+@dataclass(frozen=True)
+class ClassChange:
+    """How a class prediction moved from p0 to p1 (numbers; ui/stages/experiments.py words it)."""
+
+    top_before: int  # the top class before
+    top_after: int  # the top class after
+    before: float  # P(top_before) before
+    after: float  # P(top_before) after
+    new: float  # P(top_after) after
+
+    @property
+    def changed(self) -> bool:
+        """The top class is another one."""
+        return self.top_before != self.top_after
+
+    @property
+    def moved(self) -> bool:
+        """The answer moved: another top class, or its probability moved by SAME_P or more."""
+        return self.changed or abs(self.after - self.before) >= SAME_P
 
 
-def describe_class_change(p0: torch.Tensor, p1: torch.Tensor, names: list[str]) -> str:
-    """One sentence, decided from the numbers, on how the prediction moved from p0 to p1."""
+def class_change(p0: torch.Tensor, p1: torch.Tensor) -> ClassChange:
+    """The top class before and after, and their probabilities (p0, p1: [K] probabilities)."""
     b0, b1 = int(p0.argmax()), int(p1.argmax())
-    before, after, new = float(p0[b0]), float(p1[b0]), float(p1[b1])
-    points = round(100 * (after - before), 2) + 0.0  # + 0.0: never print "-0.00"
-    if b0 != b1:
-        return (f"The prediction changed from **{names[b0]}** ({pct(before)}) to "
-                f"**{names[b1]}** ({pct(new)}); P({names[b0]}) went from {pct(before)} to "
-                f"{pct(after)}.")
-    if abs(after - before) < SAME_P:
-        return (f"The prediction did not change: **{names[b0]}**, {pct(before)} before and "
-                f"{pct(after)} after ({points:+.2f} points).")
-    # the change in points is the difference of the two numbers as printed, so the sentence's
-    # arithmetic holds for the reader (91.2 % to 87.5 % is -3.7 points, whatever the digits after)
-    shown = float(pct(after).removesuffix(" %")) - float(pct(before).removesuffix(" %"))
-    digits = 1 if min(before, after) >= 0.01 else 3
-    return (f"The top class is still **{names[b0]}**, but its probability "
-            f"{'fell' if after < before else 'rose'} from {pct(before)} to {pct(after)} "
-            f"({round(shown, digits) + 0.0:+.{digits}f} points).")
+    return ClassChange(b0, b1, float(p0[b0]), float(p1[b0]), float(p1[b1]))
 
 
-def describe_caption_change(before: Generation, after: Generation) -> str:
-    """One sentence on how the greedy caption moved (words compared one by one)."""
+def caption_parting(before: Generation, after: Generation) -> int | None:
+    """The index of the first word where the two greedy captions differ (None: the same)."""
     if before.ids == after.ids:
-        return f"The caption did not change: “{before.text}”."
-    first = next((i for i, (a, b) in enumerate(zip(before.ids, after.ids, strict=False))
-                  if a != b), min(len(before.ids), len(after.ids)))
-    return (f"The caption changed from “{before.text}” to “{after.text}”: they part at word "
-            f"{first + 1}.")
+        return None
+    return next((i for i, (a, b) in enumerate(zip(before.ids, after.ids, strict=False))
+                 if a != b), min(len(before.ids), len(after.ids)))
 
 
-def describe_similarity(before: Trace, after: Trace) -> tuple[dict[str, float], str]:
-    """For a model without a head: cosine similarities of the summary tokens before vs after,
-    and the sentence that says so."""
+def forced_parting(ids: list[int], logits: torch.Tensor) -> tuple[int, int] | None:
+    """Where a greedy caption would part from `ids`, read from one teacher-forced pass.
+
+    `logits` [T, V] come from a pass fed [SOS] + ids[:-1] (position t predicts ids[t]). Returns
+    (t, the id picked at t) for the first position whose greedy pick is not ids[t], or None
+    when every pick is ids' own. When no text position sees the words after it, that pass with
+    a change in place tells exactly whether the greedy caption written with the change is `ids`
+    again, and where it first differs (every earlier word, fed, was its own pick).
+    """
+    picks = logits[:len(ids)].argmax(-1).tolist()
+    return next(((t, a) for t, (a, b) in enumerate(zip(picks, ids, strict=True)) if a != b), None)
+
+
+def similarities(before: Trace, after: Trace) -> dict[str, float]:
+    """For a model without a head: the cosine similarity of each summary token (see `summary`)
+    before vs after (1: unchanged direction)."""
     s0, s1 = summary(before), summary(after)
-    sims = {name: cosine(s0[name], s1[name]) for name in s0}
-    parts = " and ".join(f"{v:.3f} for {name}" for name, v in sims.items())
-    return sims, ("This model has no classifier or text head, so there is no prediction to "
-                  "compare; instead, how far its final tokens turned: cosine similarity before "
-                  f"vs after {parts} (1.000 would be unchanged).")
+    return {name: cosine(s0[name], s1[name]) for name in s0}
+
+
+def image_sight(config, mask: torch.Tensor) -> str:
+    """How the image tokens see each other under `mask` (a trace's additive [S, S] mask):
+    "full" (each sees every image token), "causal" (each sees itself and those before it), or
+    "other"."""
+    n = config.num_image_tokens
+    allowed = allowed_from_mask(mask)[:n, :n]
+    if bool(allowed.all()):
+        return "full"
+    if torch.equal(allowed, torch.ones(n, n, dtype=torch.bool).tril()):
+        return "causal"
+    return "other"
+
+
+def text_sees_ahead(config, mask: torch.Tensor) -> bool:
+    """True when, under `mask`, some text position may attend to a text position after it (the
+    full mask: fed a caption, a position sees the very word it is scored on)."""
+    n = config.num_image_tokens
+    text = allowed_from_mask(mask)[n:, n:]
+    return text.numel() > 0 and bool(text.triu(1).any())
 
 
 def same_image_masks(model, a: str, b: str, n_text: int = 0) -> bool:

@@ -1,6 +1,7 @@
-"""What a model's head reads, and what its output says: the class head's input for each ViT
-family, how sure a distribution is, the logit lens told in numbers, and what a model without a
-class head has to show instead (its final CLS token)."""
+"""What a model's head reads, and what its output says, in numbers (the Logits stage words them,
+ui/stages/logits.py): whether the answer can see the image, how sure a distribution is, the logit
+lens's leaders, and what a model without a class head has to show instead (its final CLS
+token)."""
 
 from __future__ import annotations
 
@@ -10,33 +11,6 @@ import torch
 
 from ..config import ViTConfig
 from .attention import allowed_from_mask
-
-
-def readout(c: ViTConfig) -> str:
-    """How this model's class head turns the final tokens into K logits, as one sentence."""
-    K = c.num_classes
-    if c.global_pool == "avg":
-        return (f"The {c.num_patches} final patch tokens"
-                + ("" if c.fc_norm else ", after the final LayerNorm,") + " are averaged"
-                + (" (CLS is left out)" if c.class_token else "")
-                + (", the mean goes through one more LayerNorm (fc_norm)," if c.fc_norm else "")
-                + f" and one linear layer gives one score (logit) per class, {K} in all.")
-    if c.dist_token:
-        return (f"The final CLS token and the final DIST token (after the final LayerNorm) each "
-                f"go through their own linear layer, and the two sets of {K} scores (logits) "
-                f"are averaged.")
-    return (f"Only the final CLS token is used: after the final LayerNorm, one linear layer "
-            f"gives one score (logit) per class, {K} in all.")
-
-
-def readout_path(c: ViTConfig) -> str:
-    """The path from the residual stream to the logits, short: for the logit lens."""
-    if c.global_pool == "avg":
-        return ("the mean of the patch tokens → fc_norm → class head" if c.fc_norm else
-                "final LayerNorm → the mean of the patch tokens → class head")
-    if c.dist_token:
-        return "final LayerNorm → CLS and DIST through their two heads, averaged"
-    return "final LayerNorm → CLS token → class head"
 
 
 def entropy(probs: torch.Tensor) -> float:
@@ -60,43 +34,18 @@ def near_uniform(probs: torch.Tensor) -> bool:
     return K > 1 and entropy(p) >= UNIFORM_ENTROPY * math.log(K) and moved <= UNIFORM_MOVED
 
 
-CONFIDENT = 0.75  # "confident": at least this much on the top class ...
-CLEAR_LEAD = 5.0  # ... and at least this many times the runner-up's probability
+def distribution(probs: torch.Tensor, n: int = 3) -> dict:
+    """How sure one distribution over K classes is, in numbers: its `n` largest probabilities,
+    its entropy against the maximum log K, and whether it is `near_uniform`.
 
-
-def distribution_note(probs: torch.Tensor, names: list[str], temperature: float,
-                      image_blind: bool = False) -> str:
-    """One sentence on how sure the shown distribution is, from its top probability, the
-    runner-up's, and the entropy (against the uniform 1/K and log K).
-
-    Args:
-        image_blind: the distribution cannot depend on the image (see `image_blind`): then it
-            is not told as the model's view of this picture.
-    """
-    p = torch.as_tensor(probs, dtype=torch.float64)
+    Returns:
+        dict(K, leaders [(class, probability)] the n largest, best first, entropy (nats),
+        max_entropy (log K), near_uniform)."""
+    p = torch.as_tensor(probs, dtype=torch.float64).flatten()
     K = p.numel()
-    order = p.argsort(descending=True)
-    top = int(order[0])
-    p1 = float(p[top])
-    h, hmax = entropy(p), math.log(K)
-    text = (f"At T = {temperature:g} the top class, {names[top]}, has {p1:.1%}; the "
-            f"entropy is {h:.2f} nats of a possible {hmax:.2f}")
-    if image_blind:
-        return text + ": the same for every picture, so it says nothing about this one."
-    if near_uniform(p):
-        return text + f", so the distribution is close to uniform (1/{K} = {1 / K:.1%} each)."
-    if K == 1:
-        return text + "."
-    second = int(order[1])
-    p2 = float(p[second])
-    runner = f"the runner-up, {names[second]}, has {p2:.1%}"
-    if p1 >= CONFIDENT and p1 >= CLEAR_LEAD * p2:
-        return text + f": the model is confident ({runner})."
-    if p1 >= 0.5:
-        return text + f": the model leans to {names[top]} but is not sure: {runner}."
-    n = min(3, K)
-    return (text + f": no class gets half the probability; {runner}, and the top {n} together "
-            f"hold {float(p[order[:n]].sum()):.1%}.")
+    order = p.argsort(descending=True)[:min(n, K)]
+    return {"K": K, "leaders": [(int(k), float(p[k])) for k in order], "entropy": entropy(p),
+            "max_entropy": math.log(K), "near_uniform": near_uniform(p)}
 
 
 def reads_only_prefix(config: ViTConfig) -> bool:
@@ -119,15 +68,6 @@ def image_blind(config: ViTConfig, mask: torch.Tensor) -> bool:
     return reads_only_prefix(config) and prefix_sees_no_patch(config, mask)
 
 
-def blind_reason(config: ViTConfig, mask_kind: str) -> str:
-    """Why `image_blind` holds, as a sentence (for a causal-style mask)."""
-    who = ("CLS (token 0) may attend only to itself"
-           + (", and DIST only to CLS and itself" if config.dist_token else ""))
-    reads, them = ("CLS and DIST", "them") if config.dist_token else ("CLS", "it")
-    return (f"Under the {mask_kind} mask {who}: no patch ever reaches {them}, and the class head "
-            f"reads only {reads}, so this prediction is the same for every picture.")
-
-
 def lens_leaders(lens_probs: torch.Tensor) -> list[int]:
     """The class on top at each depth of the lens, each once, in order of first appearance."""
     return list(dict.fromkeys(int(k) for k in torch.as_tensor(lens_probs).argmax(1)))
@@ -147,65 +87,41 @@ def lens_lines(probs, lens_probs, most: int = 10) -> tuple[list[int], list[int]]
     return drawn, [k for k in lens_leaders(P) if k not in drawn]
 
 
-def lens_note(lens_probs: torch.Tensor, names: list[str]) -> str:
-    """The logit lens told in numbers: the first read-out, any other class that led on the way
-    (and how high it got), where the final answer takes the lead for good, and how sure it ends.
+def lens_summary(lens_probs: torch.Tensor) -> dict:
+    """The logit lens in numbers: the first read-out, every class on top before the final answer
+    took over for good (where and how high), where that was, and how sure it ends.
 
     Args:
         lens_probs: [L + 1, K] probabilities; row 0 read after the embedding, row l + 1 after
             block l.
-    """
+
+    Returns:
+        dict(K, rows (L + 1), all_near_uniform (every row `near_uniform`), p_max (the largest
+        probability anywhere), first (the top class after the embedding), p_first,
+        first_entropy, first_near_uniform, final (the top class at the end), p_final,
+        lead (the first row from which `final` is on top at every row after), rivals [(class,
+        rows on top before `lead`, its highest probability on those rows)] in order of first
+        appearance, first_on_top {class: first row where it is on top} for every class on top
+        somewhere)."""
     P = torch.as_tensor(lens_probs, dtype=torch.float64)
-    K = P.shape[1]
-    where = ["the embedding"] + [f"block {i}" for i in range(P.shape[0] - 1)]
-    if all(near_uniform(r) for r in P):
-        return (f"Every read-out is close to uniform: no class gets more than "
-                f"{float(P.max()):.1%} at any depth (1/{K} = {1 / K:.1%}).")
-    first = int(P[0].argmax())
-    final = int(P[-1].argmax())
-    top = P.argmax(1)
+    top = [int(k) for k in P.argmax(1)]
+    final = top[-1]
     lead = len(top) - 1
-    while lead > 0 and int(top[lead - 1]) == final:
+    while lead > 0 and top[lead - 1] == final:
         lead -= 1
-    h0 = entropy(P[0])
-    text = (f"Read after the embedding the top guess is {names[first]} at "
-            f"{float(P[0, first]):.0%} (entropy {h0:.2f} of a possible {math.log(K):.2f} nats"
-            + (", close to uniform)" if near_uniform(P[0]) else ")"))
-    if lead == 0:
-        return text + (f" and it stays on top at every depth, ending at {float(P[-1, final]):.0%}.")
-    rivals = [k for k in lens_leaders(P[:lead]) if k != final]
-    if rivals:  # every class on top before the final answer took over, where and how high
-        said = []
-        for k in rivals[:RIVALS_NAMED]:
-            on_top = [i for i in range(lead) if int(top[i]) == k]
-            peak = max(float(P[i, k]) for i in on_top)
-            said.append(f"{names[k]} is on top after {_depths(on_top)} "
-                        + (f"({peak:.0%})" if len(on_top) == 1 else f"(up to {peak:.0%})"))
-        more = len(rivals) - RIVALS_NAMED
-        text += ("; on the way " + ", then ".join(said)
-                 + (f", and {more} more class{'es' if more > 1 else ''}" if more > 0 else ""))
-    return text + (f"; {names[final]} leads from {where[lead]} on and ends at "
-                   f"{float(P[-1, final]):.0%}.")
-
-
-RIVALS_NAMED = 3  # classes on top on the way that the lens note names; the rest it counts
-
-
-def _depths(rows: list[int]) -> str:
-    """Lens rows (0: after the embedding, l + 1: after block l) as words: runs of consecutive
-    blocks joined ("the embedding", "block 1", "blocks 2–4", "the embedding to block 1")."""
-    runs, start = [], rows[0]
-    for a, b in zip(rows, [*rows[1:], None], strict=True):
-        if b != a + 1:
-            runs.append((start, a))
-            start = b
-    out = []
-    for a, b in runs:
-        if a == b:
-            out.append("the embedding" if a == 0 else f"block {a - 1}")
-        else:
-            out.append(f"the embedding to block {b - 1}" if a == 0 else f"blocks {a - 1}–{b - 1}")
-    return ", ".join(out)
+    rivals = []
+    for k in lens_leaders(P[:lead]) if lead else []:
+        if k == final:
+            continue
+        on_top = [i for i in range(lead) if top[i] == k]
+        rivals.append((k, on_top, max(float(P[i, k]) for i in on_top)))
+    first = top[0]
+    return {"K": P.shape[1], "rows": P.shape[0],
+            "all_near_uniform": all(near_uniform(r) for r in P), "p_max": float(P.max()),
+            "first": first, "p_first": float(P[0, first]), "first_entropy": entropy(P[0]),
+            "first_near_uniform": near_uniform(P[0]), "final": final,
+            "p_final": float(P[-1, final]), "lead": lead, "rivals": rivals,
+            "first_on_top": {k: top.index(k) for k in dict.fromkeys(top)}}
 
 
 def final_token(trace) -> tuple[str, torch.Tensor]:

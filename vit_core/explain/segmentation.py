@@ -73,27 +73,6 @@ def boundary_stats(labels: torch.Tensor, patch_size: int) -> dict:
             "boundary_pairs": H * int(h_cut.sum()) + W * int(v_cut.sum())}
 
 
-def boundary_note(stats: dict, cells: int) -> str:
-    """One or two sentences, from `boundary_stats`, on whether the class edges follow the patch
-    grid. `cells` is the head's r (it predicts r x r cells per patch)."""
-    n, on = stats["changes"], stats["on_boundary"]
-    chance = stats["boundary_pairs"] / max(1, stats["pairs"])
-    if n == 0:
-        return ("The class map is a single class here, so it has no edges to compare with the "
-                "patch grid.")
-    share = on / n
-    text = (f"Of the {n:,} neighbouring-pixel pairs where the class changes, {on:,} ({share:.0%}) "
-            f"straddle a patch boundary and {stats['inside']:,} lie inside a patch; only "
-            f"{chance:.1%} of all pixel pairs straddle one.")
-    if share >= 0.5:
-        return text + " So here the edges do follow the patch grid."
-    lean = (f", although they sit on patch boundaries {share / chance:.0f}× as often as edges "
-            f"placed at random would" if chance and share >= 2 * chance else "")
-    return (text + f" So most edges cut through patches instead of following the grid{lean}: "
-            f"each patch token predicts {cells}×{cells} cells, and the cells' scores are blended "
-            f"bilinearly before the most likely class is taken.")
-
-
 def pca_variance(tokens: torch.Tensor, k: int = 3) -> torch.Tensor:
     """The share of the tokens' variance that each of their first k principal components
     explains (the PCA behind `tokens.pca_rgb`): [N, D] -> [k]."""

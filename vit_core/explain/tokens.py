@@ -27,23 +27,6 @@ def pca_rgb(tokens: torch.Tensor, grid: int) -> torch.Tensor:
     return ((proj - lo) / (hi - lo).clamp_min(1e-12)).reshape(grid, grid, 3).float()
 
 
-def describe_token_numbering(config, patch: int) -> str:
-    """One sentence on how patch numbers map to token numbers in this model's sequence
-    ("patch 24 is token 25, because CLS is token 0")."""
-    pre = config.num_prefix_tokens
-    t = patch + pre
-    if pre == 0:
-        return (f"Tokens count from 0 over the whole sequence, and this model has no CLS token, "
-                f"so patch {patch} is token {t}.")
-    if pre == 1:
-        return (f"Tokens count from 0 over the whole sequence: CLS is token 0, so patch {patch} "
-                f"is token {t} (every patch number + 1).")
-    names = config.prefix_names
-    return ("Tokens count from 0 over the whole sequence: "
-            + ", ".join(f"{n} is token {k}" for k, n in enumerate(names))
-            + f", so patch {patch} is token {t} (every patch number + {pre}).")
-
-
 def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                     eps: float) -> dict:
     """LayerNorm of one token, step by step, in float64: the token's own mean and (biased)
@@ -87,32 +70,3 @@ def residual_stream(trace, token: int, norms: dict | None = None) -> dict:
         "attn": [float(v) for v in norms["attn"][:, token]],
         "mlp": [float(v) for v in norms["mlp"][:, token]],
     }
-
-
-def describe_residual_stream(stream: dict) -> str:
-    """A sentence or two worded from `residual_stream`: how the token's norm changes, and
-    which sublayer adds more."""
-    resid, attn, mlp = stream["resid"], stream["attn"], stream["mlp"]
-    L = len(attn)
-    first, last = resid[0], resid[-1]
-    ratio = last / first if first > 0 else float("inf")
-    if ratio >= 1.1:
-        change = f"grows from {first:.2f} at the embedding to {last:.2f} after block {L - 1}"
-        change += f" ({ratio:.1f}×)" if ratio != float("inf") else ""
-    elif ratio <= 1 / 1.1:
-        change = (f"shrinks from {first:.2f} at the embedding to {last:.2f} after block {L - 1} "
-                  f"({ratio:.2f}×)")
-    else:
-        change = (f"stays about the same, {first:.2f} at the embedding and {last:.2f} after "
-                  f"block {L - 1}")
-    more = sum(m > a for m, a in zip(mlp, attn, strict=True))
-    blocks = "block" if L == 1 else "blocks"
-    if more == L:
-        who = "the MLP adds a larger vector than attention in " + (
-            "its only block" if L == 1 else f"all {L} blocks")
-    elif more == 0:
-        who = "attention adds a larger vector than the MLP in " + (
-            "its only block" if L == 1 else f"all {L} blocks")
-    else:
-        who = f"the MLP adds a larger vector than attention in {more} of {L} {blocks}"
-    return f"The token's norm {change}, and {who}."

@@ -1,0 +1,128 @@
+"""Every stage is declared as a list of steps, and everything reads that list.
+
+Builds every stage's declaration for each model family and checks what the header shows against
+it (presenter mode, AppTest); no module addresses a step by its position (an AST check).
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support import open_app
+from ui import deck, keys, stages
+from ui.routes import STAGES
+from vit_core import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+HUB = "tests/fixtures/hub"
+FAMILIES = {  # one model per family whose steps differ
+    "classifier": "shapes-classifier",
+    "captioner": "shapes-captioner-causal",
+    "no CLS, mean-pooled": f"{HUB}/timm/vit_tiny_avg_nocls.test",
+    "headless": f"{HUB}/tiny-org/vit-headless",
+    "distilled": f"{HUB}/tiny-org/deit-distilled",
+}
+
+
+def where(at) -> str:
+    found = [m.value for m in at.markdown if re.search(r"(Stage \d+/\d+|Overview) · step", m.value)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_stage_declares_steps_for_every_family(family):
+    c = load_model(FAMILIES[family]).config
+    for slug in STAGES:
+        stage = stages.get(slug)
+        assert isinstance(stage, deck.Stage) and stage.slug == slug
+        steps = stage.steps_for(c)
+        assert steps, slug
+        assert len({s.key for s in steps}) == len(steps), f"{slug}: step keys repeat"
+        for s in steps:
+            title = s.title_for(c)
+            assert isinstance(title, str) and title.strip(), (slug, s.key)
+            assert set(s.controls) <= set(deck.CONTROLS), (slug, s.key, s.controls)
+
+
+def test_the_read_ahead_knows_every_read_a_step_declares():
+    from ui import tour
+
+    for name in FAMILIES.values():
+        c = load_model(name).config
+        for slug in STAGES:
+            stage = stages.get(slug)
+            for read in [*stage.extra_reads, *(r for s in stage.steps_for(c) for r in s.reads)]:
+                assert read in tour.READS, (slug, read)
+
+
+def test_steps_differ_by_family_where_the_model_differs():
+    titles = {f: stages.titles("logits", load_model(m).config) for f, m in FAMILIES.items()}
+    assert titles["captioner"] != titles["classifier"] != titles["headless"]
+    nocls = load_model(FAMILIES["no CLS, mean-pooled"]).config
+    assert not any("CLS" in t for t in stages.titles("attention", nocls))
+    deit = load_model(FAMILIES["distilled"]).config
+    assert any("DIST" in t for t in stages.titles("attention", deit))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["classifier", "captioner", "no CLS, mean-pooled"])
+def test_the_header_shows_the_declared_steps(family):
+    """Presenter mode on the last step of every stage: the header's count and title are the
+    declaration's, and the step's question (if it has one) is the only one on the slide."""
+    name = FAMILIES[family]
+    c = load_model(name).config
+    for i, slug in enumerate(STAGES):
+        steps = stages.get(slug).steps_for(c)
+        n = len(steps)
+        at = open_app(model=name, params={"page": slug, "presenter": "1", "step": str(n)})
+        head = where(at)
+        assert f"step {n}/{n}" in head and steps[-1].title_for(c) in head, (slug, head)
+        assert (f"Stage {i}/{len(STAGES) - 1}" if i else "Overview") in head
+        toggles = [str(t.key) for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
+        assert set(toggles) <= {keys.reveal(slug, steps[-1].key)}, (slug, toggles)
+
+
+# ---------------------------------------------------------------- no step by position
+def python_files():
+    for folder in ("ui", "pages", "tools"):
+        yield from (ROOT / folder).rglob("*.py")
+    yield ROOT / "app.py"
+
+
+def positional_uses(tree: ast.AST) -> list[str]:
+    """Calls like steps.show("attention", 2) / steps.first(), and subscripts like
+    stage.steps[2] or steps_for(c)[k + 1] with a number in the index."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "steps" and \
+                node.func.attr in ("show", "first"):
+            found.append(f"line {node.lineno}: steps.{node.func.attr}(…)")
+        if isinstance(node, ast.Subscript):
+            target = ast.unparse(node.value)
+            if "steps" in target or "titles" in target:
+                numbers = [n for n in ast.walk(node.slice) if isinstance(n, ast.Constant) and
+                           isinstance(n.value, int) and n.value not in (-1, 0)]
+                if numbers or (isinstance(node.slice, ast.Constant) and node.slice.value == 0
+                               and "titles" in target):
+                    found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_addresses_a_step_by_its_position():
+    bad = {}
+    for path in python_files():
+        found = positional_uses(ast.parse(path.read_text()))
+        if found:
+            bad[str(path.relative_to(ROOT))] = found
+    assert not bad, bad
+
+
+def test_the_position_check_finds_what_it_looks_for():
+    assert positional_uses(ast.parse('if steps.show("attention", 2): pass'))
+    assert positional_uses(ast.parse("x = stage.steps_for(c)[k + 1]"))
+    assert positional_uses(ast.parse("x = titles[2]"))
+    assert not positional_uses(ast.parse("x = stage.steps_for(c)[k]"))

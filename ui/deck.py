@@ -1,0 +1,230 @@
+"""A stage is a deck of steps, declared as data (as st.navigation declares pages).
+
+Each stage module in ui/stages/ declares `STAGE = Stage(...)`: its title, the story told on its
+first step, how to load what it shows (`view`), and its steps in order. A `Step` has:
+
+- `title` (a string, or a function of the model's config);
+- `facts(view)`: the numbers the step shows and says, computed once per run (no wording);
+- `figure(view, facts)`: draws the one key figure;
+- `words(view, facts)`: the sentence(s) said with the figure, worded from those facts;
+- `notes(view, facts)`: the longer explanation (under the figure on the page; in presenter mode
+  the speaker notes, so it never pushes the figure off the slide);
+- `question(view, facts)`: the question to ask, with its answer computed for this model and image;
+- `controls`: the shared controls it is changed with ("layer", "head", "patch", "play");
+- `reads`: what it asks ui/state for beyond the trace (ui/tour.py's read-ahead reads these);
+- `applies(config)`: False for the model families it does not apply to.
+
+`run(STAGE)` is a whole page. Normally it draws the stage's controls once, then every step
+one after another (the page a student scrolls); in presenter mode it draws the current step
+alone, as a slide: controls, the figure filling the screen that is left, the words, the question.
+The header (ui/presenter.py), the step count, the link's ?step=, the read-ahead and the tests all
+read the same list: nothing counts positions by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from . import controls, keys
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    answer: str
+
+
+def _always(config) -> bool:
+    return True
+
+
+def _none(view, facts) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str  # a stable name within the stage ("pattern"): widget keys, tests, speaker notes
+    title: str | Callable[[Any], str]
+    figure: Callable[[Any, Any], None]
+    facts: Callable[[Any], Any] = lambda view: None
+    words: Callable[[Any, Any], str | None] = _none
+    notes: Callable[[Any, Any], str | None] = _none
+    question: Callable[[Any, Any], Question | None] = _none
+    controls: tuple[str, ...] = ()  # names in CONTROLS, drawn above the figure
+    reads: tuple[str, ...] = ()  # names in ui/tour.READS
+    applies: Callable[[Any], bool] = _always
+
+    def title_for(self, config) -> str:
+        return self.title(config) if callable(self.title) else self.title
+
+
+@dataclass(frozen=True)
+class Stage:
+    slug: str
+    title: str  # "4 · Attention heads"
+    story: str  # two or three sentences said to the class on the stage's first step
+    view: Callable[[], Any]  # loads the session's image, model and trace (and the stage's extras)
+    steps: tuple[Step, ...]
+    intro: Callable[[Any], str | None] = lambda view: None  # a paragraph atop the normal page
+    extra_reads: tuple[str, ...] = field(default=())  # reads of the stage as a whole
+
+    def steps_for(self, config) -> list[Step]:
+        """The steps that apply to a model with this config, in order (never empty)."""
+        found = [s for s in self.steps if s.applies(config)]
+        assert found, f"stage {self.slug} has no step for this model"
+        return found
+
+
+# ---------------------------------------------------------------- the session's view
+@dataclass(frozen=True)
+class View:
+    """What every stage shows: the session's image, model and trace, and the shared choices."""
+
+    inp: Any
+    name: str
+    model: Any
+    prep: Any
+    tr: Any
+    layer: int
+    head: int
+    patch: int
+    presenting: bool
+
+    @property
+    def c(self):
+        return self.model.config
+
+
+def load(text_free_note: bool = False) -> View:
+    """The session's view (ui/session.load_current draws its notes: fallbacks, random weights)."""
+    from . import session
+
+    inp, name, model, prep, tr = session.load_current(text_free_note=text_free_note)
+    ss = st.session_state
+    return View(inp, name, model, prep, tr, int(ss[keys.LAYER]), int(ss[keys.HEAD]),
+                int(ss[keys.PATCH]), presenting())
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(keys.PRESENTER))
+
+
+# ---------------------------------------------------------------- shared controls
+def _play(view, where) -> None:
+    from . import player
+
+    L = view.c.depth
+    if L < 2:
+        return
+
+    def rewind() -> None:
+        if st.session_state[keys.LAYER] >= L - 1:
+            st.session_state[keys.LAYER] = 0
+
+    def advance() -> bool:
+        st.session_state[keys.LAYER] = min(st.session_state[keys.LAYER] + 1, L - 1)
+        return st.session_state[keys.LAYER] < L - 1
+
+    player.play("layers", keys.PLAY_LAYERS, rewind, advance, where=where,
+                help=f"Show the blocks one after another, one every {player.PLAY_EVERY:g} s, "
+                     f"up to block {L - 1}.")
+
+
+CONTROLS: dict[str, Callable[[Any, Any], Any]] = {
+    "layer": lambda view, where: controls.layer(view.c, where=where),
+    "head": lambda view, where: controls.head(view.c, where=where),
+    "patch": lambda view, where: controls.patch(view.c, where=where),
+    "play": _play,
+}
+
+
+def draw_controls(view, names: list[str]) -> None:
+    """One row with the named controls, in the order given (each drawn once per run)."""
+    if not names:
+        return
+    weights = [1.4 if n == "play" else 4 for n in names]
+    for col, name in zip(st.columns(weights, vertical_alignment="bottom"), names, strict=True):
+        with col:
+            CONTROLS[name](view, col)
+
+
+# ---------------------------------------------------------------- drawing
+FIGURE = keys.DECK_FIGURE  # the key figure's container: in presenter mode it fills what is left
+
+
+def run(stage: Stage) -> None:
+    """Draw the stage: every step (a page to scroll), or the current step (presenter mode)."""
+    from . import steps as position
+
+    view = stage.view()
+    st.title(stage.title)
+    steps = stage.steps_for(view.c)
+    if view.presenting:
+        step = steps[position.index_in(stage.slug, len(steps))]
+        names = [n for n in CONTROLS if n in step.controls]
+        draw_controls(view, names)
+        facts = step.facts(view)
+        with st.container(key=FIGURE):
+            step.figure(view, facts)
+        _say(step.words(view, facts))
+        notes = [stage.story] if step is steps[0] else []
+        notes += [t for t in (stage.intro(view) if step is steps[0] else None,
+                              step.notes(view, facts)) if t]
+        speaker_notes(notes)
+        _ask(stage, step, view, facts)
+        return
+    intro = stage.intro(view)
+    if intro:
+        st.write(intro)
+    draw_controls(view, [n for n in CONTROLS if any(n in s.controls for s in steps)])
+    for step in steps:
+        st.subheader(step.title_for(view.c))
+        facts = step.facts(view)
+        with st.container(key=keys.step_box(stage.slug, step.key)):
+            step.figure(view, facts)
+        _say(step.words(view, facts))
+        notes = step.notes(view, facts)
+        if notes:
+            st.caption(notes)
+        _ask(stage, step, view, facts)
+
+
+def speaker_notes(texts: list[str]) -> None:
+    """Write the step's notes into the presenter header's "Notes" popover."""
+    where = st.session_state.get(keys.PRESENTER_NOTES)
+    if where is None:
+        return
+    with where:
+        for t in texts or ["This step has no further notes."]:
+            st.markdown(t)
+
+
+def chart(fig, key: str, **kwargs) -> Any:
+    """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
+    the slide leaves it (the figure's container sets it: ui/presenter.CSS)."""
+    if presenting():
+        fig.update_layout(height=None, autosize=True)
+        return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
+    return st.plotly_chart(fig, key=key, **kwargs)
+
+
+def _say(words: str | None) -> None:
+    if words:
+        st.info(words)
+
+
+def _ask(stage: Stage, step: Step, view, facts) -> None:
+    """The step's question, its answer (computed for this model and image) behind Reveal."""
+    q = step.question(view, facts)
+    if q is None:
+        return
+    with st.container(border=True, key=keys.ask(stage.slug, step.key)):
+        left, right = st.columns([6, 1], vertical_alignment="center")
+        left.markdown(f"**Ask the class:** {q.question}")
+        if right.toggle("Reveal", key=keys.reveal(stage.slug, step.key)):
+            st.info(q.answer, icon=":material/lightbulb:")

@@ -1,0 +1,239 @@
+"""Stage 6: the MLP of one token: LN2 -> W_1 -> GELU -> W_2 -> residual, and the token's
+residual stream block by block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+import torch
+
+from vit_core.explain.tokens import residual_stream
+
+from .. import deck, figures, keys, session, state
+from ..deck import Question, Step
+from ..numbers import pct
+from . import common
+
+GROWS = 1.1  # the token's norm "grows" when it ends at least this many times its start ...
+# ... "shrinks" at most 1 / GROWS times it, and "stays about the same" between
+TOP_UNITS = 10  # the bar chart shows this many of the most active hidden units
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The stage's view and its token: the selected patch, or CLS (the stage's toggle)."""
+
+    v: deck.View
+    labels: list[str]
+    use_cls: bool
+    drawn: set = field(default_factory=set)  # the stage's widgets drawn in this run
+
+    def __getattr__(self, name):  # the view's fields (inp, tr, c, layer, …)
+        return getattr(self.v, name)
+
+    @property
+    def i(self) -> int:
+        """The token's number."""
+        return 0 if self.use_cls else self.patch + self.c.num_prefix_tokens
+
+
+def view() -> Ctx:
+    v = deck.load(text_free_note=True)
+    ss = st.session_state
+    if keys.MLP_CLS in ss:  # kept on the steps that do not draw the toggle
+        ss[keys.MLP_CLS] = ss[keys.MLP_CLS]
+    x = Ctx(v, figures.token_labels(v.c), False)
+    if v.presenting:  # a row of its own, above the slide's controls: the figure keeps its height
+        _toggle(x, here=True)
+    return Ctx(v, x.labels, bool(v.c.class_token and ss.get(keys.MLP_CLS)), x.drawn)
+
+
+def _toggle(x: Ctx, here: bool = False) -> None:
+    """"Use the CLS token" (every step shows the token it chooses; a model without CLS has
+    none), drawn once per run: on the page by the first step, in presenter mode by the view
+    above the slide (`here`), so no step's figure shares its box with it."""
+    if (x.presenting and not here) or not x.c.class_token or "cls" in x.drawn:
+        return
+    x.drawn.add("cls")
+    st.toggle("Use the CLS token", key=keys.MLP_CLS)
+
+
+def _intro(x: Ctx) -> str:
+    c = x.c
+    D, F_ = c.embed_dim, c.mlp_hidden
+    return (f"After attention has mixed information between tokens, each token goes through the "
+            f"same small two-layer network, separately: widen from {D} to {F_} numbers, bend them "
+            f"with GELU (negative inputs are squashed towards 0, positive ones pass), and project "
+            f"back to {D}. The result is added to the token, like the attention output before "
+            f"it: the residual stream only ever receives additions.")
+
+
+# ---------------------------------------------------------------- the token's hidden units
+def _units_facts(x: Ctx) -> dict:
+    u = x.tr[f"blocks.{x.layer}.mlp.pre"][x.i]
+    gelu_u = x.tr[f"blocks.{x.layer}.mlp.post"][x.i]
+    top = torch.topk(gelu_u, min(TOP_UNITS, gelu_u.numel()))
+    return {"u": u.numpy(), "gelu": gelu_u.numpy(), "on": int((u > 0).sum()), "F": int(u.numel()),
+            "lo": float(u.min()), "hi": float(u.max()),
+            "top_values": top.values.numpy(), "top_units": top.indices.tolist(),
+            "mid": float(x.tr[f"blocks.{x.layer}.resid_mid"][x.i].norm()),
+            "out": float(x.tr[f"blocks.{x.layer}.mlp_out"][x.i].norm()),
+            "post": float(x.tr[f"blocks.{x.layer}.resid_post"][x.i].norm())}
+
+
+def _gelu_figure(x: Ctx, f: dict) -> None:
+    _toggle(x)
+    c = x.c
+    D, F_ = c.embed_dim, c.mlp_hidden
+    xs = torch.linspace(f["lo"] - 0.5, f["hi"] + 0.5, 400)
+    fig = figures.gelu_scatter(f["u"], f["gelu"], xs.numpy(),
+                               torch.nn.functional.gelu(xs).numpy(), x.labels[x.i])
+    if x.presenting:  # one chart fills the slide (the words give the share, the notes the formula)
+        deck.chart(fig, key=keys.MLP_GELU)
+        return
+    # a space after every \quad: "\quadG" would be an unknown command (KaTeX prints it in red)
+    st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
+             rf"\quad G = \mathrm{{GELU}}(U),\quad X_\mathrm{{out}} = X' + G W_2 + b_2 "
+             rf"\in \mathbb{{R}}^{{{D}}}")
+    left, right = st.columns([3, 1], vertical_alignment="center")
+    with left:
+        deck.chart(fig, key=keys.MLP_GELU)
+    right.metric("share of hidden units switched on (U > 0)", pct(f["on"] / f["F"], 1),
+                 help="GELU passes positive inputs almost unchanged and squashes negative ones.")
+    right.caption(f"{f['on']} of {f['F']} units")
+
+
+def _gelu_words(x: Ctx, f: dict) -> str:
+    name = x.labels[x.i]
+    return (f"{name[0].upper() + name[1:]} (token {x.i}) at block {x.layer}: each dot is one of "
+            f"its {f['F']} hidden units, placed at its input U and its output GELU(U). "
+            f"{f['on']} of them ({pct(f['on'] / f['F'], 1)}) are switched on (U > 0).")
+
+
+def _gelu_notes(x: Ctx, f: dict) -> str:
+    c = x.c
+    return (f"X̂ = LN(X'), U = X̂·W_1 + b_1 ({c.mlp_hidden} numbers), G = GELU(U), X_out = X' + "
+            f"G·W_2 + b_2 ({c.embed_dim} numbers). "
+            "GELU(u) = u·Φ(u), Φ the standard normal's cumulative distribution: it passes "
+            "positive inputs almost unchanged and squashes negative ones towards 0, so a unit "
+            "with U > 0 is 'on'. Attention moves information between tokens; the MLP "
+            "transforms it inside each token.")
+
+
+def _units_question(x: Ctx, f: dict) -> Question:
+    c, i = x.c, x.i
+    L, F_ = c.depth, c.mlp_hidden
+    share = [float((x.tr[f"blocks.{b}.mlp.pre"][i] > 0).double().mean()) for b in range(L)]
+    on = f["on"]
+    lo, hi = min(range(L), key=share.__getitem__), max(range(L), key=share.__getitem__)
+    return Question("What fraction of hidden units fire for this token?",
+                    f"In block {x.layer}, {on} of {x.labels[i]}'s {F_} hidden units have U > 0: "
+                    f"{pct(on / F_, 1)}."
+                    + (f" Over its {L} blocks the share goes from {pct(share[lo], 1)} (block "
+                       f"{lo}) to {pct(share[hi], 1)} (block {hi})." if L > 1 else ""))
+
+
+def _top_figure(x: Ctx, f: dict) -> None:
+    _toggle(x)
+    deck.chart(figures.top_units_bars(f["top_values"], f["top_units"]), key=keys.MLP_TOP)
+
+
+def _top_words(x: Ctx, f: dict) -> str:
+    return (f"Its most active hidden unit, unit {f['top_units'][0]}, outputs GELU(U) = "
+            f"{float(f['top_values'][0]):.2f}. W_2 maps all {f['F']} outputs back to "
+            f"{x.c.embed_dim} numbers: ‖X'‖ = {f['mid']:.2f} before, the MLP adds a vector of "
+            f"norm {f['out']:.2f}, giving ‖X_out‖ = {f['post']:.2f}.")
+
+
+def _top_notes(x: Ctx, f: dict) -> str:
+    return ("X' is the token after this block's attention (the residual stream between the "
+            "two sublayers); X_out = X' + the MLP's output. The norm of a sum is not the sum of "
+            "the norms: the MLP's vector can point with X' or against it.")
+
+
+# ---------------------------------------------------------------- the residual stream
+def _stream_facts(x: Ctx) -> dict:
+    return residual_stream(x.tr, x.i, state.sublayer_norms(x.inp, x.name, session.chosen_mask()))
+
+
+def _stream_figure(x: Ctx, f: dict) -> None:
+    _toggle(x)
+    name = x.labels[x.i]
+    deck.chart(figures.residual_norms(
+        f["attn"], f["mlp"], f["resid"],
+        title=f"{name}: the norm of what each sublayer adds (bars) and of the token after it "
+              "(line)"), key=keys.MLP_RESID)
+
+
+def stream_words(stream: dict) -> str:
+    """How the token's norm changes through the blocks, and which sublayer adds more, worded
+    from `residual_stream`."""
+    resid, attn, mlp = stream["resid"], stream["attn"], stream["mlp"]
+    L = len(attn)
+    first, last = resid[0], resid[-1]
+    ratio = last / first if first > 0 else float("inf")
+    if ratio >= GROWS:
+        change = f"grows from {first:.2f} at the embedding to {last:.2f} after block {L - 1}"
+        change += f" ({ratio:.1f}×)" if ratio != float("inf") else ""
+    elif ratio <= 1 / GROWS:
+        change = (f"shrinks from {first:.2f} at the embedding to {last:.2f} after block {L - 1} "
+                  f"({ratio:.2f}×)")
+    else:
+        change = (f"stays about the same, {first:.2f} at the embedding and {last:.2f} after "
+                  f"block {L - 1}")
+    more = sum(m > a for m, a in zip(mlp, attn, strict=True))
+    blocks = "block" if L == 1 else "blocks"
+    if more == L:
+        who = "the MLP adds a larger vector than attention in " + (
+            "its only block" if L == 1 else f"all {L} blocks")
+    elif more == 0:
+        who = "attention adds a larger vector than the MLP in " + (
+            "its only block" if L == 1 else f"all {L} blocks")
+    else:
+        who = f"the MLP adds a larger vector than attention in {more} of {L} {blocks}"
+    return f"The token's norm {change}, and {who}."
+
+
+def _stream_words(x: Ctx, f: dict) -> str:
+    return stream_words(f)
+
+
+def _stream_notes(x: Ctx, f: dict) -> str:
+    return ("Bars: the size of what each sublayer adds; line: the size of the token afterwards "
+            "(additions can point in different directions, so they need not add up, and the "
+            "bars stand side by side, not stacked).")
+
+
+def _stream_question(x: Ctx, _) -> Question:
+    c, i, tr = x.c, x.i, x.tr
+    L = c.depth
+    name = common.labels(c)[i]
+    attn = [float(tr[f"blocks.{b}.attn_out"][i].double().norm()) for b in range(L)]
+    mlp_ = [float(tr[f"blocks.{b}.mlp_out"][i].double().norm()) for b in range(L)]
+    more = sum(m > a for a, m in zip(attn, mlp_, strict=True))
+    return Question("Does the MLP or attention add more to the residual stream?",
+                    f"For {name}, summed over the {L} block{'s' if L > 1 else ''}: attention adds "
+                    f"vectors of norm {sum(attn):.1f}, the MLP {sum(mlp_):.1f}, so "
+                    + ("the MLP adds more" if sum(mlp_) > sum(attn) else "attention adds more")
+                    + f"; the MLP's addition is the larger in {more} of {L} blocks.")
+
+
+STAGE = deck.Stage(
+    slug="mlp",
+    title="6 · The MLP: every token thinks on its own",
+    story="After the tokens have talked, each one thinks alone: a small two-layer network "
+          "widens it, bends it with GELU, and adds the result back.",
+    view=view,
+    intro=_intro,
+    steps=(
+        Step("gelu", "One token through the MLP", _gelu_figure, facts=_units_facts,
+             words=_gelu_words, notes=_gelu_notes, question=_units_question,
+             controls=("layer", "patch")),
+        Step("units", "Its most active hidden units", _top_figure, facts=_units_facts,
+             words=_top_words, notes=_top_notes, controls=("layer", "patch")),
+        Step("stream", "The residual stream, block by block", _stream_figure,
+             facts=_stream_facts, words=_stream_words, notes=_stream_notes,
+             question=_stream_question, controls=("patch",), reads=("sublayer_norms",)),
+    ),
+)

@@ -1,0 +1,392 @@
+"""Stage 8: the shape trace: every step of the pass with its shape (around the blocks, inside
+one block), what each step costs next to ViT-B/16, the whole pass's totals, the parameters by
+component, and the attention cost against the patch size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from vit_core import PRESETS
+from vit_core.explain.flops import attention_share, si, stage_rows, total_macs, total_params
+
+from .. import deck, figures, keys, models, session, state
+from ..deck import Question, Step
+from ..numbers import pct
+
+REF = "vit-b16"  # the notes' reference model, beside every cost
+PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
+ROW_PX, HEAD_PX = 35, 38  # a table row and the header row, as st.dataframe draws them
+SLIDE_ROW_PX = 30  # in presenter mode: rows a little tighter, so a block's 12 rows fit a slide
+TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
+          "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
+          "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
+          "W_O": "blocks.0.attn_out", "LN2": "blocks.0.ln2", "MLP up": "blocks.0.mlp.pre",
+          "GELU": "blocks.0.mlp.post", "MLP down": "blocks.0.mlp_out",
+          "final LN": "ln_final", "class head": "logits", "text head": "logits",
+          "segmentation head": "seg_logits"}  # the trace's tensor behind each row's shape
+RESIDUALS = ("blocks.0.resid_mid", "blocks.0.resid_post")  # the two rows named "residual"
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The stage's view, with the pass it shows: for a captioner the pass that wrote the last
+    token of its caption (a captioner never runs without text), else the session's trace."""
+
+    v: deck.View
+    tr: Any
+    gen: Any | None  # a captioner's greedy generation
+    text: list[int] | None  # the text ids that pass read ([SOS] and the words before)
+
+    def __getattr__(self, name):  # the view's fields (inp, name, model, c, …)
+        return getattr(self.v, name)
+
+    @property
+    def label(self) -> str:
+        return models.plain_label(self.name).split(" (")[0]
+
+
+def view() -> Ctx:
+    v = deck.load()
+    if not v.c.has_text:
+        return Ctx(v, v.tr, None, None)
+    with st.spinner("Writing its caption, one forward pass per word…"):
+        gen, text, tr = state.caption_pass(v.inp, v.name, mask=session.chosen_mask())
+    return Ctx(v, tr, gen, list(text))
+
+
+def _intro(x: Ctx) -> str:
+    return ("Every step of the forward pass: what it does, its equation, the shape of what it "
+            "produces (read from the tensors your image just produced) and how many parameters "
+            "it has; then what its matrix multiplications cost, next to the notes' reference "
+            "model, ViT-B/16. The steps inside a block are listed once and happen in every "
+            "layer.")
+
+
+# ---------------------------------------------------------------- the rows
+@dataclass(frozen=True)
+class Rows:
+    """Every step of the pass, in order, with this pass's traced shape and ViT-B/16's row."""
+
+    rows: list[dict]  # stage_rows(c, T), each with "traced" (str) and "macs" (all layers)
+    ref: dict[str, dict]  # ViT-B/16's row of the same step (name -> row)
+    first: int  # the block's first row (LN1)
+    end: int  # the first row after the block (final LN)
+
+    @property
+    def around(self) -> list[dict]:
+        return self.rows[:self.first] + self.rows[self.end:]
+
+    @property
+    def block(self) -> list[dict]:
+        return self.rows[self.first:self.end]
+
+
+def _rows(x: Ctx) -> Rows:
+    c, tr = x.c, x.tr
+    rows, residuals = [], iter(RESIDUALS)
+    for r in stage_rows(c, tr.n_text):
+        t = next(residuals) if r["step"] == "residual" else TRACED.get(r["step"])
+        traced = " × ".join(map(str, tr[t].shape)) if t in tr else "—"
+        if r["step"] == "tokens":  # the image tokens: the first rows of z_0 (the text follows)
+            traced = " × ".join(map(str, tr["embed"][:c.num_image_tokens].shape))
+        elif r["step"] == "text tokens":
+            traced = " × ".join(map(str, tr["embed"].shape))
+        if r["step"] == "Q, K, V":
+            traced = "3 × " + traced
+        rows.append({**r, "traced": traced, "macs": r["flops"] // 2 * r["times"]})
+    names = [r["step"] for r in rows]
+    return Rows(rows, {r["step"]: r for r in stage_rows(PRESETS[REF])}, names.index("LN1"),
+                names.index("final LN"))
+
+
+def _shape_table(f: Rows, rows: list[dict]) -> list[dict]:
+    return [{"step": r["step"], "operation": r["op"], "equation": r["eq"],
+             "traced shape": r["traced"], "ViT-B/16 shape": f.ref.get(r["step"], {}).get(
+                 "shape", "—"), "× layers": r["times"], "parameters": f"{r['params']:,}"}
+            for r in rows]
+
+
+def _table(rows: list[dict], key: str) -> None:
+    """A table with every row on screen (tighter rows on a slide)."""
+    row = SLIDE_ROW_PX if deck.presenting() else ROW_PX
+    st.dataframe(rows, hide_index=True, key=key, row_height=row,
+                 height=HEAD_PX + row * len(rows))
+
+
+def _heads(f: Rows) -> list[dict]:
+    """The rows that read the final tokens (class, text, segmentation heads)."""
+    return [r for r in f.rows[f.end:] if r["step"] != "final LN"]
+
+
+# ---------------------------------------------------------------- around the blocks
+def _around_figure(x: Ctx, f: Rows) -> None:
+    c, S = x.c, x.tr["embed"].shape[0]
+    st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
+             rf"\mathbb{{R}}^{{{c.num_patches}\times{c.in_chans * c.patch_size**2}}}\to"
+             rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
+             rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
+             + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
+    _table(_shape_table(f, f.around), keys.SHAPE_TABLE)
+
+
+def _around_words(x: Ctx, f: Rows) -> str:
+    c, S = x.c, x.tr["embed"].shape[0]
+    T = x.tr.n_text
+    tokens = (f"{S} tokens ({c.num_image_tokens} image + {T} text)" if T else f"{S} tokens")
+    blocks = "its one block keeps" if c.depth == 1 else f"its {c.depth} blocks keep"
+    heads = _heads(f)
+    out = ("; then " + " and ".join(f"the {r['step']} gives {r['traced']}" for r in heads)
+           if heads else "; it has no head: its output is the final tokens")
+    return (f"The {c.img_size}×{c.img_size} image becomes {c.num_patches} patches of "
+            f"{c.in_chans * c.patch_size**2} numbers, then {tokens} of {c.embed_dim}; {blocks} "
+            f"that {S} × {c.embed_dim} shape{out}.")
+
+
+def _around_notes(x: Ctx, f: Rows) -> str | None:
+    if x.gen is None:
+        return None
+    c, gen, text = x.c, x.gen, x.text
+    last = ("[EOS]" if gen.words[-1:] == ["[EOS]"] else
+            f"“{gen.words[-1]}”" if gen.words else "its first token")
+    k = len(text) - 1  # words read besides [SOS]
+    return (f"A captioner always reads text along with the image, so this is the pass in which "
+            f"it wrote the last token of its caption, {last}: it read "
+            f"“{' '.join(c.vocab[i] for i in text)}” ([SOS] and the {k} "
+            f"word{'' if k == 1 else 's'} it had written before, T = {len(text)} text "
+            f"token{'' if len(text) == 1 else 's'}), so S = {c.num_image_tokens} image + "
+            f"{len(text)} text tokens = {x.tr['embed'].shape[0]}.")
+
+
+# ---------------------------------------------------------------- inside one block
+def _block_title(c) -> str:
+    return ("Inside the block: each step's shape" if c.depth == 1 else
+            f"Inside one block (× {c.depth}): each step's shape")
+
+
+def _block_figure(x: Ctx, f: Rows) -> None:
+    _table(_shape_table(f, f.block), keys.SHAPE_TABLE_BLOCK)
+
+
+def _block_words(x: Ctx, f: Rows) -> str:
+    c, S, D = x.c, x.tr["embed"].shape[0], x.c.embed_dim
+    times = "once" if c.depth == 1 else f"{c.depth} times over"
+    return (f"A block maps {S} × {D} to {S} × {D}, {times}; inside, each of its {c.num_heads} "
+            f"head{'' if c.num_heads == 1 else 's'} weighs {S} × {S} pairs of tokens and the "
+            f"MLP widens every token to {c.mlp_hidden}.")
+
+
+def _block_notes(x: Ctx, f: Rows) -> str:
+    return ("The traced shapes are those of block 0 of this pass (every block has the same); "
+            "“× layers” counts how often a step runs in one pass, and its parameters are those "
+            "of one layer.")
+
+
+# ---------------------------------------------------------------- what each step costs
+def _cost_rows(f: Rows) -> tuple[list[dict], list[str]]:
+    """The cost table's rows, and the steps left out of it: those with no matrix
+    multiplication in either model (0 multiply-adds), each named once."""
+    costs, left_out = [], []
+    for r in f.rows:
+        b16 = f.ref.get(r["step"])
+        ref_macs = b16["flops"] // 2 * b16["times"] if b16 else 0
+        if not r["macs"] and not ref_macs:
+            left_out.append(r["step"])
+            continue
+        costs.append({"step": r["step"], "MACs (all layers)": si(r["macs"]),
+                      "FLOPs = 2 × MACs": si(2 * r["macs"]),
+                      "ViT-B/16 MACs": si(ref_macs) if b16 else "—",
+                      "ViT-B/16 FLOPs": si(2 * ref_macs) if b16 else "—"})
+    return costs, list(dict.fromkeys(left_out))
+
+
+def _cost_figure(x: Ctx, f: Rows) -> None:
+    _table(_cost_rows(f)[0], keys.SHAPE_COST_TABLE)
+
+
+def _cost_words(x: Ctx, f: Rows) -> str:
+    return ("Each row counts what a step's matrix multiplications cost in one pass, all layers "
+            "together, next to the same step in ViT-B/16; the steps without one ("
+            + ", ".join(_cost_rows(f)[1]) + ") cost 0 and are left out.")
+
+
+def _cost_notes(x: Ctx, f: Rows) -> str:
+    return ("MACs: multiply-adds of the matrix multiplications (m·k·n for an [m, k] @ [k, n] "
+            "product), the convention of papers: the “17.6 GFLOPs” quoted for ViT-B/16 are "
+            "17.6 G multiply-adds. FLOPs = 2 × MACs (a multiply and an add), the convention of "
+            "torch.utils.flop_counter. Softmax, LayerNorm, GELU, pooling and additions are not "
+            "counted. G = 10⁹, M = 10⁶, k = 10³.")
+
+
+def _costliest_question(x: Ctx, f: Rows) -> Question:
+    c = x.c
+    macs = [(r["step"], r["macs"], f.first <= k < f.end)  # in every block?
+            for k, r in enumerate(f.rows)]
+    total = sum(m for _, m, _ in macs)
+    most = max(m for _, m, _ in macs)
+    tops = [(step, block) for step, m, block in macs if m == most]  # a tie names them all
+    both = len(tops) > 1
+    names = (", ".join(s for s, _ in tops[:-1]) + " and " if both else "") + tops[-1][0] + (
+        ", tied" if both else "")
+    how = ("" if len({b for _, b in tops}) > 1 else
+           (f", counted over {'their' if both else 'its'} {c.depth} layers" if c.depth > 1 else
+            ", in the model's only layer") if tops[0][1] else ", once per pass")
+    return Question("Which step costs the most?",
+                    f"{names}: {si(most)} {'each ' if both else ''}of the {si(total)} "
+                    f"multiply-adds of one pass ({pct(most / total)}{' each' if both else ''})"
+                    f"{how}.")
+
+
+# ---------------------------------------------------------------- the whole pass
+@dataclass(frozen=True)
+class Totals:
+    params: int
+    macs: int
+    ref_params: int
+    ref_macs: int
+
+
+def _totals_facts(x: Ctx) -> Totals:
+    ref = PRESETS[REF]
+    return Totals(total_params(x.c), total_macs(x.c, x.tr.n_text), total_params(ref),
+                  total_macs(ref))
+
+
+def _totals_figure(x: Ctx, f: Totals) -> None:
+    for who, params, macs, digits in ((x.label, f.params, f.macs, 2),
+                                      ("ViT-B/16", f.ref_params, f.ref_macs, 1)):
+        m = st.columns(3)
+        m[0].metric(f"{who} parameters", f"{params / 1e6:.{digits}f} M")
+        m[1].metric(f"{who} multiply-adds (MACs)", si(macs))
+        m[2].metric(f"{who} FLOPs (2 × MACs)", si(2 * macs))
+
+
+def _times(a: float, b: float) -> str:
+    """How many times b is a: '127×', or '0.5×' under 10."""
+    r = a / max(b, 1)
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
+
+
+def _totals_words(x: Ctx, f: Totals) -> str:
+    if (f.macs, f.params) == (f.ref_macs, f.ref_params):
+        return (f"One pass of {x.label} is {si(f.macs)} multiply-adds with {f.params:,} "
+                f"parameters: exactly ViT-B/16's.")
+    return (f"One pass of {x.label} is {si(f.macs)} multiply-adds with {f.params:,} "
+            f"parameters; ViT-B/16 needs {_times(f.ref_macs, f.macs)} the multiply-adds and "
+            f"has {_times(f.ref_params, f.params)} the parameters.")
+
+
+# ---------------------------------------------------------------- parameters by component
+def _params_facts(x: Ctx) -> dict[str, int]:
+    groups: dict[str, int] = {}
+    for pname, prm in x.model.named_parameters():
+        part = pname.split(".")
+        key = f"blocks: {part[2]}" if part[0] == "blocks" else part[0]
+        key = key.replace("norm1", "LayerNorms").replace("norm2", "LayerNorms")
+        groups[key] = groups.get(key, 0) + prm.numel()
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
+
+
+def _params_figure(x: Ctx, f: dict[str, int]) -> None:
+    n = total_params(x.c)
+    _table([{"component": k, "parameters": f"{v:,}", "share": pct(v / n, 1)}
+            for k, v in f.items()], keys.PARAM_TABLE)
+
+
+def _params_words(x: Ctx, f: dict[str, int]) -> str:
+    blocks = (f"a block's attention, MLP and LayerNorms are each summed over its {x.c.depth} "
+              f"blocks" if x.c.depth > 1 else
+              "its one block's attention, MLP and LayerNorms are a row each")
+    return f"The {sum(f.values()):,} parameters of {x.label}, in {len(f)} groups: {blocks}."
+
+
+def _params_question(x: Ctx, _) -> Question:
+    groups: dict[str, int] = {}
+    for pname, prm in x.model.named_parameters():
+        part = pname.split(".")
+        key = {"attn": "the attention layers (W_Q, W_K, W_V, W_O)", "mlp": "the MLPs"}.get(
+            part[2], "the LayerNorms") if part[0] == "blocks" else {
+            "patch_embed": "the patch embedding W_E", "pos_embed": "the position embeddings"}.get(
+            part[0], "everything else (CLS, heads, final LayerNorm, text embeddings)")
+        groups[key] = groups.get(key, 0) + prm.numel()
+    n = sum(groups.values())
+    order = sorted(groups, key=lambda k: -groups[k])
+    return Question("Where do most of the parameters live?",
+                    f"In {order[0]}: {groups[order[0]]:,} of {n:,} parameters "
+                    f"({pct(groups[order[0]] / n)})"
+                    + (f"; then {order[1]} ({pct(groups[order[1]] / n)})." if len(order) > 1
+                       else "."))
+
+
+# ---------------------------------------------------------------- cost against patch size
+@dataclass(frozen=True)
+class BySize:
+    """What the chart draws and the sentence says: the model at other patch sizes, with no text
+    and no segmentation head (so every point is the same kind of pass)."""
+
+    sizes: list[int]
+    macs: list[int]  # all matrix multiplications
+    quad: list[float]  # of which QKᵀ and AV
+
+    def share(self, size: int) -> float:
+        i = self.sizes.index(size)
+        return self.quad[i] / self.macs[i]
+
+
+def _by_size_facts(x: Ctx) -> BySize:
+    c = x.c
+    sizes = sorted({s for s in PATCH_SIZES if c.img_size % s == 0} | {c.patch_size})
+    configs = [c.replace(patch_size=s, seg_classes=0) for s in sizes]
+    macs = [total_macs(k) for k in configs]
+    return BySize(sizes, macs, [m * attention_share(k) for m, k in zip(macs, configs,
+                                                                       strict=True)])
+
+
+def _by_size_figure(x: Ctx, f: BySize) -> None:
+    c = x.c
+    deck.chart(figures.line_chart(
+        f.sizes, {"all matrix multiplications": [m / 1e9 for m in f.macs],
+                  "QKᵀ and AV only": [q / 1e9 for q in f.quad]},
+        f"{x.label} at {c.img_size}×{c.img_size} with other patch sizes (no text, no seg head)",
+        "patch size P", "G multiply-adds (MACs)"), key=keys.COST_VS_PATCH)
+
+
+def _by_size_words(x: Ctx, f: BySize) -> str:
+    P, smallest = x.c.patch_size, min(f.sizes)
+    other = (f"; at P = {smallest} it is {pct(f.share(smallest), 1)}" if smallest != P else "")
+    return (f"In the chart, at P = {P} the quadratic part (QKᵀ and AV) is "
+            f"{pct(f.share(P), 1)} of the multiply-adds{other}. Shapes never change inside the "
+            f"stack: every block maps S×D to S×D.")
+
+
+def _by_size_notes(x: Ctx, f: BySize) -> str:
+    return ("Halving P makes 4 times as many patches, so S grows about 4 times: Q, K, V, W_O "
+            "and the MLP grow with S, QKᵀ and AV with S², so attention's share of the cost "
+            "grows as the patches shrink. The patch embedding costs the same at every P.")
+
+
+STAGE = deck.Stage(
+    slug="shapes",
+    title="8 · The shape trace",
+    story="Here is the whole journey as one table: every shape, every parameter, every "
+          "multiplication, next to the full-size ViT-B/16.",
+    view=view,
+    intro=_intro,
+    steps=(
+        Step("shapes", "Into the blocks and out: each step's shape", _around_figure,
+             facts=_rows, words=_around_words, notes=_around_notes, reads=("caption_pass",)),
+        Step("block", _block_title, _block_figure, facts=_rows, words=_block_words,
+             notes=_block_notes, reads=("caption_pass",)),
+        Step("costs", "What each step costs, next to ViT-B/16", _cost_figure, facts=_rows,
+             words=_cost_words, notes=_cost_notes, question=_costliest_question,
+             reads=("caption_pass",)),
+        Step("totals", "The whole pass, next to ViT-B/16", _totals_figure, facts=_totals_facts,
+             words=_totals_words, reads=("caption_pass",)),
+        Step("params", "Parameters by component", _params_figure, facts=_params_facts,
+             words=_params_words, question=_params_question),
+        Step("patch", "Attention cost against patch size", _by_size_figure,
+             facts=_by_size_facts, words=_by_size_words, notes=_by_size_notes),
+    ),
+)

@@ -14,7 +14,6 @@ import torch
 
 from vit_core import allowed_keys
 from vit_core.config import MASK_KINDS
-from vit_core.explain.generation import caption_note, scored_column
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
     distribution,
@@ -112,6 +111,53 @@ def readout_path(c) -> str:
     if c.dist_token:
         return "final LayerNorm → CLS and DIST through their two heads, averaged"
     return "final LayerNorm → CLS token → class head"
+
+
+DOUBTED = 0.1  # a caption word "doubted" by the model: below this probability
+AGREES = 0.5  # the model "agrees with the caption": every word at least this likely
+
+
+def scored_column(sees_ahead: bool = False) -> str:
+    """The heading of a scored caption's probabilities: what each position could see. Under a
+    mask where a text position also sees the words after it (full), that is the whole caption."""
+    return "P(word | image, whole caption)" if sees_ahead else "P(word | image, words before)"
+
+
+def caption_note(scored, sees_ahead: bool = False) -> str:
+    """One sentence on a scored caption, worded from its probabilities: the least and the most
+    likely word, and whether the model agrees with the caption.
+
+    Args:
+        sees_ahead: each text position also saw the words after it (the full mask): every word
+            fed was then scored by a position that could read that very word, so the scores are
+            not predictions from the words before.
+    """
+    if not scored.words:
+        return "There is nothing to score: type a caption."
+    pairs = list(zip(scored.words, scored.probs, strict=True))
+    low = min(pairs, key=lambda wp: wp[1])
+    high = max(pairs, key=lambda wp: wp[1])
+    doubted = [w for w, p in pairs if p < DOUBTED]
+    listed = ", ".join(f"“{w}”" for w in doubted[:4]) + (" …" if len(doubted) > 4 else "")
+    if sees_ahead:
+        # [EOS] is scored (last) only when the caption fitted, and it is never fed
+        eos = scored.words[-1] == "[EOS]"
+        head = (f"Every word gets at least {pct(low[1], 1)} (the least likely is “{low[0]}”)."
+                if low[1] >= AGREES else
+                f"The least likely word is “{low[0]}” at {pct(low[1], 1)}, the most likely "
+                f"“{high[0]}” at {pct(high[1], 1)}"
+                + (f"; the model doubts {listed} (under {pct(DOUBTED)})." if doubted else "."))
+        return head + (" But under the full mask every text position also sees the words after "
+                       "it: " + ("every word but [EOS]" if eos else "every word")
+                       + " is scored by a position that can read that very word, so a high "
+                       "score can come from reading the word rather than predicting it.")
+    if low[1] >= AGREES:
+        return (f"Every word gets at least {pct(low[1], 1)} (the least likely is “{low[0]}”), so "
+                f"the model agrees with this caption for this image.")
+    return (f"The least likely word is “{low[0]}” at {pct(low[1], 1)}, the most likely “{high[0]}” "
+            f"at {pct(high[1], 1)}"
+            + (f"; the model doubts {listed} (under {pct(DOUBTED)}) after the words before them."
+               if doubted else "."))
 
 
 def blind_words(c, mask_kind: str) -> str:

@@ -128,49 +128,6 @@ def score_logits(tok, enc, logits: torch.Tensor) -> Scored:
                   unknown=[targets[t] == tok.unk_id for t in range(n)], notice=notice.strip())
 
 
-def scored_column(sees_ahead: bool = False) -> str:
-    """The heading of a scored caption's probabilities: what each position could see. Under a
-    mask where a text position also sees the words after it (full), that is the whole caption."""
-    return "P(word | image, whole caption)" if sees_ahead else "P(word | image, words before)"
-
-
-def caption_note(scored: Scored, sees_ahead: bool = False) -> str:
-    """One sentence on a scored caption, worded from its probabilities: the least and the most
-    likely word, and whether the model agrees with the caption.
-
-    Args:
-        sees_ahead: each text position also saw the words after it (the full mask): every word
-            fed was then scored by a position that could read that very word, so the scores are
-            not predictions from the words before.
-    """
-    if not scored.words:
-        return "There is nothing to score: type a caption."
-    pairs = list(zip(scored.words, scored.probs, strict=True))
-    low = min(pairs, key=lambda wp: wp[1])
-    high = max(pairs, key=lambda wp: wp[1])
-    doubted = [w for w, p in pairs if p < 0.1]
-    listed = ", ".join(f"“{w}”" for w in doubted[:4]) + (" …" if len(doubted) > 4 else "")
-    if sees_ahead:
-        # [EOS] is scored (last) only when the caption fitted, and it is never fed
-        eos = scored.words[-1] == "[EOS]"
-        head = (f"Every word gets at least {low[1]:.1%} (the least likely is “{low[0]}”)."
-                if low[1] >= 0.5 else
-                f"The least likely word is “{low[0]}” at {low[1]:.1%}, the most likely "
-                f"“{high[0]}” at {high[1]:.1%}"
-                + (f"; the model doubts {listed} (under 10 %)." if doubted else "."))
-        return head + (" But under the full mask every text position also sees the words after "
-                       "it: " + ("every word but [EOS]" if eos else "every word")
-                       + " is scored by a position that can read that very word, so a high "
-                       "score can come from reading the word rather than predicting it.")
-    if low[1] >= 0.5:
-        return (f"Every word gets at least {low[1]:.1%} (the least likely is “{low[0]}”), so "
-                f"the model agrees with this caption for this image.")
-    return (f"The least likely word is “{low[0]}” at {low[1]:.1%}, the most likely “{high[0]}” "
-            f"at {high[1]:.1%}"
-            + (f"; the model doubts {listed} (under 10 %) after the words before them."
-               if doubted else "."))
-
-
 def learning_curve(card: str, metric: str = "exact_match") -> dict[int, float]:
     """A model card's held-out learning curve (its "| step | metric | ..." table) as
     {step: value}; {} when the card has none."""

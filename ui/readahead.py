@@ -122,4 +122,6 @@ def schedule() -> None:
         return
     interest = st.session_state[keys.READ_AHEAD] = _Interest((inp.key, name, mask))
     caption = st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)
-    shared().add(interest, tour.plan(inp, name, mask, st.session_state.get(keys.LAYER), caption))
+    ss = st.session_state
+    shared().add(interest, tour.plan(inp, name, mask, ss.get(keys.LAYER), caption,
+                                     ss.get(keys.PATCH)))

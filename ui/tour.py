@@ -50,6 +50,7 @@ class Ask:
     mask: str | None
     layer: int | None
     caption: str
+    patch: int | None = None
 
 
 def _masks_runs(a: Ask) -> list[Callable]:
@@ -86,6 +87,23 @@ def _experiment(a: Ask) -> list[Callable]:
     return [lambda: state.experiment(a.inp, a.name, "heads", head, None, a.mask)]
 
 
+def _image_only(a: Ask, kind: str, arg: tuple = ()) -> list[Callable]:
+    """One Experiments run with the stage's default arguments, on a model fed no text (a
+    captioner's runs are fed its caption, known only once it is written: left to the page)."""
+    if state.get_model(a.name).config.has_text:
+        return []
+    return [lambda: state.experiment(a.inp, a.name, kind, arg, None, a.mask)]
+
+
+def _grey_run(a: Ask) -> list[Callable]:
+    """The Experiments stage's first grey set: the 3 x 3 patches around the session's patch."""
+    from .stages.experiments import around
+
+    g = state.get_model(a.name).config.grid
+    p = a.patch if a.patch is not None else g // 2 * g + g // 2
+    return _image_only(a, "occlude", tuple(around(p, g)))
+
+
 # A step's `reads` (ui/deck.Step) -> the calls into ui/state's caches that compute it.
 READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "weight_views": lambda a: [lambda: state.weight_views(a.name)],
@@ -99,21 +117,26 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "generation": lambda a: ([lambda: state.generation(a.inp, a.name, mask=a.mask)]
                              if state.get_model(a.name).config.has_text else []),
     "patch_pca": lambda a: [lambda: state.patch_pca(a.inp, a.name, a.mask)],
+    "grey_run": _grey_run,
+    "shuffle_run": lambda a: _image_only(a, "shuffle", (0,)),  # the stage's first seed: 0
+    "unordered_runs": lambda a: (_image_only(a, "positions")
+                                 + _image_only(a, "shuffle_no_positions", (0,))),
     "scores": lambda a: [],  # the Logits stage scores the caption a student types: not known yet
     "experiment": _experiment,
 }
 
 
 def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
-         caption: str = MASK_CAPTION) -> list[Callable]:
+         caption: str = MASK_CAPTION, patch: int | None = None) -> list[Callable]:
     """What the stages' steps read beyond the trace, in the tour's order (each once): calls
     into ui.state's caches, runnable off a script run. `layer`: the session's layer; `caption`:
-    the Masks stage's caption. Read from the steps' declarations (`Step.reads`)."""
+    the Masks stage's caption; `patch`: the session's patch. Read from the steps' declarations
+    (`Step.reads`)."""
     from . import stages
     from .routes import STAGES
 
     config = state.get_model(name).config
-    ask = Ask(inp, name, mask, layer, caption)
+    ask = Ask(inp, name, mask, layer, caption, patch)
     items, seen = [], set()
     for slug in STAGES:
         stage = stages.get(slug)

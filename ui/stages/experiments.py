@@ -164,7 +164,7 @@ class Ctx:
         return ex.max_difference(self.tr, self.after)
 
 
-def _around(p: int, g: int) -> list[int]:
+def around(p: int, g: int) -> list[int]:
     """The 3 x 3 patches around patch p (fewer at an edge), in reading order."""
     r0, c0 = divmod(p, g)
     return [r * g + c for r in range(r0 - 1, r0 + 2) for c in range(c0 - 1, c0 + 2)
@@ -183,7 +183,7 @@ def _keep_widgets(c, run_mask: str) -> None:
         ss[keys.EXP_KIND] = next(iter(KINDS))
     ss[keys.EXP_HEADS] = [h for h in ss.get(keys.EXP_HEADS, [0]) if h < c.num_heads]
     if keys.EXP_OCCLUDED not in ss:  # start with the 3 x 3 patches around the selected one
-        ss[keys.EXP_OCCLUDED] = _around(int(ss[keys.PATCH]), c.grid)
+        ss[keys.EXP_OCCLUDED] = around(int(ss[keys.PATCH]), c.grid)
     others = [k for k in MASK_KINDS if k != run_mask]
     if ss.get(keys.EXP_MASK) not in others:
         ss[keys.EXP_MASK] = others[0]
@@ -216,7 +216,7 @@ def view() -> Ctx:
     elif kind == "mask":
         arg = (ss[keys.EXP_MASK],)
     around = next((p for p in (v.patch, c.grid // 2 * c.grid + c.grid // 2)
-                   if grey and sorted(grey) == _around(p, c.grid)), None)
+                   if grey and sorted(grey) == around(p, c.grid)), None)
     return Ctx(v, label, kind, arg, mask, tr, gen0, enc, grey, around, seed,
                ex.alter(v.model, v.prep.pixels, kind, arg, mask))
 
@@ -959,14 +959,15 @@ STAGE = deck.Stage(
     extra_reads=("generation", "caption_pass"),
     steps=(
         Step("change", "Choose a change", _change_figure, facts=_change_facts,
-             words=_change_words, notes=_change_notes, question=_grey_question),
+             words=_change_words, notes=_change_notes, question=_grey_question,
+             reads=("grey_run",)),
         Step("compare", "Before and after", _compare_figure, facts=_compare_facts,
              words=_compare_words, notes=_compare_notes, question=_shuffle_question,
-             reads=("experiment",)),
+             reads=("experiment", "shuffle_run")),
         Step("words", "Each word of the caption, before and after", _fed_figure,
              facts=_fed_facts, words=_fed_words, reads=("experiment",), applies=_has_text),
         Step("unordered", "Shuffled without positions", _unordered_figure,
              facts=_unordered_facts, words=_unordered_words, notes=_unordered_notes,
-             question=_unordered_question),
+             question=_unordered_question, reads=("unordered_runs",)),
     ),
 )

@@ -286,10 +286,17 @@ def test_presenter_mode_keeps_a_composed_scene(browser, server):
     """st.switch_page drops sidebar widgets' values; the composer's are kept like the others."""
     requests: list[str] = []
     ctx, page = new_page(browser, requests, 1600, 900)
-    page.goto(f"{server}/?page=overview&presenter=1&scene=star_blue_sand_right_100_30_2_5")
+    from ui import stages
+    from vit_core import default_model_name, load_model
+
+    last = len(stages.get("overview").steps_for(load_model(default_model_name()).config))
+    page.goto(f"{server}/?page=overview&presenter=1&step={last}"  # Next switches the page
+              "&scene=star_blue_sand_right_100_30_2_5")
     wait_idle(page)
     words = "composed: a blue star on the sand on the right"
+    page.get_by_role("button", name="Model and image").click()
     assert page.get_by_text(words).count() >= 1
+    page.keyboard.press("Escape")
     page.get_by_role("button", name="Next").click()
     wait_idle(page)
     page.get_by_text("Stage 1/10 · step 1/5").wait_for()

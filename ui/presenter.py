@@ -133,7 +133,13 @@ const fit = () => {
     set(holder, "height", holder.getBoundingClientRect().height - o - 2);
   }
 };
-let where = null, pending = false;
+let where = null, pending = false, later = null;
+const soon = () => {  // fit now, and again once pictures have loaded and plotly has drawn
+  if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; fit(); }); }
+  clearTimeout(later);
+  later = setTimeout(() => { fit(); setTimeout(fit, 700); }, 300);
+};
+doc.addEventListener("load", (e) => { if (e.target && e.target.tagName === "IMG") soon(); }, true);
 new MutationObserver(() => {
   const w = doc.querySelector(".st-key-%WHERE%");
   const now = w ? w.textContent : null;
@@ -144,7 +150,7 @@ new MutationObserver(() => {
     if (main) main.scrollTop = 0;
     window.scrollTo(0, 0);
   }
-  if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; fit(); }); }
+  soon();
 }).observe(doc.body, {childList: true, subtree: true, characterData: true, attributes: true,
                       attributeFilter: ["src", "style"]});
 window.addEventListener("resize", () => { unfit(); requestAnimationFrame(fit); });

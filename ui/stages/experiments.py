@@ -215,9 +215,9 @@ def view() -> Ctx:
         arg = (seed,)
     elif kind == "mask":
         arg = (ss[keys.EXP_MASK],)
-    around = next((p for p in (v.patch, c.grid // 2 * c.grid + c.grid // 2)
-                   if grey and sorted(grey) == around(p, c.grid)), None)
-    return Ctx(v, label, kind, arg, mask, tr, gen0, enc, grey, around, seed,
+    grey_around = next((p for p in (v.patch, c.grid // 2 * c.grid + c.grid // 2)
+                        if grey and sorted(grey) == around(p, c.grid)), None)
+    return Ctx(v, label, kind, arg, mask, tr, gen0, enc, grey, grey_around, seed,
                ex.alter(v.model, v.prep.pixels, kind, arg, mask))
 
 

@@ -17,10 +17,6 @@ def count(slug: str, config) -> int:
     return len(stages.get(slug).steps_for(config))
 
 
-def presenting() -> bool:
-    return bool(st.session_state.get(keys.PRESENTER))
-
-
 def sync(slug: str, config) -> int:
     """Call once per run before anything reads the step: the step of `slug`, clamped (a stage
     reached another way than Next / Previous starts at its first step)."""

@@ -7,9 +7,12 @@ process.tune()  # before torch loads: the OpenMP setting of a server (ui/process
 import streamlit as st  # noqa: E402
 
 from ui import controls, icon, keys, presenter, readahead, share, sidebar, state, steps, worker  # noqa: E402
+from ui.live import session as live  # noqa: E402
+from ui.live import student, teacher  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
 
 share.load_once()  # a shared link restores its view before any widget exists
+live.load_once()  # a teacher's or student's address brings the session back into its class
 presenting = bool(st.session_state.get(keys.PRESENTER))
 st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout="wide",
                    initial_sidebar_state="collapsed" if presenting else "auto")
@@ -19,16 +22,22 @@ pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug
 pg = st.navigation(list(pages.values()))
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
-head = None
+student.follow(stage, STAGES, presenter.model_config())  # a following student: the class's
+head = None  # stage, step and controls, before any widget (may switch page)
 if st.session_state.get(keys.PRESENTER):  # (kept across st.switch_page by keep_shared) the
     # header row first, with the sidebar's widgets in its popover
     steps.sync(stage, presenter.model_config())  # before share.write: the link holds the step
     head = presenter.header(STAGES, stage)
+    teacher.publish(stage, presenter.model_config())  # the class follows (a teacher's only)
 sidebar.draw(stage, where=head)  # after st.navigation and before pg.run(): uploads reach the
 controls.remember_sidebar()  # session reliably
+if head is None:
+    with st.sidebar:
+        student.sidebar_box()
 config = state.get_model(st.session_state[keys.MODEL]).config
 controls.clamp(config)
 share.write(stage)
+student.banner(config)
 try:
     pg.run()
     sidebar.fingerprint()

@@ -30,12 +30,14 @@ from typing import Any
 import streamlit as st
 
 from . import controls, keys
+from .replies import Choice, Number, PatchPick, Reply, Words  # noqa: F401 (stages use deck.Choice…)
 
 
 @dataclass(frozen=True)
 class Question:
     question: str
-    answer: str
+    answer: str  # the answer said on Reveal, worded from this model's and image's numbers
+    reply: Reply = Words()  # how a student in a live class answers it (ui/live)
 
 
 def _always(config) -> bool:
@@ -114,6 +116,14 @@ def presenting() -> bool:
     return bool(st.session_state.get(keys.PRESENTER))
 
 
+def one_step() -> bool:
+    """Does the page show one step? In presenter mode, and for a student following a class
+    (the class's step, on the student's own image: ui/live/student.py)."""
+    from .live import session
+
+    return presenting() or session.following()
+
+
 # ---------------------------------------------------------------- shared controls
 def _play(view, where) -> None:
     from . import player
@@ -164,7 +174,7 @@ def run(stage: Stage) -> None:
     view = stage.view()
     st.title(stage.title)
     steps = stage.steps_for(view.c)
-    if view.presenting:
+    if view.presenting or one_step():
         step = steps[position.index_in(stage.slug, len(steps))]
         names = [n for n in CONTROLS if n in step.controls]
         draw_controls(view, names)
@@ -219,11 +229,20 @@ def _say(words: str | None) -> None:
 
 
 def _ask(stage: Stage, step: Step, view, facts) -> None:
-    """The step's question, its answer (computed for this model and image) behind Reveal."""
+    """The step's question, its answer (computed for this model and image) behind Reveal; in
+    a live class the teacher reveals it to everyone and a student answers it first."""
+    from .live import session, student, teacher
+
     q = step.question(view, facts)
     if q is None:
         return
+    role = session.role()
     with st.container(border=True, key=keys.ask(stage.slug, step.key)):
+        if role == "teacher" and view.presenting:
+            teacher.question_box(stage.slug, step.key, q)
+            return
+        if role == "student" and student.answer_box(stage.slug, step.key, q, view):
+            return
         left, right = st.columns([6, 1], vertical_alignment="center")
         left.markdown(f"**Ask the class:** {q.question}")
         if right.toggle("Reveal", key=keys.reveal(stage.slug, step.key)):

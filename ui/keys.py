@@ -68,6 +68,28 @@ PRESENTER_PLAY_FULL = "_play_full_run"  # bool: the player's fragment runs insid
 PLAY_LAYERS = "play_layers"  # button: Play / Pause the layers (ui/deck.py)
 PLAY_CAPTION = "play_caption"  # button: Play / Pause the caption (pages/logits.py)
 
+# ---------------------------------------------------------------- a live class (ui/live/)
+# URL parameters (the teacher's: class + teach; a student's: join + me) and session state.
+LIVE_CODE = "class"  # str: the class the session is in; the teacher's ?class=
+LIVE_SECRET = "teach"  # str: the teacher's secret, ?teach= in the teacher's address only
+LIVE_JOIN = "join"  # str: a student's ?join= (the class they follow)
+LIVE_ME = "me"  # str: a student's anonymous id, ?me= (a reconnect keeps it: one answer a step)
+LIVE_FOLLOW = "_live_follow"  # bool: the student follows the teacher (else explores alone)
+LIVE_VERSION = "_live_version"  # int: the class's version this session last showed
+LIVE_APPLIED = "_live_applied"  # dict: layer/head/patch last taken from the teacher
+LIVE_OWN = "_live_own"  # set: the controls the student changed (the teacher's no longer apply)
+LIVE_SEEN = "_live_seen"  # float: when this student last said "still here" (ui/live/student)
+LIVE_LOADED = "_live_loaded"  # bool: the address's class was read (ui/live/session.load_once)
+LIVE_WATCH = "_live_watch"  # (version, revealed): what this page shows of the class (student)
+LIVE_NOTICE = "_live_notice"  # str: one sentence about the class (ended, refused, store down)
+LIVE_CODE_INPUT = "live_code_input"  # text input: the code a student types
+LIVE_NICK = "live_nick"  # text input: an optional nickname
+LIVE_START = "live_start"  # button: the teacher starts a class
+LIVE_END = "live_end"  # button: the teacher ends it
+LIVE_CSV = "live_csv"  # download button: the class's answers
+LIVE_BANNER = "live_banner"  # container: "Following class ABC-DEF …" atop a student's page
+LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the teacher's header
+
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
 INPUT = "_input"  # inputs.Input: the image in use (sidebar.draw; session.load_current on bad files)
@@ -97,6 +119,8 @@ PNG_PREFIX = "png_"  # + image slug (see png())
 # ui/presenter.py: the questions to ask the class, under a stage's last step
 STEP_PREFIX = "step_"  # + stage and step: a step's figure on the normal page (see step_box())
 ASK_PREFIX = "ask_"  # + stage and step: a step's question (see ask())
+TALLY_PREFIX = "tally_"  # + stage and step: the teacher's chart of the answers (tally())
+ANSWER_PREFIX = "answer_"  # + stage and step: a student's answer in a live class (answer())
 REVEAL_PREFIX = "reveal_"  # + stage and step: the answer's toggle (see reveal())
 # pages/overview.py
 OVERVIEW_GRID = "overview_grid"  # chart: patch grid
@@ -189,9 +213,34 @@ def reveal(stage: str, step: str) -> str:
     return f"{REVEAL_PREFIX}{stage}_{step}"
 
 
+def reveal_class(stage: str, step: str) -> str:
+    """The teacher's 'Reveal to the class' button: 'reveal_class_attention_pattern'."""
+    return f"{REVEAL_PREFIX}class_{stage}_{step}"
+
+
 def step_box(stage: str, step: str) -> str:
     """The container of a step's figure on the normal page: 'step_attention_pattern'."""
     return f"{STEP_PREFIX}{stage}_{step}"
+
+
+def answer(stage: str, step: str) -> str:
+    """A student's answer input (and its form) for a step's question: 'answer_attention_where'."""
+    return f"{ANSWER_PREFIX}{stage}_{step}"
+
+
+def answer_send(stage: str, step: str) -> str:
+    """A student's Send button for a step's answer: 'answer_attention_where_send'."""
+    return f"{answer(stage, step)}_send"
+
+
+def answer_grid(stage: str, step: str) -> str:
+    """The patch grid a student clicks to answer: 'answer_attention_where_grid'."""
+    return f"{answer(stage, step)}_grid"
+
+
+def tally(stage: str, step: str) -> str:
+    """The teacher's chart of a step's answers: 'tally_attention_where'."""
+    return f"{TALLY_PREFIX}{stage}_{step}"
 
 
 def ask(stage: str, step: str) -> str:

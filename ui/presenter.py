@@ -15,6 +15,7 @@ import json
 import streamlit as st
 
 from . import deck, keys, stages, state, steps
+from .live import teacher
 
 # No zoom: a zoomed block makes plotly measure the wrong width and clip its own figures. The
 # type grows with the screen instead. The slide is a column one screen high; the key figure's
@@ -199,6 +200,7 @@ def header(routes: dict, slug: str):
     popover = bar.popover("Model and image", icon=":material/tune:",
                           help="The model, the image and the mask: the sidebar's choices, here "
                                "while the sidebar is hidden.")
+    teacher.header(bar, slug, config)
     st.session_state[keys.PRESENTER_NOTES] = notes  # deck.run writes this step's notes into it
     return popover
 
@@ -217,7 +219,7 @@ def model_config():
 def go_to(routes: dict, slug: str) -> None:
     from .share import current_params
 
-    st.switch_page(routes[slug][0], query_params=current_params(slug))
+    st.switch_page(routes[slug][0], query_params=current_params(slug, private=True))
 
 
 def leave() -> None:

@@ -68,7 +68,9 @@ def load_once() -> None:
             pass
 
 
-def current_params(stage: str) -> dict[str, str]:
+def current_params(stage: str, private: bool = False) -> dict[str, str]:
+    """The view as query parameters; `private` adds the session's place in a live class (the
+    teacher's secret, a student's id): the session's own address only, never a shared link."""
     ss = st.session_state
     params = {"page": stage, keys.MODEL: ss.get(keys.MODEL)}
     inp = ss.get(keys.INPUT)
@@ -84,12 +86,16 @@ def current_params(stage: str) -> dict[str, str]:
         params[keys.PRESENTER] = 1
         if ss.get(keys.PRESENTER_AT) == stage and ss.get(keys.PRESENTER_STEP):
             params[keys.PRESENTER_STEP] = ss[keys.PRESENTER_STEP] + 1
+    if private:
+        from .live import session
+
+        params.update(session.params())
     return {k: str(v) for k, v in params.items() if v is not None}
 
 
 def write(stage: str) -> None:
     """Put the current view into the address bar (only when it changed)."""
-    params = current_params(stage)
+    params = current_params(stage, private=True)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
 

@@ -1,0 +1,232 @@
+"""A live class in the app (AppTest sessions in one process, sharing its in-memory store): a
+teacher in presenter mode starts a class; students open its link on their own images and follow
+the teacher's stage, step and controls; they answer; the teacher sees the tally, reveals and
+downloads; what a student sends without the teacher's secret changes nothing.
+
+What a page shows is read from the page (its banner, its step, its fingerprint) and compared
+with what the test sent or computes itself (the sha256 of each student's own image)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+
+import pytest
+
+from tests.support import open_app
+from ui import inputs, keys
+from ui.live import classes, session
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def start_class(page: str = "overview", **params):
+    teacher = open_app(page, params={"presenter": "1", **params})
+    teacher.button(key=keys.LIVE_START).click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    code = teacher.session_state[keys.LIVE_CODE]
+    assert teacher.query_params[keys.LIVE_CODE] == [code] or \
+        teacher.query_params[keys.LIVE_CODE] == code
+    return teacher, code
+
+
+def join(code: str, seed: int | None = None, page: str = "overview"):
+    params = {keys.LIVE_JOIN: code}
+    if seed is not None:
+        params[keys.SAMPLE] = str(seed)
+    at = open_app(page, params=params)
+    assert at.session_state[keys.LIVE_JOIN] == code, "the student did not join"
+    return at
+
+
+def banner(at) -> str:
+    found = [m.value for m in at.markdown if "class " in m.value and (
+        "Following" in m.value or "Exploring" in m.value)]
+    assert found, "no class banner on the page"
+    return found[0]
+
+
+def fingerprint(at) -> str:
+    text = next(c.value for c in at.sidebar.caption if c.value.startswith("fingerprint "))
+    return text.split()[1]
+
+
+def own_fingerprint(seed: int) -> str:
+    return hashlib.sha256(inputs.sample_bytes(seed)).hexdigest()[:8]
+
+
+def settle(code: str) -> None:
+    """Wait until this process's Watcher has heard of the class's last change (the store
+    delivers its messages on a thread, as Redis does; a browser's next tick, a second later,
+    would see it)."""
+    import time
+
+    for _ in range(200):
+        now = classes.get(session.store(), code)
+        seen = session.watcher().latest(code)
+        if (now is None and seen is None) or (now and seen and now.version == seen.version):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the Watcher never heard of the change")
+
+
+def where(at) -> tuple[str, int]:
+    return at.session_state[keys.PRESENTER_AT], at.session_state[keys.PRESENTER_STEP]
+
+
+def step_line(at) -> str:
+    """The teacher's header: "**Stage i/n · step k/m** · …" -> "step k/m"."""
+    text = next(m.value for m in at.markdown if re.search(r"step \d+/\d+\*\*", m.value))
+    return re.search(r"step \d+/\d+", text).group(0)
+
+
+def test_students_follow_the_teacher_on_their_own_images():
+    teacher, code = start_class("overview")
+    seeds = inputs.sample_seeds()[1:3]
+    students = [join(code, s) for s in seeds]
+    for _ in range(4):  # the overview's last steps, then the next stage's first
+        teacher.button(key=keys.PRESENTER_NEXT).click().run()
+        settle(code)
+    assert not teacher.exception
+    at_stage, at_step = where(teacher)
+    assert (at_stage, at_step) == ("input-patches", 0) or at_stage != "overview"
+    for student, seed in zip(students, seeds, strict=True):
+        student.run()
+        assert not student.exception, [e.value for e in student.exception]
+        assert where(student) == (at_stage, at_step)
+        assert f"step {at_step + 1}/" in banner(student)
+        assert fingerprint(student) == own_fingerprint(seed)  # their image, not the teacher's
+    assert fingerprint(students[0]) != fingerprint(students[1])
+
+
+def test_the_teachers_layer_applies_unless_the_student_chose_their_own():
+    teacher, code = start_class("attention")
+    a, b = join(code), join(code)
+    b.session_state[keys.LAYER] = 0  # b moves the layer slider
+    b.run()
+    teacher.session_state[keys.LAYER] = 1
+    teacher.run()
+    settle(code)
+    a.run()
+    b.run()
+    assert a.session_state[keys.LAYER] == 1
+    assert b.session_state[keys.LAYER] == 0  # b's own choice stays
+
+
+def test_exploring_stays_put_then_follow_again_catches_up():
+    teacher, code = start_class("overview")
+    student = join(code)
+    next(b for b in student.button if b.label == "Explore on my own").click().run()
+    assert not student.session_state[keys.LIVE_FOLLOW]
+    assert "Exploring on your own" in banner(student)
+    before = where(student)
+    teacher.button(key=keys.PRESENTER_NEXT).click().run()
+    settle(code)
+    teacher.button(key=keys.PRESENTER_NEXT).click().run()
+    settle(code)
+    student.run()
+    assert where(student) == before  # stays put
+    next(b for b in student.button if b.label == "Follow again").click().run()
+    student.run()
+    assert where(student) == where(teacher)
+    assert "Following class" in banner(student)
+
+
+def send(at, stage: str, step: str, text: str, number: float) -> str:
+    """Answer the step's question with whatever input it has; returns what was sent, as text."""
+    box = keys.answer(stage, step)
+    radios = [w for w in at.radio if w.key == box]
+    numbers = [w for w in at.number_input if w.key == box]
+    texts = [w for w in at.text_input if w.key == box]
+    assert radios or numbers or texts, f"no answer input for {stage}/{step}"
+    if radios:
+        value = radios[0].options[int(number) % len(radios[0].options)]
+        radios[0].set_value(value)
+    elif numbers:
+        numbers[0].set_value(number)
+        value = f"{number:g}"
+    else:
+        texts[0].set_value(text)
+        value = text
+    at.run()
+    at.button(key=keys.answer_send(stage, step)).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return value
+
+
+def test_answers_are_counted_once_revealed_to_all_and_downloaded():
+    teacher, code = start_class("mlp")
+    stage = teacher.session_state[keys.PRESENTER_AT]
+    step = classes.get(session.store(), code).position.step
+    students = [join(code) for _ in range(3)]
+    sent = []
+    for i, s in enumerate(students):
+        s.run()
+        assert any("Question for the class" in m.value for m in s.markdown)
+        value = send(s, stage, step, f"answer {i}", number=i + 1)
+        sent.append((s.session_state[keys.LIVE_ME], value))
+        assert any(m.value.startswith(f"Your answer: **{value}") for m in s.markdown)
+        assert not any(b.key == keys.answer_send(stage, step) for b in s.button)  # once
+    assert not classes.answer(session.store(), classes.get(session.store(), code),
+                              sent[0][0], "", stage, step, "?", "words", "again", None)
+    teacher.run()
+    settle(code)
+    assert "3 answered" in " ".join(c.value for c in teacher.caption)
+    secret = teacher.session_state[keys.LIVE_SECRET]
+    rows = list(csv.DictReader(io.StringIO(classes.csv_text(session.store(), code, secret))))
+    assert len(rows) == 3
+    assert sorted((r["student"], r["answer"].split(" ")[0]) for r in rows) == \
+        sorted((who, value.split(" ")[0]) for who, value in sent)
+    # the teacher reveals: every student sees the answer computed for their own image
+    teacher.button(key=keys.reveal_class(stage, step)).click().run()
+    settle(code)
+    for s in students:
+        s.run()
+        assert any(i.icon == ":material/lightbulb:" for i in s.info), "no answer on Reveal"
+
+
+def test_a_student_without_the_secret_moves_nothing():
+    teacher, code = start_class("overview")
+    before = classes.get(session.store(), code)
+    intruder = open_app("attention", params={"presenter": "1", keys.LIVE_CODE: code,
+                                             keys.LIVE_SECRET: "not-the-secret"})
+    intruder.button(key=keys.PRESENTER_NEXT).click().run()
+    after = classes.get(session.store(), code)
+    assert after is not None and after.position == before.position
+    assert after.version == before.version
+    assert intruder.session_state.get(keys.LIVE_CODE) is None  # left: refused in one sentence
+
+
+def test_a_wrong_code_says_so_and_many_are_slowed_down(monkeypatch):
+    monkeypatch.setattr(session, "address", lambda: "10.9.9.9")  # its own count of tries
+    at = open_app("overview", params={keys.LIVE_JOIN: "ZZZ-ZZZ"})
+    text = " ".join(i.value for i in at.info)
+    assert "No class has the code 'ZZZ-ZZZ'" in text
+    for _ in range(classes.WRONG_CODES + 1):
+        at.sidebar.text_input(key=keys.LIVE_CODE_INPUT).set_value("QQQ-QQQ")
+        next(b for b in at.sidebar.button if b.label == "Join").click().run()
+    assert "Too many wrong codes" in " ".join(i.value for i in at.info)
+    assert not at.exception
+
+
+def test_ending_the_class_sends_everyone_back_to_exploring():
+    teacher, code = start_class("overview")
+    student = join(code)
+    teacher.button(key=keys.LIVE_END).click().run()
+    settle(code)
+    assert classes.get(session.store(), code) is None
+    student.run()
+    assert not student.exception
+    assert student.session_state.get(keys.LIVE_JOIN) is None
+    assert "The class has ended" in " ".join(i.value for i in student.info)
+
+
+def test_behind_a_balancer_without_a_shared_store_a_class_is_refused(monkeypatch):
+    from ui import models
+
+    monkeypatch.setattr(models, "through_proxy", lambda: True)
+    at = open_app("overview", params={"presenter": "1"})
+    assert not [b for b in at.button if b.key == keys.LIVE_START]
+    assert any(w.value.startswith("Classes need the shared store") for w in at.warning)

@@ -1,0 +1,258 @@
+"""A student's side of a live class: join with a code, follow the teacher's steps on their own
+image and model (or explore alone and follow again), answer each step's question, and see the
+answer for their own image when the teacher reveals it.
+
+Following: every run applies the class's position before anything is drawn (`follow`): the
+stage (switching page), the step (by its key: a step this model does not have gives the nearest
+one before it), and the teacher's layer / head / patch, except those the student changed since
+(then theirs stay). A small fragment (`banner`) asks this process's Watcher once a second whether
+the class moved (memory only; the store is read when a message says so) and reruns the page
+when it did.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from .. import figures, keys, replies, share, stages
+from . import classes, session
+from .store import StoreDown
+
+POLL_EVERY = 1.0  # s between looks at the class (a dict lookup unless it changed)
+SEEN_EVERY = 5.0  # s between "still here" marks (the teacher's count of who follows)
+CONTROLS = (("layer", keys.LAYER, "depth"), ("head", keys.HEAD, "num_heads"),
+            ("patch", keys.PATCH, "num_patches"))
+
+
+# ---------------------------------------------------------------- following
+def follow(stage: str, routes: dict, config) -> None:
+    """Apply the class's position to this session (call before widgets are drawn); switches
+    page when the class is on another stage."""
+    if not session.following():
+        return
+    c = session.current()
+    if c is None:
+        return
+    ss = st.session_state
+    ss[keys.LIVE_VERSION] = c.version
+    p = c.position
+    if p.stage not in routes:
+        return
+    _apply_controls(p, config)
+    ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = p.stage, step_index(p.stage, p.step, config)
+    if p.stage != stage:
+        st.switch_page(routes[p.stage][0], query_params=share.current_params(p.stage, private=True))
+
+
+def step_index(stage: str, step: str, config) -> int:
+    """Where the teacher's step is among this model's steps of the stage: the same step, or
+    the nearest one before it that this model has (the first if none)."""
+    declared = stages.get(stage).steps
+    here = stages.get(stage).steps_for(config)
+    names = [s.key for s in declared]
+    at = names.index(step) if step in names else 0
+    before = [i for i, s in enumerate(here) if names.index(s.key) <= at]
+    return before[-1] if before else 0
+
+
+def _apply_controls(p: classes.Position, config) -> None:
+    ss = st.session_state
+    applied = ss.setdefault(keys.LIVE_APPLIED, {})
+    own = ss.setdefault(keys.LIVE_OWN, set())
+    for name, key, limit in CONTROLS:
+        if key in applied and ss.get(key) != applied[key]:
+            own.add(name)  # the student moved it since the teacher's value was applied
+        wanted = getattr(p, name)
+        if name in own or wanted is None:
+            continue
+        value = min(max(int(wanted), 0), getattr(config, limit) - 1)
+        ss[key] = applied[key] = value
+
+
+def _explore() -> None:
+    st.session_state[keys.LIVE_FOLLOW] = False
+
+
+def _follow_again() -> None:
+    ss = st.session_state
+    ss[keys.LIVE_FOLLOW] = True
+    ss[keys.LIVE_OWN] = set()
+    ss[keys.LIVE_APPLIED] = {}
+    ss[keys.LIVE_VERSION] = None
+
+
+def banner(config) -> None:
+    """Atop a student's page: the class, where it is, Explore / Follow again; and the watch."""
+    ss = st.session_state
+    if ss.get(keys.LIVE_NOTICE):
+        st.info(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
+    if session.role() != "student":
+        return
+    c = session.current()
+    if c is None:
+        return
+    p = c.position
+    stage = stages.get(p.stage) if p.stage in stages.MODULES else None
+    where = ""
+    if stage is not None:
+        here = stage.steps_for(config)
+        k = step_index(p.stage, p.step, config)
+        where = f"{stage.title}, step {k + 1}/{len(here)}: *{here[k].title_for(config)}*"
+    with st.container(border=True, key=keys.LIVE_BANNER, horizontal=True,
+                      vertical_alignment="center"):
+        if session.following():
+            st.markdown(f":material/groups: **Following class {classes.pretty(c.code)}** · "
+                        f"on your own image · {where}", width="stretch")
+            st.button("Explore on my own", on_click=_explore, icon=":material/explore:",
+                      help="Stop following: move freely; the class's questions stay here.")
+        else:
+            st.markdown(f":material/explore: **Exploring on your own** · class "
+                        f"{classes.pretty(c.code)} is on {where}", width="stretch")
+            st.button("Follow again", on_click=_follow_again, type="primary",
+                      icon=":material/groups:", help="Back to the class's step.")
+        ss[keys.LIVE_WATCH] = (c.version, c.revealed)
+        _watch()
+
+
+@st.fragment(run_every=POLL_EVERY)
+def _watch() -> None:
+    """Rerun the page when the class moved (following) or revealed an answer (exploring)."""
+    ss = st.session_state
+    code, me = ss.get(keys.LIVE_JOIN), ss.get(keys.LIVE_ME)
+    if not code:
+        return
+    try:
+        now = time.time()
+        if now - ss.get(keys.LIVE_SEEN, 0.0) >= SEEN_EVERY and session.following():
+            classes.seen(session.store(), code, me)
+            ss[keys.LIVE_SEEN] = now
+        c = session.watcher().latest(code)
+    except StoreDown:
+        return
+    shown = ss.get(keys.LIVE_WATCH)
+    if c is None:
+        st.rerun(scope="app")
+    if shown is None:
+        return
+    moved = c.version != shown[0] if session.following() else c.revealed != shown[1]
+    if moved:
+        st.rerun(scope="app")
+
+
+# ---------------------------------------------------------------- joining (the sidebar)
+def _join_typed() -> None:
+    session.join(st.session_state.get(keys.LIVE_CODE_INPUT, ""))
+
+
+def _leave() -> None:
+    session.leave("You left the class: you are exploring on your own.")
+
+
+def sidebar_box() -> None:
+    """Join a class by its code; in one: the nickname and Leave."""
+    if session.role() == "teacher":
+        return
+    if session.role() == "student":
+        code = st.session_state[keys.LIVE_JOIN]
+        with st.expander(f"Class {classes.pretty(code)}", expanded=False,
+                         icon=":material/groups:"):
+            st.text_input("Nickname (optional)", key=keys.LIVE_NICK, max_chars=30,
+                          help="Shown to the teacher with your answers; nobody else sees it.")
+            st.button("Leave the class", on_click=_leave)
+        return
+    with st.expander("Join a class", icon=":material/groups:"):
+        st.text_input("Code on the projector", key=keys.LIVE_CODE_INPUT, max_chars=12,
+                      placeholder="ABC-DEF")
+        st.button("Join", on_click=_join_typed, type="primary")
+
+
+# ---------------------------------------------------------------- answering
+def _send(stage: str, step: str, q, kind: str, value) -> None:
+    """on_click of Send: the answer, marked against this student's own image."""
+    ss = st.session_state
+    c = session.current()
+    if c is None or value is None or (kind == "words" and not str(value).strip()):
+        return
+    try:
+        took = classes.answer(session.store(), c, ss[keys.LIVE_ME], ss.get(keys.LIVE_NICK, ""),
+                              stage, step, q.question, kind, replies.shown(q.reply, value),
+                              replies.judge(q.reply, value))
+    except StoreDown:
+        ss[keys.LIVE_NOTICE] = ("The class store is not answering, so your answer was not "
+                                "saved: send it again in a moment.")
+        return
+    if not took:
+        ss[keys.LIVE_NOTICE] = "You already answered this question: the first answer counts."
+
+
+KINDS = {replies.Choice: "choice", replies.Number: "number", replies.PatchPick: "patch",
+         replies.Words: "words"}
+
+
+def answer_box(stage: str, step: str, q, view) -> bool:
+    """The question with an input that fits it; the answer once the teacher reveals it.
+    False when the session is not in a class after all (the caller draws the usual box)."""
+    c = session.current()
+    if c is None:
+        return False
+    ss = st.session_state
+    st.markdown(f"**Question for the class:** {q.question}")
+    try:
+        mine = classes.answered(session.store(), c.code, ss[keys.LIVE_ME], stage, step)
+    except StoreDown:
+        st.caption(session.NOTICE_DOWN)
+        return True
+    if mine is None:
+        _input(stage, step, q, view)
+    else:
+        st.markdown(f"Your answer: **{mine.value}** (sent)")
+    if c.is_revealed(stage, step):
+        st.info(q.answer, icon=":material/lightbulb:")
+        if mine is not None and mine.right is not None:
+            (st.success if mine.right else st.warning)(
+                "Your answer was right for your image." if mine.right else
+                "Your answer was not right for your image: the answer above is computed from "
+                "it.")
+    else:
+        st.caption("The answer, computed for your image, appears here when the teacher "
+                   "reveals it.")
+    return True
+
+
+def _input(stage: str, step: str, q, view) -> None:
+    reply, key = q.reply, keys.answer(stage, step)
+    kind = KINDS[type(reply)]
+    if isinstance(reply, replies.Choice):
+        value = st.radio("Your answer", reply.options, index=None, key=key)
+    elif isinstance(reply, replies.Number):
+        value = st.number_input(f"Your answer ({reply.unit})" if reply.unit else "Your answer",
+                                value=None, key=key, format="%g")
+    elif isinstance(reply, replies.PatchPick):
+        value = _patch_input(view, key, keys.answer_grid(stage, step))
+    else:
+        value = st.text_input("Your answer", key=key, max_chars=classes.MAX_WORDS)
+    st.button("Send", key=keys.answer_send(stage, step), on_click=_send,
+              args=(stage, step, q, kind, value),
+              disabled=value is None or value == "", icon=":material/send:")
+
+
+def _patch_input(view, key: str, chart: str) -> int | None:
+    """Click a patch of your own image's grid."""
+    ss = st.session_state
+
+    def clicked() -> None:
+        points = (ss.get(chart) or {}).get("selection", {}).get("points", [])
+        if points and points[0].get("customdata") is not None:
+            data = points[0]["customdata"]
+            ss[key] = int(data[0] if isinstance(data, list) else data)
+
+    c = view.c
+    chosen = ss.get(key)
+    st.caption("Click a patch of your image to answer." if chosen is None else
+               f"Chosen: patch {chosen} (click another to change).")
+    st.plotly_chart(figures.patch_grid(view.prep.crop, c.patch_size, selected=chosen,
+                                       show_index=c.grid <= 16, height=320),
+                    key=chart, on_select=clicked, selection_mode="points")
+    return chosen

@@ -1,0 +1,68 @@
+"""How a student answers a step's question in a live class, and what counts as right.
+
+A step's question (ui/deck.Question) carries one of these as its `reply`, built from the same
+numbers as its answer, so each student is marked against their own image and model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Answered by choosing one of `options`; `right` is the index of the right one for this
+    model and image (None: no option is right or wrong, e.g. "what do you expect?")."""
+
+    options: tuple[str, ...]
+    right: int | None = None
+
+
+@dataclass(frozen=True)
+class Number:
+    """Answered with a number; right when within `tolerance` of `value` (computed for this model
+    and image; None: no number is right or wrong)."""
+
+    value: float | None
+    tolerance: float = 0.0
+    unit: str = ""  # said after the input ("patches", "%", "px")
+
+
+@dataclass(frozen=True)
+class PatchPick:
+    """Answered by clicking a patch of the image's grid; right when it is one of `right`
+    (patch indices 0..N-1, row by row; empty: no patch is right or wrong)."""
+
+    right: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Words:
+    """Answered in the student's own words (the teacher reads them; nobody else does)."""
+
+
+Reply = Choice | Number | PatchPick | Words
+
+
+def judge(reply, value) -> bool | None:
+    """Is `value` right for this student's own image? None when nobody is marked."""
+    if isinstance(reply, Choice):
+        return None if reply.right is None else value == reply.options[reply.right]
+    if isinstance(reply, Number):
+        if reply.value is None or value is None or not math.isfinite(float(value)):
+            return None
+        return abs(float(value) - reply.value) <= reply.tolerance + 1e-9
+    if isinstance(reply, PatchPick):
+        return None if not reply.right else int(value) in reply.right
+    return None
+
+
+def shown(reply, value) -> str:
+    if isinstance(reply, Number):
+        v = float(value)
+        text = f"{v:g}"
+        return f"{text} {reply.unit}".strip()
+    if isinstance(reply, PatchPick):
+        return f"patch {int(value)}"
+    return str(value)

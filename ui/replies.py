@@ -17,6 +17,8 @@ class Choice:
 
     options: tuple[str, ...]
     right: int | None = None
+    prompt: str = "Your answer"  # the input's label: what exactly to choose, when the
+    #                              question asks more than the input answers
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Number:
     value: float | None
     tolerance: float = 0.0
     unit: str = ""  # said after the input ("patches", "%", "px")
+    prompt: str = "Your answer"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class PatchPick:
     (patch indices 0..N-1, row by row; empty: no patch is right or wrong)."""
 
     right: tuple[int, ...] = ()
+    prompt: str = "Click a patch of your image"
 
 
 @dataclass(frozen=True)

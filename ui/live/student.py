@@ -225,12 +225,12 @@ def _input(stage: str, step: str, q, view) -> None:
     reply, key = q.reply, keys.answer(stage, step)
     kind = KINDS[type(reply)]
     if isinstance(reply, replies.Choice):
-        value = st.radio("Your answer", reply.options, index=None, key=key)
+        value = st.radio(reply.prompt, reply.options, index=None, key=key)
     elif isinstance(reply, replies.Number):
-        value = st.number_input(f"Your answer ({reply.unit})" if reply.unit else "Your answer",
-                                value=None, key=key, format="%g")
+        value = st.number_input(f"{reply.prompt} ({reply.unit})" if reply.unit else
+                                reply.prompt, value=None, key=key, format="%g")
     elif isinstance(reply, replies.PatchPick):
-        value = _patch_input(view, key, keys.answer_grid(stage, step))
+        value = _patch_input(view, key, keys.answer_grid(stage, step), reply.prompt)
     else:
         value = st.text_input("Your answer", key=key, max_chars=classes.MAX_WORDS)
     st.button("Send", key=keys.answer_send(stage, step), on_click=_send,
@@ -238,7 +238,7 @@ def _input(stage: str, step: str, q, view) -> None:
               disabled=value is None or value == "", icon=":material/send:")
 
 
-def _patch_input(view, key: str, chart: str) -> int | None:
+def _patch_input(view, key: str, chart: str, prompt: str) -> int | None:
     """Click a patch of your own image's grid."""
     ss = st.session_state
 
@@ -250,7 +250,7 @@ def _patch_input(view, key: str, chart: str) -> int | None:
 
     c = view.c
     chosen = ss.get(key)
-    st.caption("Click a patch of your image to answer." if chosen is None else
+    st.caption(f"{prompt} to answer." if chosen is None else
                f"Chosen: patch {chosen} (click another to change).")
     st.plotly_chart(figures.patch_grid(view.prep.crop, c.patch_size, selected=chosen,
                                        show_index=c.grid <= 16, height=320),

@@ -17,7 +17,7 @@ from vit_core.explain.attention import (
 )
 
 from .. import deck, figures, keys, session, show, state
-from ..deck import Question, Step
+from ..deck import Choice, PatchPick, Question, Step
 from ..numbers import pct, span
 
 LOCAL = 0.5  # a head "looks locally" when its mean distance is under this share of an even spread
@@ -25,6 +25,11 @@ NEAR_EVEN = 0.75  # ... and "looks everywhere" when even its nearest is at least
 EVEN_ENTROPY = 0.9  # "almost evenly": the lowest entropy is at least this share of the maximum
 STRONGEST = 5  # the rollout sentence sums the strongest patches, this many
 VIEWS = ("raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A")  # what the matrix shows
+NAMED = 3  # the last layer's answer names the keys weighed most, this many; the patches among
+#            them are the right clicks on the grid
+AGREE = ("Yes: every head has the same favourite key",  # the agreement question's options
+         "Partly: some heads share a favourite, not all",
+         "No: no two heads share a favourite")
 
 
 @dataclass(frozen=True)
@@ -336,23 +341,44 @@ def _distance_notes(x: Ctx, f: dict) -> str:
             f"{per_layer}. Dashed: every query spreading evenly over the patches it may see.")
 
 
+def head_name(k: int, H: int) -> str:
+    """Head k of the flattened [L, H] grid, as the answers name it."""
+    return f"layer {k // H}, head {k % H}"
+
+
+def head_choice(values, H: int, right: int | None) -> Choice:
+    """Choose one head: `right` (a flat head index; None: nobody is marked, and the top head is
+    offered), the bottom head of `values` ([L * H], flattened) and the two a third and two thirds
+    down its ranking: at most 4, in layer and head order, so that where the right one stands
+    tells nothing."""
+    order = torch.as_tensor(values).sort(descending=True, stable=True).indices.tolist()
+    n = len(order)
+    top = order[0] if right is None else right
+    picks = sorted({top, order[-1], order[n // 3], order[2 * n // 3]})
+    return Choice(tuple(head_name(k, H) for k in picks),
+                  None if right is None else picks.index(right),
+                  "Which of these heads looks farthest?")
+
+
 def _distance_question(x: Ctx, f: dict) -> Question:
     c = x.c
     L, H = c.depth, c.num_heads
     q = "Which heads look far, which near?"
+    d = f["dist"].flatten()
     if c.grid ** 2 < 2:
         return Question(q, "The image is a single patch, so every distance is 0: no head looks "
-                           "far or near.")
-    d = f["dist"].flatten()
+                           "far or near.", head_choice(d, H, None))
     far, near = int(d.argmax()), int(d.argmin())
     if L * H == 1:
         return Question(q, f"This model has one head in one block: its patch queries look "
                            f"{float(d[0]):.0f} px away on average, on a {c.img_size}-pixel "
-                           f"image, so there is no other head to compare.")
+                           f"image, so there is no other head to compare.",
+                        head_choice(d, H, None))
     return Question(q, f"Mean attention distance of the patch queries, over all {L * H} heads: "
-                       f"the farthest is layer {far // H}, head {far % H} ({float(d[far]):.0f} "
-                       f"px), the nearest layer {near // H}, head {near % H} "
-                       f"({float(d[near]):.0f} px), on a {c.img_size}-pixel image.")
+                       f"the farthest is {head_name(far, H)} ({float(d[far]):.0f} "
+                       f"px), the nearest {head_name(near, H)} "
+                       f"({float(d[near]):.0f} px), on a {c.img_size}-pixel image.",
+                    head_choice(d, H, far))
 
 
 # ---------------------------------------------------------------- how evenly heads look
@@ -425,8 +451,10 @@ def _looks_question(x: Ctx, _) -> Question:
          "In the last layer, where does the average patch look? (this model has no CLS)")
     mean = f.rows.mean(0)
     seen = torch.nonzero(mean > 0).flatten()  # the mask may hide keys: name only those weighed
-    top = torch.topk(mean[seen], min(3, seen.numel()))
+    top = torch.topk(mean[seen], min(NAMED, seen.numel()))
     on_patches = 1 - float(mean[:pre].sum() + mean[pre + g * g:].sum())
+    named = (int(seen[j]) for j in top.indices)  # the keys the answer names, as token numbers
+    clicks = PatchPick(tuple(sorted(t - pre for t in named if pre <= t < pre + g * g)))
     return Question(q, (f"In block {L - 1}, " + (f"averaged over its {H} heads" if H > 1 else
                                                   "in its only head") + f", {f.who} puts "
                         + ", ".join(f"{pct(float(v))} on {f.words[int(seen[j])]}" for v, j in
@@ -434,7 +462,7 @@ def _looks_question(x: Ctx, _) -> Question:
                         + (f"; {pct(on_patches)} on the {g * g} patches altogether."
                            if on_patches > 0 else
                            f"; under the {x.tr.mask_kind} mask it may see none of the {g * g} "
-                           f"patches.")))
+                           f"patches.")), clicks)
 
 
 def _agree_question(x: Ctx, _) -> Question:
@@ -442,15 +470,18 @@ def _agree_question(x: Ctx, _) -> Question:
     H, L = c.num_heads, c.depth
     q = f"Do all heads agree on where {f.who} looks in the last layer?"
     if H == 1:
-        return Question(q, "This model has a single head, so there is nothing to compare.")
+        return Question(q, "This model has a single head, so there is nothing to compare.",
+                        Choice(AGREE))
     fav = [int(r.argmax()) for r in f.rows]
     common = max(set(fav), key=fav.count)
-    agree = ((". Both agree." if H == 2 else f". All {H} agree.") if fav.count(common) == H else
-             f". {fav.count(common)} of {H} share the favourite {f.words[common]}."
-             if fav.count(common) > 1 else ". No two heads agree.")
+    shared = fav.count(common)
+    agree = ((". Both agree." if H == 2 else f". All {H} agree.") if shared == H else
+             f". {shared} of {H} share the favourite {f.words[common]}."
+             if shared > 1 else ". No two heads agree.")
     return Question(q, f"Each head's favourite key for {f.who} in block {L - 1}: "
                        + "; ".join(f"head {h} → {f.words[j]} ({pct(float(f.rows[h, j]))})"
-                                   for h, j in enumerate(fav)) + agree)
+                                   for h, j in enumerate(fav)) + agree,
+                    Choice(AGREE, 0 if shared == H else 1 if shared > 1 else 2))
 
 
 def _has_prefix(c) -> bool:

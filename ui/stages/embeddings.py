@@ -9,7 +9,7 @@ import streamlit as st
 from vit_core.explain.generation import tokenizer_for
 
 from .. import deck, figures, keys, session, show, state
-from ..deck import Question, Step
+from ..deck import Choice, Question, Step
 from ..numbers import pct, span
 from . import common
 
@@ -20,6 +20,16 @@ WEAK_GAP = 0.05  # ... "only a little more alike" from this gap, "hardly" under 
 CHECKERBOARD = 0.05  # even-step pairs more alike than odd-step ones by this: "a checkerboard"
 APART = 3  # the most alike pairs are "not neighbours": at least this many steps apart ...
 ALIKE_GAP = 0.2  # ... and at least this much more alike than neighbours are on average
+SAME_WE = Choice((  # why one W_E for every patch: the right reason, and what students often think
+    "Every patch holds the same kind of pixels, so one is enough",
+    "An edge or a colour is then read the same way everywhere",
+    "A matrix per patch could not be trained at all",
+    "The same W_E makes every patch's embedding the same"), right=1)
+NO_POSITIONS = (  # what breaks without position embeddings; right: decided from the mask
+    "Nothing: the patches know their place from their pixels",
+    "It could not tell the picture from its patches shuffled",
+    "Nothing visible: under this mask no patch reaches the output",
+    "Little: the mask still gives each token its order")
 
 
 def _intro(v: deck.View) -> str:
@@ -104,7 +114,7 @@ def _same_we_question(v: deck.View, _) -> Question:
                     f"picture: one {cpp}×{D} matrix and its bias ({w:,} numbers) serve all {N} "
                     f"patches, exactly like a {P}×{P} convolution with stride {P}. A matrix per "
                     f"patch would need {N}× as many, {N * w:,} numbers, each trained only on its "
-                    f"own spot.")
+                    f"own spot.", SAME_WE)
 
 
 # ---------------------------------------------------------------- what W_E looks for
@@ -321,11 +331,13 @@ def _sum_words(v: deck.View, f: dict) -> str:
 def _positions_question(v: deck.View, _) -> Question:
     c, tr = v.c, v.tr
     if common.image_block_full(tr):
+        right = 1
         order = (f"Attention and the MLP treat the tokens as a set: without positions, "
                  f"shuffling the patches would only reorder the patch tokens, and "
                  f"{common.reader(c)} would come out the same. The model could not tell the "
                  f"picture from its patches shuffled (try it on the Experiments page).")
     elif common.reads_prefix(c) and common.prefix_blind(tr):
+        right = 2
         order = (f"Nothing the output could show: under the {tr.mask_kind} mask used here "
                  f"{common.prefix_sight(tr)}, in every block, so no patch reaches "
                  f"{common.output(c)}: they are the same for every image, and stay so without "
@@ -333,11 +345,13 @@ def _positions_question(v: deck.View, _) -> Question:
                  f"(token i sees exactly i + 1 keys); with a mask that lets every patch see "
                  f"every other, shuffled patches could not be told from the picture.")
     else:
+        right = 3
         order = (f"Under the {tr.mask_kind} mask used here each token sees only the tokens "
                  f"before it (token i exactly i + 1 keys), so the order still reaches the model "
                  f"through the mask; with a mask that lets every patch see every other, "
                  f"shuffled patches could not be told from the picture.")
-    return Question("What would break if there were no position embeddings?", order)
+    return Question("What would break if there were no position embeddings?", order,
+                    Choice(NO_POSITIONS, right))
 
 
 # ---------------------------------------------------------------- a captioner's text rows

@@ -24,7 +24,7 @@ from vit_core.explain.readout import image_blind, near_uniform
 from vit_core.io.images import denormalize
 
 from .. import controls, deck, figures, keys, session, state
-from ..deck import Question, Step
+from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
 from . import common
 
@@ -40,6 +40,16 @@ SHUFFLES = ("shuffle", "shuffle_no_positions")
 WIDGETS = (keys.EXP_KIND, keys.EXP_HEADS, keys.EXP_SEED, keys.EXP_MASK)  # kept across steps
 TOP = 5  # the class charts draw the top classes before and after, this many of each
 NAMED_PATCHES = 6  # a grey set this small is listed patch by patch in the question
+OFFERED = 4  # "what does it answer now?" offers this many classes at most
+COSINE_TOLERANCE = 0.05  # how far a student's guess of a cosine similarity may be off
+SAME_CAPTION = ("The same caption as before", "Another caption")  # right: it changed
+STILL = ("Yes, and as sure as before",  # the shuffle question's options for a classifier
+         "Yes, but more or less sure", "No, another class")
+UNORDERED = (  # the shuffle-without-positions question's options; right: decided from the mask
+    "Yes: shuffling changes no pixel, so nothing can change",
+    "Yes: without positions the patches are a set, order is lost",
+    "Yes: under this mask no patch reaches what the output reads",
+    "No: under this mask a patch sees only those before it")
 # In presenter mode the figure's row of columns fills the figure's height, so that a chart drawn
 # in a column (deck.chart, height "stretch") fills the slide and no more (ui/presenter.CSS
 # stretches a figure drawn directly in the figure's container; a row of columns would keep its
@@ -486,6 +496,26 @@ def _turned(sims: dict[str, float]) -> str:
     return " and ".join(f"{v:.3f} for {name}" for name, v in sims.items())
 
 
+def class_choice(c, p1: torch.Tensor, also: int, right: int | None) -> Choice:
+    """Choose the class answered: the top classes of the run after (`p1`, probabilities) and the
+    class `also` (the one answered before), at most OFFERED, in class order so that where the
+    right one stands tells nothing; `right` is a class index (None: nobody is marked)."""
+    names = names_of(c)
+    ranked = [int(k) for k in p1.argsort(descending=True, stable=True)]
+    picks = list(dict.fromkeys([*([right] if right is not None else []), also, *ranked]))
+    picks = sorted(picks[:OFFERED])
+    return Choice(tuple(names[k] for k in picks), None if right is None else picks.index(right))
+
+
+def cosine_number(sims: dict[str, float] | None) -> Number:
+    """A model without a head: the cosine similarity of its first final token (CLS, else the
+    mean patch token) with the unchanged run's, the first the answer names."""
+    if not sims:
+        return Number(None, COSINE_TOLERANCE)
+    name, value = next(iter(sims.items()))
+    return Number(round(value, 3), COSINE_TOLERANCE, f"cosine similarity, final {name}")
+
+
 def _grey_question(x: Ctx, f: Change) -> Question:
     c, where = x.c, _where_grey(x)
     fam = family(c)
@@ -493,24 +523,32 @@ def _grey_question(x: Ctx, f: Change) -> Question:
          + ("what does the classifier answer now?" if fam == "class" else
             "what caption does the model write now?" if fam == "text" else
             "how far do the model's final tokens turn?"))
+    before = int(x.tr.logits.argmax()) if fam == "class" else None
     if not x.grey:
+        reply = (class_choice(c, x.tr.logits.softmax(-1), before, None) if fam == "class" else
+                 Choice(SAME_CAPTION) if fam == "text" else cosine_number(None))
         return Question(q, "No patch is greyed out yet: choose some under 'Grey out patches', "
-                           "then reveal again.")
-    if fam == "class" and _blind(x.tr):
-        return Question(q, f"Exactly what it answered before: under the {x.run_mask} mask "
-                           f"{common.prefix_sight(x.tr)}, so no patch, greyed or not, reaches "
-                           f"the class head (the largest change of any logit is "
-                           f"{f.grey_diff:.2g}).")
+                           "then reveal again.", reply)
     if fam == "class":
-        ch, said = _class_after(x, x.run("occlude", x.grey), f"{where} greyed out")
+        after = x.run("occlude", x.grey)
+        reply = class_choice(c, after.logits.softmax(-1), before, int(after.logits.argmax()))
+        if _blind(x.tr):
+            return Question(q, f"Exactly what it answered before: under the {x.run_mask} mask "
+                               f"{common.prefix_sight(x.tr)}, so no patch, greyed or not, "
+                               f"reaches the class head (the largest change of any logit is "
+                               f"{f.grey_diff:.2g}).", reply)
+        ch, said = _class_after(x, after, f"{where} greyed out")
         if _uniform(x):
-            return Question(q, said + " " + _uniform_words(x))
-        return Question(q, said + ("" if moved(ch) else " The answer hardly rests on them."))
+            return Question(q, said + " " + _uniform_words(x), reply)
+        return Question(q, said + ("" if moved(ch) else " The answer hardly rests on them."),
+                        reply)
     if fam == "text":
-        return Question(q, _caption_after(x, "occlude", x.grey, f"{where} greyed out")[1])
+        changed, said = _caption_after(x, "occlude", x.grey, f"{where} greyed out")
+        return Question(q, said, Choice(SAME_CAPTION, int(changed)))
     sims = ex.similarities(x.tr, x.run("occlude", x.grey))
     return Question(q, f"This model has no head to answer with. Its final tokens turn to a cosine "
-                       f"similarity of {_turned(sims)} with the unchanged run (1.000: unchanged).")
+                       f"similarity of {_turned(sims)} with the unchanged run (1.000: unchanged).",
+                    cosine_number(sims))
 
 
 def _shuffle_question(x: Ctx, f: Compare) -> Question:
@@ -523,35 +561,38 @@ def _shuffle_question(x: Ctx, f: Compare) -> Question:
         q = (f"Shuffle the patches: does it still say {top}, and what does that tell you about "
              f"what it uses?")
         after = x.run("shuffle", (s,))
+        ch, said = _class_after(x, after, what)
+        reply = Choice(STILL, 2 if ch.changed else 1 if moved(ch) else 0)
         if _blind(x.tr):
             return Question(q, f"Yes, exactly: under the {x.run_mask} mask "
                                f"{common.prefix_sight(x.tr)}, so neither the patches nor their "
                                f"order reach the class head (the largest change of any logit is "
-                               f"{f.shuffle_diff:.2g}).")
-        ch, said = _class_after(x, after, what)
+                               f"{f.shuffle_diff:.2g}).", reply)
         if _uniform(x):
-            return Question(q, f"{said} {_uniform_words(x)}")
+            return Question(q, f"{said} {_uniform_words(x)}", reply)
         if ch.changed:
             return Question(q, f"No: {said} It uses where the patches are, not only what they "
-                               f"show.")
+                               f"show.", reply)
         if not moved(ch):
             return Question(q, f"Yes. {said} What it uses is what the patches show, hardly "
-                               f"where they are.")
+                               f"where they are.", reply)
         return Question(q, f"Yes. {said} What the patches show still decides the answer, but "
-                           f"where they are matters too.")
+                           f"where they are matters too.", reply)
     if fam == "text":
         q = ("Shuffle the patches: does it still write the same caption, and what does that tell "
              "you about what it uses?")
         changed, said = _caption_after(x, "shuffle", (s,), what)
+        reply = Choice(SAME_CAPTION, int(changed))
         if not x.model.info.trained:
-            return Question(q, f"{said} {_uniform_words(x)}")
+            return Question(q, f"{said} {_uniform_words(x)}", reply)
         if not changed:
-            return Question(q, f"Yes. {said} It reads what the patches show, not where they are.")
-        return Question(q, f"No. {said} Where the patches are is part of what it reads.")
+            return Question(q, f"Yes. {said} It reads what the patches show, not where they are.",
+                            reply)
+        return Question(q, f"No. {said} Where the patches are is part of what it reads.", reply)
     q = "Shuffle the patches: how far do the model's final tokens turn?"
     sims = ex.similarities(x.tr, x.run("shuffle", (s,)))
     return Question(q, f"With {what}, cosine similarity with the unchanged run {_turned(sims)} "
-                       f"(1.000: unchanged).")
+                       f"(1.000: unchanged).", cosine_number(sims))
 
 
 def _unordered_question(x: Ctx, _) -> Question:
@@ -563,11 +604,13 @@ def _unordered_question(x: Ctx, _) -> Question:
          "'Remove position embeddings' give the same "
          + ("logits?" if c.num_classes or c.has_text else "output?"))
     if common.image_block_full(tr):
+        right = 1
         a = (f"Without positions a patch token is only its pixels' embedding, and under the "
              f"{tr.mask_kind} mask every image token sees every other: attention and the MLP "
              f"treat the patches as a set. Shuffling only reorders the patch tokens, so "
              f"{common.output(c)} come out the same for any order (up to float rounding).")
     elif common.reads_prefix(c) and common.prefix_blind(tr):
+        right = 2
         names = " and ".join(c.prefix_names)
         a = (f"Under the {tr.mask_kind} mask used here {common.prefix_sight(tr)}, in every "
              f"block, so no patch ever reaches {names}, and {common.output(c)} depend on {names} "
@@ -578,12 +621,13 @@ def _unordered_question(x: Ctx, _) -> Question:
              "differ: patch i sees only the tokens before it, so their order matters even "
              "without positions.")
     else:
+        right = 3
         a = (f"Under the {tr.mask_kind} mask used here they need not: patch i sees only the "
              f"tokens before it, so the order matters even without positions"
              + (f"; {common.prefix_sight(tr)}, so "
                 + ("it comes" if c.num_prefix_tokens == 1 else "they come")
                 + " out the same in both." if common.prefix_blind(tr) else "."))
-    return Question(q, a)
+    return Question(q, a, Choice(UNORDERED, right))
 
 
 # ---------------------------------------------------------------- step 2: before and after

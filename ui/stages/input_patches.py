@@ -11,7 +11,7 @@ import streamlit as st
 from vit_core.io.images import denormalize, describe_preprocessing
 
 from .. import controls, deck, figures, keys, show
-from ..deck import Question, Step
+from ..deck import Number, Question, Step
 from .common import smaller_patch
 
 OTHER_SIZES = (8, 14, 16, 28, 32)  # the patch sizes the "what if" offers (when they divide)
@@ -146,7 +146,8 @@ def _size_question(x: deck.View, _) -> Question:
     if p2 is None:
         return Question(f"If P were smaller than {P}, how many patches?",
                         f"No smaller patch size divides this model's {img}-pixel image, so the "
-                        f"question does not apply to it.")
+                        f"question does not apply to it.",
+                        Number(None, 0, "patches", "How many patches?"))
     n, n2 = c.num_patches, (img // p2) ** 2
     s, s2 = n + pre + n_text, n2 + pre + n_text
     extra = " + ".join([*c.prefix_names, *([f"{n_text} text"] if n_text else [])])
@@ -164,7 +165,8 @@ def _size_question(x: deck.View, _) -> Question:
                  f"entries: {s2 * s2 / (s * s):.1f}× bigger, in every head of every layer.")
     return Question(f"If P were {p2} instead of {P}, how many patches? How much bigger is the "
                     f"attention matrix?",
-                    f"({img}/{p2})² = {n2:,} patches instead of ({img}/{P})² = {n:,}. " + grows)
+                    f"({img}/{p2})² = {n2:,} patches instead of ({img}/{P})² = {n:,}. " + grows,
+                    Number(n2, 0, "patches", "How many patches?"))  # a count: exact
 
 
 # ---------------------------------------------------------------- another patch size

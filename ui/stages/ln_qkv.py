@@ -15,9 +15,20 @@ from plotly.subplots import make_subplots
 from vit_core.explain.tokens import layernorm_steps, token_stats
 
 from .. import deck, figures, keys
-from ..deck import Question, Step
+from ..deck import Choice, Question, Step
 from ..numbers import pct
 from . import common
+
+NOT_EXACT = (  # why LN's output is not exactly mean 0, std 1; right: γ and β, or ε alone
+    "It normalises over all tokens at once, not each token",
+    "The learned γ and β scale and shift it afterwards",
+    "Float32 rounding errors add up over the numbers",
+    "ε in √(σ² + ε) keeps the std a hair under 1")
+SCORES_HIGH = Choice((  # what makes a query-key score high: the right reason, and misconceptions
+    "The key's patch is next to the query's patch",
+    "The key points the same way as the query, and is long",
+    "The key's value vector is large",
+    "The key comes early in the sequence"), right=1)
 
 
 @dataclass(frozen=True)
@@ -186,7 +197,8 @@ def _ln_question(x: Ctx, f: dict) -> Question:
              "them from being exactly 0 and 1." if f["identity"] else
              f": γ averages {f['gamma_mean']:.2f} and β {f['beta_mean']:+.2f} here, "
              f"so the output sits where this layer wants it."))
-    return Question("After LayerNorm, why are the mean and std not exactly 0 and 1?", ln)
+    return Question("After LayerNorm, why are the mean and std not exactly 0 and 1?", ln,
+                    Choice(NOT_EXACT, 3 if f["identity"] else 1))
 
 
 # ---------------------------------------------------------------- Q, K and V
@@ -328,7 +340,8 @@ def _score_question(x: Ctx, _) -> Question:
                     f"q·k/√{c.head_dim}. For {x.labels[i]} in block {layer}, head {head}, the "
                     f"highest score is with {words[best]} ({float(scores[best]):.2f}; the cosine "
                     f"between q and k is {cos:.2f}), the lowest with {words[worst]} "
-                    f"({float(scores[worst]):.2f}), among the {len(idx)} keys it may see.")
+                    f"({float(scores[worst]):.2f}), among the {len(idx)} keys it may see.",
+                    SCORES_HIGH)
 
 
 STAGE = deck.Stage(

@@ -24,7 +24,7 @@ from vit_core.explain.readout import (
 )
 
 from .. import deck, figures, keys, models, player, session, show, state
-from ..deck import Question, Step
+from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
 
 CONFIDENT = 0.75  # "confident": at least this much on the top class ...
@@ -277,6 +277,11 @@ def _intro(x: Ctx) -> str:
 
 # ---------------------------------------------------------------- the temperature question
 TEMPERATURE_Q = "What does temperature change, and what does it never change?"
+TEMPERATURE = Choice((  # its options: the right one (true for any logits) and misconceptions
+    "Which one is on top; never how sure it looks",
+    "How sure it looks; never which one is on top",
+    "The logits' order; never the probabilities",
+    "Nothing at all: the softmax undoes it"), right=1)
 
 
 def _temperature_answer(z: torch.Tensor, names: list[str], what: str) -> str:
@@ -362,7 +367,8 @@ def _answer_notes(x: Ctx, f: Answer) -> str | None:
 
 def _answer_question(x: Ctx, f: Answer) -> Question:
     return Question(TEMPERATURE_Q, _temperature_answer(f.logits.double(), x.names,
-                                                       "the top class"))
+                                                       "the top class"),
+                    TEMPERATURE)
 
 
 # ---------------------------------------------------------------- classifier: raw logits
@@ -449,7 +455,9 @@ def _lens_question(x: Ctx, f: Lens) -> Question:
              f"only after the last block ({x.c.depth - 1})")
     return Question("At which block does the answer appear?",
                     f"Read through the logit lens, {x.names[best]} is on top {where}, and stays "
-                    f"there to the end ({n - r} of {n} read-outs, counting the embeddings).")
+                    f"there to the end ({n - r} of {n} read-outs, counting the embeddings).",
+                    # read-out r is the one after block r - 1 (exact: read off the x axis)
+                    Number(r - 1, 0, "", "Block number (−1: already in the embeddings)"))
 
 
 # ---------------------------------------------------------------- headless: the final vector
@@ -476,7 +484,8 @@ def _vector_words(x: Ctx, s: dict) -> str:
 
 def _headless_question(x: Ctx, _) -> Question:
     return Question(TEMPERATURE_Q, "This model has no head, so there are no logits to divide by "
-                                   "a temperature: its output is the final token vectors.")
+                                   "a temperature: its output is the final token vectors.",
+                    Choice(TEMPERATURE.options))  # it does not apply: nobody is marked
 
 
 # ---------------------------------------------------------------- headless: similar patches
@@ -608,10 +617,11 @@ def _writing_question(x: Ctx, _) -> Question:
     if not gen.probs:
         return Question(TEMPERATURE_Q, "Temperature reshapes each next-word distribution before "
                                        "a word is picked; this model wrote no word for this "
-                                       "image.")
+                                       "image.", TEMPERATURE)
     z = gen.probs[0].double().clamp_min(1e-30).log()  # log P = logits - a constant
     return Question(TEMPERATURE_Q, _temperature_answer(z, list(x.c.vocab),
-                                                       "the first word (greedy)"))
+                                                       "the first word (greedy)"),
+                    TEMPERATURE)
 
 
 # ---------------------------------------------------------------- captioner: a typed caption

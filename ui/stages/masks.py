@@ -16,12 +16,27 @@ from vit_core.explain.generation import learning_curve, tokenizer_for
 
 from .. import deck, figures, inputs, keys, state, tour
 from .. import models as picker
-from ..deck import Question, Step
+from ..deck import Choice, Question, Step
 from ..numbers import pct
 from .common import image_block_full
 
 KINDS = ("full", "causal", "prefix")  # the three masks drawn side by side
 SAME_LOGITS = 1e-4  # causal logits on two pictures closer than this are "the same"
+NO_PEEKING = Choice((  # why text must not see later words: the right reason and misconceptions
+    "The text comes after the image, so it must go last",
+    "Attention over later words would cost too much",
+    "It would learn to copy the next word, not to predict it",
+    "Later words are padding with nothing in them"), right=2)
+BOTH_WAYS = Choice((  # why image patches may see each other both ways
+    "The patches have no positions, so order cannot matter",
+    "Nothing is predicted from the image, so nothing can leak",
+    "Attention both ways is cheaper to compute",
+    "A causal mask works only on text tokens"), right=1)
+CLS_KNOWS = (  # what CLS knows under a causal mask; right: "nothing" when the model has a CLS
+    "Everything: it still sees every patch",
+    "Only the first patch of the image",
+    "Nothing about the image: it sees only itself",
+    "The top half of the image")
 
 
 # ---------------------------------------------------------------- the stage's view
@@ -201,7 +216,7 @@ def _three_question(x: Ctx, _) -> Question:
                     "In training the whole caption goes in at once, and each position is asked "
                     "for the next word. If it could see that word it would learn to copy it, and "
                     "when writing a new caption, where the next word does not exist yet, it would "
-                    "have learned nothing." + mine)
+                    "have learned nothing." + mine, NO_PEEKING)
 
 
 # ---------------------------------------------------------------- how many keys each query sees
@@ -247,7 +262,8 @@ def _visible_question(x: Ctx, _) -> Question:
                 f"tokens 0 … i.")
     return Question("Why may the image patches see each other both ways?",
                     "The image is given whole and nothing is predicted from it patch by patch, so "
-                    "there is nothing to leak: every patch may use every other. " + here)
+                    "there is nothing to leak: every patch may use every other. " + here,
+                    BOTH_WAYS)
 
 
 # ---------------------------------------------------------------- the captioners, live
@@ -490,7 +506,8 @@ def _classifier_question(x: Ctx, _) -> Question:
                f"itself and its last patch all {n_img} image tokens.")
     if x.clf != x.name:  # the step shows another model than the one chosen
         cls = f"{x.clf}, the classifier shown here: {cls[0].lower()}{cls[1:]}"
-    return Question("What does CLS know under a causal mask?", cls)
+    return Question("What does CLS know under a causal mask?", cls,
+                    Choice(CLS_KNOWS, 2 if c.num_prefix_tokens else None))
 
 
 STAGE = deck.Stage(

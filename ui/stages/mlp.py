@@ -11,13 +11,15 @@ import torch
 from vit_core.explain.tokens import residual_stream
 
 from .. import deck, figures, keys, session, state
-from ..deck import Question, Step
+from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
 from . import common
 
 GROWS = 1.1  # the token's norm "grows" when it ends at least this many times its start ...
 # ... "shrinks" at most 1 / GROWS times it, and "stays about the same" between
 TOP_UNITS = 10  # the bar chart shows this many of the most active hidden units
+SHARE_TOLERANCE = 5  # percentage points a student reading the share off the scatter may be off
+ADDS_MORE = ("The MLP", "Attention")  # the residual-stream question's options
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def _units_question(x: Ctx, f: dict) -> Question:
                     f"In block {x.layer}, {on} of {x.labels[i]}'s {F_} hidden units have U > 0: "
                     f"{pct(on / F_, 1)}."
                     + (f" Over its {L} blocks the share goes from {pct(share[lo], 1)} (block "
-                       f"{lo}) to {pct(share[hi], 1)} (block {hi})." if L > 1 else ""))
+                       f"{lo}) to {pct(share[hi], 1)} (block {hi})." if L > 1 else ""),
+                    Number(100 * on / F_, SHARE_TOLERANCE, "%"))
 
 
 def _top_figure(x: Ctx, f: dict) -> None:
@@ -216,7 +219,8 @@ def _stream_question(x: Ctx, _) -> Question:
                     f"For {name}, summed over the {L} block{'s' if L > 1 else ''}: attention adds "
                     f"vectors of norm {sum(attn):.1f}, the MLP {sum(mlp_):.1f}, so "
                     + ("the MLP adds more" if sum(mlp_) > sum(attn) else "attention adds more")
-                    + f"; the MLP's addition is the larger in {more} of {L} blocks.")
+                    + f"; the MLP's addition is the larger in {more} of {L} blocks.",
+                    Choice(ADDS_MORE, 0 if sum(mlp_) > sum(attn) else 1))
 
 
 STAGE = deck.Stage(

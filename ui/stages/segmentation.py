@@ -15,7 +15,7 @@ from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.segmentation import boundary_stats, class_map, pca_variance
 
 from .. import deck, figures, keys, models, session, show, state
-from ..deck import Question, Step
+from ..deck import Choice, Question, Step
 from ..numbers import pct
 
 MOST = 0.5  # the colours show "most" of how the tokens differ when 3 components hold this much
@@ -24,6 +24,15 @@ LEANS = 2  # ... and "the grid still shows" when they sit on borders this many t
 #            edges placed at random would
 SCALE = 2  # the class map and its edges are drawn at this many screen pixels per image pixel
 ON_BORDER, INSIDE, GRID = (255, 214, 10), (255, 0, 255), (235, 235, 235)  # the edges' colours
+LABEL_PIXELS = Choice((  # how tokens label pixels: the right way, and what students often think
+    "The final CLS vector is copied to every pixel",
+    "Each patch token keeps its place and labels its own pixels",
+    "CLS's attention map is cut at a threshold",
+    "The model runs once for every pixel"), right=1)
+EDGES = (  # do the class edges follow the grid? right: decided from the edges' numbers
+    "They mostly follow the patch grid",
+    "Most cut through patches, but the grid still shows",
+    "They cut through patches; the grid hardly shows")
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,8 @@ def _pixels_question(x: Ctx, _) -> Question:
         f"{g}×{g} grid, score each for every class, and each cell labels its {P}×{P} pixels"
         + (f"; this model's head scores {c.seg_upsample}×{c.seg_upsample} cells per patch and "
            f"upsamples the scores to pixels." if x.labels is not None else
-           "; this model has no segmentation head, so here its tokens are only coloured."))
+           "; this model has no segmentation head, so here its tokens are only coloured."),
+        LABEL_PIXELS)
 
 
 # ---------------------------------------------------------------- the class map
@@ -288,12 +298,14 @@ def _edges_question(x: Ctx, f: dict) -> Question:
     q = "Do the class edges follow the patch grid, or cut through patches, and why?"
     on, total = f["on_boundary"], f["changes"]
     if not total:
-        return Question(q, "On this image the map is one class everywhere: there are no edges.")
+        return Question(q, "On this image the map is one class everywhere: there are no edges.",
+                        Choice(EDGES))
     if not f["boundary_pairs"]:
         return Question(q, f"The image is a single patch, so no pixel pair straddles a patch "
-                           f"border: all {total:,} class edges lie inside it.")
+                           f"border: all {total:,} class edges lie inside it.", Choice(EDGES))
     share, chance = on / total, f["boundary_pairs"] / f["pairs"]
     ratio = share / chance
+    right = 0 if share >= FOLLOWS else 1 if ratio >= LEANS else 2
     return Question(q, (
         f"{on:,} of the {total:,} neighbouring pixel pairs with different classes straddle "
         f"a patch border ({pct(share)}). Of all {f['pairs']:,} neighbouring pairs, "
@@ -310,7 +322,8 @@ def _edges_question(x: Ctx, f: dict) -> Question:
            f"The edges cut through patches, sitting on patch borders only {ratio:.1f}× "
            f"as often as edges placed at random would")
         + f". The head gives {c.seg_upsample}×{c.seg_upsample} cells per patch, and the "
-        f"scores are upsampled bilinearly, so an edge can fall inside a patch."))
+        f"scores are upsampled bilinearly, so an edge can fall inside a patch."),
+        Choice(EDGES, right))
 
 
 STAGE = deck.Stage(

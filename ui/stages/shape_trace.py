@@ -13,7 +13,7 @@ from vit_core import PRESETS
 from vit_core.explain.flops import attention_share, si, stage_rows, total_macs, total_params
 
 from .. import deck, figures, keys, models, session, state
-from ..deck import Question, Step
+from ..deck import Choice, Question, Step
 from ..numbers import pct
 
 REF = "vit-b16"  # the notes' reference model, beside every cost
@@ -220,6 +220,16 @@ def _cost_notes(x: Ctx, f: Rows) -> str:
             "counted. G = 10⁹, M = 10⁶, k = 10³.")
 
 
+def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[str], int]:
+    """Choose-one options: `right`, and of the rest of `sizes` (name -> size; those as large as
+    `right` are left out, being right too) the largest, the middle one and the smallest: at most
+    4, in `order` (the table's) so that where the right one stands tells nothing.
+    Returns (the names, the right one's index)."""
+    rest = sorted((k for k in sizes if sizes[k] != sizes[right]), key=lambda k: -sizes[k])
+    picks = sorted({right, *(rest[i] for i in {0, len(rest) // 2, -1} if rest)}, key=order.index)
+    return picks, picks.index(right)
+
+
 def _costliest_question(x: Ctx, f: Rows) -> Question:
     c = x.c
     macs = [(r["step"], r["macs"], f.first <= k < f.end)  # in every block?
@@ -233,10 +243,12 @@ def _costliest_question(x: Ctx, f: Rows) -> Question:
     how = ("" if len({b for _, b in tops}) > 1 else
            (f", counted over {'their' if both else 'its'} {c.depth} layers" if c.depth > 1 else
             ", in the model's only layer") if tops[0][1] else ", once per pass")
+    steps = list(dict.fromkeys(step for step, m, _ in macs if m))  # in table order
+    options, right = offered({step: m for step, m, _ in macs if m}, tops[0][0], steps)
     return Question("Which step costs the most?",
                     f"{names}: {si(most)} {'each ' if both else ''}of the {si(total)} "
                     f"multiply-adds of one pass ({pct(most / total)}{' each' if both else ''})"
-                    f"{how}.")
+                    f"{how}.", Choice(tuple(options), right))
 
 
 # ---------------------------------------------------------------- the whole pass
@@ -313,11 +325,14 @@ def _params_question(x: Ctx, _) -> Question:
         groups[key] = groups.get(key, 0) + prm.numel()
     n = sum(groups.values())
     order = sorted(groups, key=lambda k: -groups[k])
+    options, right = offered(groups, order[0], list(groups))  # groups: in the model's order
     return Question("Where do most of the parameters live?",
                     f"In {order[0]}: {groups[order[0]]:,} of {n:,} parameters "
                     f"({pct(groups[order[0]] / n)})"
                     + (f"; then {order[1]} ({pct(groups[order[1]] / n)})." if len(order) > 1
-                       else "."))
+                       else "."),
+                    # said short: "the attention layers (W_Q, …)" -> "The attention layers"
+                    Choice(tuple(k[0].upper() + k.split(" (")[0][1:] for k in options), right))
 
 
 # ---------------------------------------------------------------- cost against patch size

@@ -146,3 +146,21 @@ def test_an_answer_is_marked_against_the_reply_it_was_given_for():
     assert judge(Words(), "anything") is None
     assert shown(Number(49, 0, "patches"), 49.0) == "49 patches"
     assert shown(PatchPick((3,)), 3) == "patch 3"
+
+
+def test_the_teachers_chart_counts_each_answer_by_its_mark(store):
+    from ui.live.teacher import RIGHT, UNMARKED, WRONG, tally_figure
+
+    c, secret = classes.start(store, AT)
+    sent = [("a", "ball", True), ("b", "ball", True), ("c", "box", False), ("d", "box", True),
+            ("e", "tree", None)]
+    for who, value, right in sent:
+        classes.answer(store, c, who, "", "experiments", "change", "Q?", "choice", value, right)
+    fig = tally_figure(classes.counts(store, c.code, secret, "experiments", "change"))
+    bars = {(t.name, y): x for t in fig.data for y, x in zip(t.y, t.x, strict=True)}
+    expected = {}
+    for _, value, right in sent:
+        mark = RIGHT if right else WRONG if right is False else UNMARKED
+        expected[(mark, value)] = expected.get((mark, value), 0) + 1
+    assert {k: v for k, v in bars.items() if v} == expected
+    assert fig.layout.showlegend and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text

@@ -57,6 +57,7 @@ PRESENTER_PREV = "presenter_prev"  # button: previous stage
 PRESENTER_NEXT = "presenter_next"  # button: next step (after a stage's last: the next stage)
 PRESENTER_KEYS = "presenter_keys"  # container: the clicker's key listener (an empty iframe)
 DECK_FIGURE = "deck_figure"  # container: a step's key figure (in presenter mode, the slide's rest)
+PRESENTER_BAR = "presenter_bar"  # container: the header row (one row, never wrapped)
 PRESENTER_WHERE = "presenter_where"  # container: "Stage 4/10 · step 2/5 · …" in the header
 PRESENTER_NOTES = "_presenter_notes"  # the header's "Notes" popover (speaker notes), for this run
 PRESENTER_STEP = "step"  # int: current step of the stage in PRESENTER_AT, from 0 (ui/steps.py;

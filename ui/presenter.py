@@ -47,13 +47,17 @@ CSS = """<style>
 .st-key-%KEYS% { position: absolute; width: 0; height: 0; overflow: hidden; }
 .st-key-%PREV% button, .st-key-%NEXT% button,
 .st-key-%EXIT% button { white-space: nowrap; min-width: max-content; }
+.st-key-%BAR% { flex-wrap: nowrap; }
+.st-key-%BAR% [data-testid="stPopover"] button p { white-space: nowrap; }
 /* where we are: one line that gives way (cut with …) so the header stays one row */
-.st-key-%WHERE% { flex: 1 1 0 !important; min-width: 0; }
+.st-key-%WHERE%, [data-testid="stLayoutWrapper"]:has(> .st-key-%WHERE%) {
+  flex: 1 1 0 !important; min-width: 0; }
 .st-key-%WHERE% p { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 @media (min-width: 1600px) { html { font-size: 19px; } }
 </style>""".replace("%KEYS%", keys.PRESENTER_KEYS).replace("%PREV%", keys.PRESENTER_PREV).replace(
     "%NEXT%", keys.PRESENTER_NEXT).replace("%EXIT%", keys.PRESENTER_EXIT).replace(
-    "%FIG%", deck.FIGURE).replace("%WHERE%", keys.PRESENTER_WHERE)
+    "%FIG%", deck.FIGURE).replace("%WHERE%", keys.PRESENTER_WHERE).replace(
+    "%BAR%", keys.PRESENTER_BAR)
 
 # The clicker and the slide, in the app's own page (the component's iframe is same-origin). The
 # code runs in the parent's realm (parent.Function), so it outlives the iframe, and is set up once
@@ -178,7 +182,8 @@ def header(routes: dict, slug: str):
     stage = stages.get(slugs[i])
     titles = [s.title_for(config) for s in stage.steps_for(config)]
     k = min(steps.current(), len(titles) - 1)
-    bar = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small",
+                       key=keys.PRESENTER_BAR)
     bar.button("Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
                icon=":material/arrow_back:",
                on_click=steps.move, args=(slugs, slug, config, -1),

@@ -84,8 +84,7 @@ def header(bar, stage: str, config) -> None:
         session.leave("This address does not hold the teacher's secret of class "
                       f"{classes.pretty(c.code)}, so it cannot move it: join it as a student.")
         c = None
-    label = f"Class {classes.pretty(c.code)}" if c else "Class"
-    with bar.popover(label, icon=":material/groups:",
+    with bar.popover("Class", icon=":material/groups:",
                      help="A live class: students follow your steps on their own laptops and "
                           "images and answer each step's question."):
         if c is None:
@@ -138,7 +137,7 @@ def _followers(code: str) -> None:
     except StoreDown:
         st.markdown(f"**{classes.pretty(code)}** · store not answering")
         return
-    st.markdown(f"**{classes.pretty(code)}** · {n} following")
+    st.markdown(f"Join: **{classes.pretty(code)}** · {n} following")
 
 
 # ---------------------------------------------------------------- a step's question
@@ -192,8 +191,11 @@ def tally_figure(found: list) -> go.Figure:
         if any(n):
             fig.add_bar(y=order, x=n, name=mark, orientation="h", marker_color=colour,
                         text=n, textposition="inside")
-    fig.update_layout(barmode="stack", height=80 + 28 * len(order), width=460,
-                      margin=dict(l=10, r=10, t=30, b=40),
-                      legend=dict(orientation="h", y=1.15),
-                      xaxis_title="students", yaxis=dict(title="answer", autorange="reversed"))
+    most = max(Counter(a.value for a in found).values())
+    fig.update_layout(barmode="stack", height=110 + 28 * len(order), width=460,
+                      margin=dict(l=10, r=10, t=40, b=40), showlegend=True,
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+                      xaxis=dict(title="students who gave it", tickformat="d",
+                                 dtick=max(1, -(-most // 5)), rangemode="tozero"),
+                      yaxis=dict(title="answer", autorange="reversed"))
     return fig

@@ -4,7 +4,8 @@ Read-ahead is off (ui/readahead.py), so a test's passes are its own; AppTest run
 servers the browser and load tests start inherit this, and the read-ahead's own tests turn it
 on where they need it.
 
-Fixtures here: `open_app` (the one way a test opens the app under AppTest), `hub_root` and
+Fixtures here: `open_app` (the one way a test opens the app under AppTest), `browser`
+(Debian's Chromium under Playwright, for the tests marked browser), `hub_root` and
 `hub` (the local Hugging Face Hub stand-in, tests/hub_server.py), and `offline_hub_models`
 (every fixture repo fetched once through the stand-in, which is then stopped). Plain helpers
 (small model configs, photos, page readers) are in tests/support.py.
@@ -23,6 +24,24 @@ import pytest
 os.environ.setdefault("VIT_EXPLAINER_READ_AHEAD", "0")
 
 from tests import support  # noqa: E402  (after the environment it reads)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium under Playwright, one per test module: skipped where it is missing,
+    an error in CI (.ci/run installs it)."""
+    from tools.browser import CHROMIUM_ARGS
+
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI must install chromium for the browser tests (.ci/run)")
+        pytest.skip("chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ test is skipped when /usr/bin/chromium is missing.
 """
 
 import os
-import shutil
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -15,13 +14,8 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.support import photo_bytes
-from tools.browser import CHROMIUM_ARGS, ROOT, serve, wait_idle
+from tools.browser import ROOT, serve, wait_idle
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must install chromium for the browser test (.ci/run)")
-    pytest.skip("chromium is not installed", allow_module_level=True)
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser  # every test here starts Chromium (or a load run's browsers)
 
@@ -39,14 +33,6 @@ def served():
 @pytest.fixture(scope="module")
 def server(served):
     return served.url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def new_page(browser, requests: list[str], width=1280, height=800):

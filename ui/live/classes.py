@@ -201,12 +201,17 @@ def following(store, code: str, now: float | None = None) -> int:
 
 
 def csv_text(store, code: str, secret: str | None) -> str:
-    """The class's answers as CSV: one row per answer, students by their anonymous id."""
+    """The class's answers as CSV (the teacher's only)."""
+    return to_csv(answers(store, code, secret))
+
+
+def to_csv(found: list[Answer]) -> str:
+    """Answers as CSV: one row per answer, students by their anonymous id."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["seconds", "stage", "step", "question", "student", "nickname", "kind",
                 "answer", "right"])
-    for a in answers(store, code, secret):
+    for a in found:
         w.writerow([f"{a.at:.1f}", a.stage, a.step, a.question, a.student, a.nickname, a.kind,
                     a.value, "" if a.right is None else ("yes" if a.right else "no")])
     return out.getvalue()

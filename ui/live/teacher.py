@@ -119,7 +119,7 @@ def _panel(c: classes.Class) -> None:
     st.image(share.qr_png(link), width=180, caption="QR code of the class's link")
     answers = _act(classes.answers) or []
     st.download_button("Download the answers (CSV)", key=keys.LIVE_CSV,
-                       data=_act(classes.csv_text) or "", file_name=f"class-{c.code}.csv",
+                       data=classes.to_csv(answers), file_name=f"class-{c.code}.csv",
                        mime="text/csv", icon=":material/download:",
                        help=f"{len(answers)} answers so far: one row per answer, students by "
                             f"an anonymous id (and the nickname they chose, if any).")

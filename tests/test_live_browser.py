@@ -1,0 +1,79 @@
+"""A live class in Chromium: what AppTest cannot do. The student's page moves by itself (the
+frontend's fragment timer, `run_every`), a patch is answered by clicking the student's own
+image, and the teacher's Reveal reaches the student's screen without a click there.
+
+One server, two browser contexts (two tabs with their own cookies: two sessions)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tools.browser import serve, wait_idle
+from ui import keys
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve() as srv:
+        yield srv.url
+
+
+def banner(page) -> str:
+    return page.locator(f".st-key-{keys.LIVE_BANNER}").inner_text()
+
+
+def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(browser, server):
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    teacher.goto(f"{server}/?page=attention&presenter=1")
+    wait_idle(teacher)
+    teacher.get_by_role("button", name=re.compile("Class")).click()
+    teacher.get_by_role("button", name="Start a class").click()
+    wait_idle(teacher)
+    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
+    pretty = f"{code[:3]}-{code[3:]}"
+    teacher.keyboard.press("Escape")
+    teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text(pretty).wait_for()
+
+    # the student types the code (as read off the projector) under "Join a class"
+    student = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    student.goto(f"{server}/?page=overview")
+    wait_idle(student)
+    student.get_by_text("Join a class").click()
+    student.get_by_label("Code on the projector").fill(pretty.lower())
+    student.get_by_role("button", name="Join", exact=True).click()
+    student.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for()
+    assert "step 1/" in banner(student) and "Attention heads" in banner(student)
+    assert re.search(r"[?&]me=[\w-]{8,}", student.url)  # a reload keeps the same student
+
+    # the teacher moves to the step asking where CLS looks; the student's page follows alone
+    # (its fragment timer) within a few seconds
+    for k in (2, 3):
+        teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
+        teacher.locator(f".st-key-{keys.PRESENTER_WHERE}").get_by_text(f"step {k}/").wait_for()
+    student.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(
+        re.compile("step 3/")).wait_for(timeout=10_000)
+    teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text("1 following").wait_for(
+        timeout=15_000)
+
+    # answer by clicking a patch of the student's own image
+    grid = student.locator(f".st-key-{keys.answer_grid('attention', 'heads')}")
+    grid.scroll_into_view_if_needed()
+    box = grid.locator(".nsewdrag").first.bounding_box()
+    student.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    student.get_by_text(re.compile(r"Chosen: patch \d+")).wait_for()
+    chosen = int(re.search(r"Chosen: patch (\d+)",
+                           student.get_by_text(re.compile("Chosen: patch")).inner_text()).group(1))
+    student.get_by_role("button", name="Send").click()
+    student.get_by_text(f"Your answer: patch {chosen} (sent)").wait_for()
+
+    # the teacher's tally counts it; Reveal shows the answer on the student's screen by itself
+    teacher.get_by_text("1 answered").wait_for(timeout=10_000)
+    teacher.get_by_role("button", name="Reveal to the class").click()
+    student.get_by_text(re.compile("Your answer was (not )?right for your image")).wait_for(
+        timeout=10_000)
+    assert student.locator("[data-testid='stException']").count() == 0
+    assert teacher.locator("[data-testid='stException']").count() == 0

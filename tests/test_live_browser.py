@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from tests.slides import CUT_JS, problems_on, settle
 from tools.browser import serve, wait_idle
 from ui import keys
 
@@ -77,3 +78,17 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
         timeout=10_000)
     assert student.locator("[data-testid='stException']").count() == 0
     assert teacher.locator("[data-testid='stException']").count() == 0
+
+    # with the class's badge in the header and the answers under the question (the tallest
+    # the question gets), the teacher's slide still fits the projector
+    teacher.get_by_text("1 answered").wait_for()
+    problems = []
+    for w, h in ((1280, 720), (1024, 768)):
+        teacher.set_viewport_size({"width": w, "height": h})
+        settle(teacher)
+        problems += problems_on(teacher, f"the teacher's slide at {w}×{h}")
+        badge = teacher.locator(f".st-key-{keys.LIVE_HEADER}")
+        if badge.evaluate(CUT_JS) or badge.bounding_box()["x"] + badge.bounding_box()[
+                "width"] > w + 1:
+            problems.append(f"the class badge {badge.inner_text()!r} is cut at {w}×{h}")
+    assert not problems, "\n".join(problems)

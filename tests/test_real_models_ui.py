@@ -44,7 +44,8 @@ def test_on_the_network_without_the_flag_there_is_no_fetch_and_no_path_box(serve
     options = picker(at).options
     assert not any(o.startswith(("Load a checkpoint", "Fetch another")) for o in options)
     assert not any("fetch (" in o for o in options)
-    assert not at.sidebar.text_input  # no path box, no name box anywhere
+    boxes = [w.label for w in at.sidebar.text_input if w.key != keys.LIVE_CODE_INPUT]
+    assert not boxes  # no path box, no name box anywhere (a class's code is no path)
     assert hub.count() == 0  # nothing was asked of the Hub
 
 

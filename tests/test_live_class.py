@@ -230,3 +230,16 @@ def test_behind_a_balancer_without_a_shared_store_a_class_is_refused(monkeypatch
     at = open_app("overview", params={"presenter": "1"})
     assert not [b for b in at.button if b.key == keys.LIVE_START]
     assert any(w.value.startswith("Classes need the shared store") for w in at.warning)
+
+
+def test_a_class_that_expired_tells_the_teacher_in_one_sentence():
+    teacher, code = start_class("overview")
+    session.store().delete(f"vitx:class:{code}")  # what its lifetime does after 4 quiet hours
+    session.store().publish(classes.CHANNEL, code)
+    settle(code)
+    teacher.run()
+    assert not teacher.exception
+    assert teacher.session_state.get(keys.LIVE_CODE) is None
+    said = [t.value for t in teacher.toast]
+    assert len(said) == 1 and said[0].startswith(f"Class {classes.pretty(code)} has ended")
+    assert teacher.button(key=keys.LIVE_START)  # and a new class can be started

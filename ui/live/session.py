@@ -55,7 +55,7 @@ def join(text: str, student: str | None = None) -> bool:
         ss[keys.LIVE_NOTICE] = NOTICE_DOWN
         return False
     ss.pop(keys.LIVE_SECRET, None)
-    ss[keys.LIVE_CODE] = None
+    ss.pop(keys.LIVE_CODE, None)
     ss[keys.LIVE_JOIN] = c.code
     ss[keys.LIVE_ME] = student if _plausible_id(student) else classes.new_student()
     ss[keys.LIVE_FOLLOW] = True
@@ -112,7 +112,11 @@ def current() -> classes.Class | None:
         st.session_state[keys.LIVE_NOTICE] = NOTICE_DOWN
         return None
     if found is None:
-        leave("The class has ended: you are exploring on your own now.")
+        hours = classes.LIFETIME / 3600
+        leave(f"Class {classes.pretty(c)} has ended (a class ends when its teacher ends it, or "
+              f"{hours:g} hours after its last move): start a new one under Class."
+              if role() == "teacher" else
+              "The class has ended: you are exploring on your own now.")
     return found
 
 

@@ -77,13 +77,13 @@ def _end() -> None:
 def header(bar, stage: str, config) -> None:
     """The header's "Class" popover and, in a class, its code and how many follow."""
     ss = st.session_state
-    if ss.get(keys.LIVE_NOTICE):
-        st.toast(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
     c = session.current() if session.role() == "teacher" else None
     if c is not None and not classes.is_teacher(c, ss.get(keys.LIVE_SECRET)):
         session.leave("This address does not hold the teacher's secret of class "
                       f"{classes.pretty(c.code)}, so it cannot move it: join it as a student.")
         c = None
+    if ss.get(keys.LIVE_NOTICE):
+        st.toast(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
     with bar.popover("Class", icon=":material/groups:",
                      help="A live class: students follow your steps on their own laptops and "
                           "images and answer each step's question."):

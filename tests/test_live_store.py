@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ui.live import memory as memory_module
 from ui.live import store as store_module
 from ui.live.store import MemoryStore, RedisStore, StoreDown, describe, open_store
 
@@ -236,7 +237,7 @@ def test_making_a_store_starts_nothing(redis_server):
 
 
 def test_memory_sweep_drops_keys_nobody_reads(monkeypatch):
-    monkeypatch.setattr(store_module, "SWEEP_EVERY", 4)
+    monkeypatch.setattr(memory_module, "SWEEP_EVERY", 4)
     s = MemoryStore()
     for i in range(3):
         s.put(f"old{i}", "x", 0.05)

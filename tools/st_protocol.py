@@ -11,7 +11,16 @@ What Streamlit's frontend does, and this client does the same way (streamlit 1.6
   a multipart PUT to it (header `X-Xsrftoken`), then a `rerun_script` whose widget states give
   the uploader its file;
 - a page in the sidebar: a `rerun_script` with that page's script hash; images on the page are
-  GET `/media/...` (fetched once, as a browser's cache would).
+  GET `/media/...` (fetched once, as a browser's cache would);
+- every `rerun_script` carries the address's query string (the server sets it with
+  `page_info_changed`), the current page (the server's `new_session` says which, also after an
+  `st.switch_page`) and the state of every widget on the page (tools/st_widgets.py): a click is
+  a button's trigger, a choice the widget's value;
+- a fragment with `run_every` (ForwardMsg `auto_rerun`: interval, fragment id) is rerun by the
+  browser's timer: a `rerun_script` with that fragment id every interval, until a full run
+  starts (its timers are set again by the run) or `stop_auto_rerun`; `tick` sends the due ones.
+  A fragment that calls `st.rerun(scope="app")` makes the server run the whole script next: the
+  run is read through to the end of that full run (`Run.full`).
 No rendering: the time from a BackMsg to `script_finished` is the server's. Every wait has a
 limit. Protobufs come from `streamlit.proto`; the websocket from `websockets` (a dependency of
 streamlit), HTTP from the standard library.
@@ -31,9 +40,14 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
+from websockets.protocol import State
+
+from tools.st_widgets import Widget, Widgets
 
 MEDIA = re.compile(rb"/media/[0-9a-f]+\.[a-z0-9]+")
-DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+        ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}  # FINISHED_EARLY_FOR_RERUN: another follows
+ALERTS = {"alert", "toast"}
 
 
 class ProtocolError(RuntimeError):
@@ -42,14 +56,27 @@ class ProtocolError(RuntimeError):
 
 @dataclass
 class Run:
-    """One script run as the browser saw it."""
+    """One script run as the browser saw it: after a fragment that asked for a full run, or a
+    run stopped by st.switch_page, what the last (full) run drew."""
 
     seconds: float  # from sending the BackMsg to script_finished
     texts: list[str] = field(default_factory=list)  # markdown / caption bodies
     exceptions: list[str] = field(default_factory=list)  # st.exception elements (tracebacks)
     errors: list[str] = field(default_factory=list)  # st.error sentences
+    alerts: list[str] = field(default_factory=list)  # st.info / warning / success / toast
     uploaders: list[str] = field(default_factory=list)  # file_uploader widget ids
+    widgets: list[Widget] = field(default_factory=list)  # in the order drawn
+    downloads: dict[str, str] = field(default_factory=dict)  # download button label -> URL
     media: set[bytes] = field(default_factory=set)
+    ended: float = 0.0  # time.perf_counter() at script_finished
+    full: bool = False  # the whole script ran (not only a fragment)
+    blocks: dict[tuple, str] = field(default_factory=dict)  # path -> popover / expander label
+    paths: list[tuple[tuple, str]] = field(default_factory=list)  # (path, text) of each element
+
+    def under(self, label: str) -> list[str]:
+        """Texts, alerts and widget labels drawn inside the popovers / expanders `label`."""
+        inside = [p for p, name in self.blocks.items() if name == label]
+        return [t for p, t in self.paths if any(p[:len(b)] == b for b in inside)]
 
 
 class Tab:
@@ -61,9 +88,17 @@ class Tab:
         self.cookies: dict[str, str] = {}
         self.session_id = ""
         self.pages: dict[str, str] = {}  # url path ("" for the default page) -> script hash
-        self.page = ""
+        self.page_hash = ""  # the page shown ("": the app's default)
+        self.query = ""  # the address's query string, as the server last set it
+        self.widgets = Widgets()
+        self.timers: dict[str, list[float]] = {}  # fragment id -> [interval, next tick] (s)
         self.ws = None
         self.fetched: set[bytes] = set()
+
+    @property
+    def page(self) -> str:
+        """The url path of the page shown."""
+        return next((p for p, h in self.pages.items() if h == self.page_hash), "")
 
     # HTTP, with this tab's cookies (urllib in a thread: a few requests per page)
     def _http(self, method: str, path: str, body: bytes | None = None,
@@ -88,7 +123,11 @@ class Tab:
 
     # the websocket
     async def open(self, query: str = "") -> Run:
-        """Load the page, connect, run the app: the first view of a new student."""
+        """Load the page, connect, run the app: the first view of a new student. Again on an
+        open tab: reload it (a new session on the address `query`; cookies kept)."""
+        await self.close()
+        self.session_id, self.page_hash, self.query = "", "", query
+        self.widgets, self.timers = Widgets(), {}
         await self.http("GET", "/")
         await self.http("GET", "/_stcore/health")
         xsrf = self.cookies.get("_streamlit_xsrf", "")
@@ -98,11 +137,17 @@ class Tab:
             additional_headers={"Cookie": self._cookie()}, origin=self.url,
             max_size=None, open_timeout=self.timeout,
             ping_interval=None), self.timeout)  # as a browser: it answers the server's pings only
-        return await self.rerun(query=query)
+        return await self.rerun()
+
+    @property
+    def connected(self) -> bool:
+        """The websocket is open (False once the server or the balancer closed it)."""
+        return self.ws is not None and self.ws.state is State.OPEN
 
     async def close(self) -> None:
         if self.ws is not None:
-            await self.ws.close()
+            ws, self.ws = self.ws, None
+            await ws.close()
 
     async def send(self, msg: BackMsg) -> None:
         await self.ws.send(msg.SerializeToString())
@@ -113,18 +158,23 @@ class Tab:
         msg.ParseFromString(data)
         return msg, data
 
-    async def rerun(self, page: str | None = None, query: str = "",
-                    widgets: list[WidgetState] = ()) -> Run:
-        """Ask for a script run (on `page`, a url path, or the current one) and read it to its
-        end; the images it shows are fetched afterwards."""
+    async def rerun(self, page: str | None = None, query: str | None = None,
+                    widgets: list[WidgetState] | None = None, fragment: str = "") -> Run:
+        """Ask for a script run (on `page`, a url path, or the current one; with the address's
+        query string unless `query` is given; with every widget's state unless `widgets` are
+        given; of one fragment if `fragment`) and read it to its end; the images it shows are
+        fetched afterwards."""
         if page is not None:
             if page not in self.pages:
                 raise ProtocolError(f"no page {page!r} in the app's navigation")
-            self.page = page
+            self.page_hash = self.pages[page]
         msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_script_hash = self.pages.get(self.page, "")
-        msg.rerun_script.widget_states.widgets.extend(widgets)
+        msg.rerun_script.query_string = self.query if query is None else query
+        msg.rerun_script.page_script_hash = self.page_hash
+        msg.rerun_script.widget_states.widgets.extend(
+            self.widgets.current() if widgets is None else widgets)
+        if fragment:
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
         t0 = time.perf_counter()
         await self.send(msg)
         run = await self._read_run(t0)
@@ -140,28 +190,103 @@ class Tab:
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 self.session_id = msg.new_session.initialize.session_id
+                if not msg.new_session.fragment_ids_this_run:  # a full run starts: the page is
+                    run = Run(0.0, media=run.media, full=True)  # drawn anew, timers cleared
+                    self.page_hash = msg.new_session.page_script_hash
+                    self.timers.clear()
             elif kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
+            elif kind == "page_info_changed":
+                self.query = msg.page_info_changed.query_string
+            elif kind == "auto_rerun":
+                every, fragment = msg.auto_rerun.interval, msg.auto_rerun.fragment_id
+                if self.timers.get(fragment, [None])[0] != every:  # the same timer goes on
+                    self.timers[fragment] = [every, time.monotonic() + every]
+            elif kind == "stop_auto_rerun":
+                for fragment in msg.stop_auto_rerun.fragment_ids:
+                    self.timers.pop(fragment, None)
             elif kind == "delta":
                 self._read_delta(msg, data, run)
             elif kind == "script_finished" and msg.script_finished in DONE:
-                run.seconds = time.perf_counter() - t0
+                run.ended = time.perf_counter()
+                run.seconds = run.ended - t0
+                if run.full:
+                    self.widgets.full_run({w.id for w in run.widgets})
                 return run
         raise ProtocolError("a script run sent 100,000 messages without finishing")
 
-    @staticmethod
-    def _read_delta(msg: ForwardMsg, data: bytes, run: Run) -> None:
+    def _read_delta(self, msg: ForwardMsg, data: bytes, run: Run) -> None:
+        path = tuple(msg.metadata.delta_path)
+        if msg.delta.WhichOneof("type") == "add_block":
+            block = msg.delta.add_block
+            kind = block.WhichOneof("type")
+            if kind in ("popover", "expandable"):
+                run.blocks[path] = getattr(block, kind).label
+            return
         el = msg.delta.new_element
         kind = el.WhichOneof("type")
+        text = ""
         if kind == "markdown":
-            run.texts.append(el.markdown.body)
+            run.texts.append(text := el.markdown.body)
         elif kind == "exception":
-            run.exceptions.append(f"{el.exception.type}: {el.exception.message}")
+            run.exceptions.append(text := f"{el.exception.type}: {el.exception.message}")
         elif kind == "alert" and el.alert.format == el.alert.ERROR:
-            run.errors.append(el.alert.body)
+            run.errors.append(text := el.alert.body)
+        elif kind in ALERTS:
+            run.alerts.append(text := getattr(el, kind).body)
         elif kind == "file_uploader":
             run.uploaders.append(el.file_uploader.id)
+        elif kind == "download_button":  # fetched when clicked, not with the page
+            run.downloads[el.download_button.label] = el.download_button.url
+            return
+        widget = self.widgets.saw(el)
+        if widget is not None:
+            run.widgets.append(widget)
+            text = widget.label
+        if text:
+            run.paths.append((path, text))
         run.media.update(MEDIA.findall(data))
+
+    # what a user does on the page
+    async def click(self, name: str) -> Run:
+        """Click the button whose key (or else label) is `name`."""
+        return await self.rerun(widgets=self.widgets.click(name))
+
+    async def set(self, name: str, value) -> Run:
+        """Give the widget `name` a value (an option, a number, a text; a chart: the patches
+        clicked), as a browser does when the user changes it: a rerun."""
+        return await self.rerun(widgets=self.widgets.set(name, value))
+
+    # what the browser's timers do
+    def next_tick(self) -> float:
+        """Seconds until the next fragment tick is due (inf: no fragment reruns itself)."""
+        if not self.timers:
+            return float("inf")
+        return max(0.0, min(at for _, at in self.timers.values()) - time.monotonic())
+
+    async def tick(self) -> list[Run]:
+        """Send the fragment reruns that are due, each read to its end: the runs (a fragment
+        that asked for a full run gives a Run with .full)."""
+        runs = []
+        now = time.monotonic()
+        for fragment in [f for f, (_, at) in self.timers.items() if at <= now]:
+            if fragment not in self.timers:  # a full run since cleared or set it again
+                continue
+            timer = self.timers[fragment]
+            while timer[1] <= now:  # a timer that fired while the tab was busy fires once
+                timer[1] += timer[0]
+            runs.append(await self.rerun(fragment=fragment))
+        return runs
+
+    async def wait(self, seconds: float) -> list[Run]:
+        """Stay on the page for `seconds` as an open tab does: its fragment ticks when due.
+        The full runs they caused."""
+        end = time.monotonic() + seconds
+        full = []
+        while (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, self.next_tick()))
+            full += [r for r in await self.tick() if r.full]
+        return full
 
     async def upload(self, uploader_id: str, name: str, data: bytes, mime: str) -> Run:
         """Choose a file in the uploader: its URL, the PUT, the run that takes it. Run.seconds
@@ -193,7 +318,8 @@ class Tab:
         info = state.file_uploader_state_value.uploaded_file_info.add()
         info.name, info.size, info.file_id = name, len(data), target.file_id
         info.file_urls.CopyFrom(target)
+        self.widgets.states[uploader_id] = state  # sent with every later run, as a browser does
         sent = time.perf_counter()
-        run = await self.rerun(widgets=[state])
+        run = await self.rerun()
         run.seconds += sent - t0
         return run

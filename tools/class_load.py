@@ -1,0 +1,403 @@
+"""Live class load test: a teacher walks a lesson, N students follow it and answer every question.
+
+    python tools/class_load.py [--students 30] [--model vit-b16] [--replicas 1] [--redis]
+                               [--every 5] [--stages overview,attention,masks,logits]
+                               [--moves N] [--within 30] [--threads N] [--json out.json]
+
+Every tab speaks Streamlit's protocol (tools/st_protocol.Tab), as tools/load_test.py does. The
+teacher opens presenter mode and starts a class; the students arrive evenly within --within
+seconds, each opening the join link on --model and uploading its own picture. Then the teacher
+makes a move every --every seconds: Next through each stage of --stages, and from a stage's last
+step to the next stage of the list (as a click in the sidebar would). A student learns of a move
+the way its browser does: the banner's fragment reruns every second (`auto_rerun`), sees that
+the class moved and asks for a full run. Every question a student is shown, it answers (the
+first option, a number, a patch of the grid, a word) and sends.
+
+Measured, per student and move: the teacher's click sent -> that student's full run showing
+the new step finished (a move a student never showed is missed). Checked: every run of every
+student shows its own picture's fingerprint; every answer sent is in the teacher's CSV download
+once, as the page acknowledged it ("Your answer: … (sent)"; an answer sent as the class moved
+on is not acknowledged on the page but must be in the CSV too): else it is lost; an answer
+there twice or never sent is extra. With --redis a redis-server is started with
+deploy/redis.conf in a temporary folder and every replica shares the class through it (without
+it the class lives in one process's memory; replicas then refuse to start one). Prints a table;
+exits non-zero on any problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from urllib.parse import parse_qs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.browser import ROOT, free_port, serve  # noqa: E402
+from tools.load_test import _own_cpu_s, check, pct, session_image, teacher  # noqa: E402
+from tools.st_protocol import Run, Tab  # noqa: E402
+from ui import keys  # noqa: E402
+
+LESSON = ["overview", "attention", "masks", "logits"]
+REDIS_URL = "VIT_EXPLAINER_REDIS_URL"  # ui/live/store.ENV
+PROBLEMS = ["wrong images", "exceptions", "error sentences", "failed sessions", "missed moves",
+            "answers lost", "answers extra"]
+CSV_BUTTON = "Download the answers (CSV)"
+
+# what the pages say (ui/presenter.header, ui/live/student.banner, ui/live/student.answer_box)
+TEACHER_WHERE = re.compile(r"^\*\*.+ · step (\d+)/(\d+)\*\* · (.+): \*(.+)\*$")
+STUDENT_WHERE = re.compile(r"\*\*Following class [A-Z0-9-]+\*\* · on your own image · "
+                           r"(.+), step (\d+)/(\d+): \*(.+)\*$")
+SENT = re.compile(r"^Your answer: \*\*(.+)\*\* \(sent\)$")
+
+
+# ---------------------------------------------------------------- reading the pages
+def teacher_at(run: Run) -> tuple | None:
+    """(stage, step k, of n, step title) from the teacher's header."""
+    for t in run.texts:
+        if m := TEACHER_WHERE.match(t):
+            return m[3], int(m[1]), int(m[2]), m[4]
+    return None
+
+
+def student_at(run: Run) -> tuple | None:
+    """(stage, step k, of n, step title) from a following student's banner."""
+    for t in run.texts:
+        if m := STUDENT_WHERE.search(t):
+            return m[1].split(" · ", 1)[-1], int(m[2]), int(m[3]), m[4]
+    return None
+
+
+def sent(run: Run) -> str | None:
+    """The answer the page says was sent, if it says so."""
+    return next((m[1] for t in run.texts if (m := SENT.match(t))), None)
+
+
+def query(tab: Tab, name: str) -> str:
+    return parse_qs(tab.query).get(name, [""])[0]
+
+
+@dataclass
+class Reply:
+    """A student's answer to one step's question, as its pages showed it."""
+
+    key: str  # keys.answer(stage, step)
+    chosen: Run  # the run after choosing the value
+    after: Run | None  # the run after Send (None: the page showed no Send any more: the class
+    #                    moved on before it was clicked)
+
+    @property
+    def acknowledged(self) -> str | None:
+        return None if self.after is None else sent(self.after)
+
+
+def choice(run: Run, i: int, done=()) -> tuple[str, object, str] | None:
+    """The question's input on the page (unless its answer key is in `done`) and what student
+    `i` gives it: option i mod n, the number i mod 5 + 1, patch i mod 4 or a word. (the input's
+    key, the value, the answer's key), or None when the page asks nothing."""
+    inputs = [w for w in run.widgets if (w.key or "").startswith(keys.ANSWER_PREFIX)
+              and not w.key.endswith("_send")]
+    if not inputs or inputs[0].key.removesuffix("_grid") in done:
+        return None
+    w = inputs[0]
+    value = {"radio": lambda: w.options[i % len(w.options)], "number_input": lambda: i % 5 + 1,
+             "plotly_chart": lambda: [i % 4], "text_input": lambda: f"word{i}"}[w.kind]()
+    return w.key, value, w.key.removesuffix("_grid")
+
+
+async def answer(tab: Tab, run: Run, i: int, done=()) -> Reply | None:
+    """Answer the question on the page (see `choice`) and click Send, unless the class moved
+    on meanwhile."""
+    chose = choice(run, i, done)
+    if chose is None:
+        return None
+    name, value, key = chose
+    chosen = await tab.set(name, value)
+    send = f"{key}_send"
+    if student_at(chosen) != student_at(run) or send not in {w.key for w in chosen.widgets}:
+        return Reply(key, chosen, None)  # the page changed meanwhile
+    return Reply(key, chosen, await tab.click(send))
+
+
+# ---------------------------------------------------------------- a Redis for the replicas
+@contextlib.contextmanager
+def redis_server(folder: Path, timeout: float = 10):
+    """redis-server with deploy/redis.conf on a free port, its AOF in `folder`; yields its
+    URL. Stopped (SIGTERM) afterwards."""
+    exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+    port = free_port()
+    proc = subprocess.Popen([exe, str(ROOT / "deploy" / "redis.conf"), "--port", str(port),
+                             "--dir", str(folder)], cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _pong(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not answer on port {port}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _pong(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- the lesson
+@dataclass
+class Lesson:
+    code: str = ""
+    moves: list[tuple[float, tuple]] = field(default_factory=list)  # (click sent, where)
+    over: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
+                  timeout: float) -> dict:
+    """Join, upload its own picture, follow and answer until the lesson is over."""
+    from tools.balancer import COOKIE
+
+    await asyncio.sleep(start_at)
+    raw = session_image(i)
+    fid = hashlib.sha256(raw).hexdigest()[:8]
+    tab = Tab(url, timeout=timeout)
+    problems: dict[str, list[str]] = {k: [] for k in PROBLEMS}
+    seen: dict[tuple, float] = {}  # where -> end of the first full run that showed it
+    answers: dict[str, tuple[bool, str | None]] = {}  # answer key -> (Send clicked, the
+    #                                                   answer the page acknowledged)
+
+    def note(run: Run, where: str) -> bool:
+        check(run, i, where, fid, problems)
+        at = student_at(run)
+        if at is None:
+            problems["failed sessions"].append(f"student {i}, {where}: no class banner")
+            return False
+        seen.setdefault(at, run.ended)
+        return True
+
+    async def look(run: Run, where: str) -> None:
+        """A full run: where it is, and the question it asks, answered (and where that led)."""
+        while note(run, where):
+            reply = await answer(tab, run, i, done=answers)
+            if reply is None:
+                return
+            answers[reply.key] = (reply.after is not None, reply.acknowledged)
+            run = reply.after or reply.chosen
+
+    try:
+        run = await tab.open(f"{keys.LIVE_JOIN}={lesson.code}&{keys.MODEL}={model}")
+        check(run, i, "open", None, problems)
+        run = await tab.upload(run.uploaders[0], f"student-{i}.png", raw, "image/png")
+        await look(run, "first view")
+        while not lesson.over.is_set():
+            for run in await tab.wait(0.25):
+                await look(run, f"move {len(lesson.moves)}")
+    except Exception as e:  # a timeout or a refused request fails this student, not the run
+        problems["failed sessions"].append(f"student {i}: {type(e).__name__}: {e}"[:300])
+    finally:
+        with contextlib.suppress(Exception):
+            await tab.close()
+    return {"student": i, "me": query(tab, keys.LIVE_ME), "replica": tab.cookies.get(COOKIE),
+            "seen": seen, "answers": answers, "problems": problems}
+
+
+async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves: int,
+                model: str, arrive: float, timeout: float) -> list[dict]:
+    """Start the class, wait for the students (`arrive` s), make the moves; the CSV's rows."""
+    tab = Tab(url, timeout=timeout)
+    run = await tab.open(f"{keys.PRESENTER}=1&page={stages[0]}&{keys.MODEL}={model}")
+    if not any(w.key == keys.LIVE_START for w in run.widgets):
+        raise RuntimeError("no 'Start a class' button: " + " ".join(run.under("Class"))[:300])
+    await tab.click(keys.LIVE_START)
+    lesson.code = query(tab, keys.LIVE_CODE)
+    await tab.wait(arrive)
+    plan = iter(stages[1:])
+    at = teacher_at(run)
+    for _ in range(moves):
+        t0 = time.perf_counter()
+        if at[1] < at[2]:
+            run = await tab.click(keys.PRESENTER_NEXT)
+        elif (stage := next(plan, None)) is not None:
+            run = await tab.rerun(page=stage if stage in tab.pages else "")
+        else:
+            break
+        at = teacher_at(run)
+        if at is None:
+            raise RuntimeError(f"the teacher's page has no header: {run.errors or run.texts[:3]}")
+        lesson.moves.append((t0, at))
+        await tab.wait(every - (time.perf_counter() - t0))
+    await tab.wait(every)  # the last answers
+    lesson.over.set()
+    run = await tab.rerun()
+    text = (await tab.http("GET", run.downloads[CSV_BUTTON])).decode()
+    await tab.close()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+async def lesson_run(url: str, students: int, within: float, stages: list[str], every: float,
+                     moves: int, model: str, timeout: float) -> tuple[Lesson, list, list]:
+    lesson = Lesson()
+    teacher_task = asyncio.create_task(teach(url, lesson, stages, every, moves, model,
+                                             within + every, timeout))
+    while not lesson.code:
+        if teacher_task.done():
+            teacher_task.result()  # raises why the class did not start
+        await asyncio.sleep(0.1)
+    results = await asyncio.gather(*(student(url, i, within * i / students, lesson, model,
+                                             timeout) for i in range(students)))
+    return lesson, results, await teacher_task
+
+
+def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
+              redis: bool = False, every: float = 5.0, stages: list[str] = LESSON,
+              moves: int = 1000, within: float | None = None, threads: int | None = None,
+              cache_mb: float | None = None, timeout: float = 120.0) -> dict:
+    """Start Redis (if asked), the server or `replicas` behind HAProxy, run the lesson."""
+    from tools.balancer import balanced
+
+    within = students if within is None else within
+    env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
+    if cache_mb is not None:
+        env["VIT_EXPLAINER_CACHE_MB"] = str(cache_mb)
+    with contextlib.ExitStack() as stack:
+        if redis:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            env[REDIS_URL] = stack.enter_context(redis_server(folder))
+        else:
+            env[REDIS_URL] = ""
+        if replicas > 1:
+            lb = stack.enter_context(balanced(replicas, env=env))
+            url, servers = lb.url, lb.servers
+        else:
+            server = stack.enter_context(serve(env=env))
+            url, servers = server.url, [server]
+        asyncio.run(teacher([s.url for s in servers], model, timeout))  # the model loaded
+        load_before = os.getloadavg()[0]
+        cpu0, client0, t0 = [s.cpu_s() for s in servers], _own_cpu_s(), time.time()
+        lesson, results, rows = asyncio.run(lesson_run(url, students, within, stages, every,
+                                                       moves, model, timeout))
+        wall = time.time() - t0
+        cpu = sum(s.cpu_s() - c for s, c in zip(servers, cpu0, strict=True))
+        peak = [round(s.peak_rss_mb()) for s in servers]
+        client = _own_cpu_s() - client0
+        load_after = os.getloadavg()[0]
+    return summarize(lesson, results, rows, {
+        "date": str(date.today()), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "students": students, "model": model, "replicas": replicas,
+        "store": "Redis" if redis else "memory", "every_s": every, "within_s": within,
+        "torch_threads": threads or "default", "wall_s": round(wall, 1),
+        "server_cpu_s": round(cpu, 1), "server_cpu_share": round(cpu / (wall * os.cpu_count()), 2),
+        "server_peak_rss_mb": peak, "client_cpu_s": round(client, 1),
+        "load_average_before_after": [round(load_before, 1), round(load_after, 1)]})
+
+
+def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) -> dict:
+    """Latencies per student and move, and the answers: acknowledged against the CSV."""
+    follow = []
+    problems = {k: [p for r in results for p in r["problems"][k]] for k in PROBLEMS}
+    failed = {int(p.split()[1].rstrip(":,")) for p in problems["failed sessions"]}
+    for r in results:
+        if r["student"] in failed:
+            continue
+        for n, (clicked, where) in enumerate(lesson.moves, 1):
+            if where in r["seen"] and r["seen"][where] > clicked:
+                follow.append(r["seen"][where] - clicked)
+            else:
+                problems["missed moves"].append(f"student {r['student']}: move {n} {where}")
+    by_student = {r["me"]: r["student"] for r in results}
+    in_csv: dict[tuple, list[str]] = {}
+    for row in rows:
+        in_csv.setdefault((row["student"], keys.answer(row["stage"], row["step"])),
+                          []).append(row["answer"])
+    clicked = [(r["me"], k, v) for r in results for k, (send, v) in r["answers"].items() if send]
+    for me, k, v in clicked:
+        found = in_csv.get((me, k), [])
+        if len(found) > 1:
+            problems["answers extra"].append(f"student {by_student[me]}: {k}: {found}")
+        elif v is not None and found != [v] or not found:
+            problems["answers lost"].append(f"student {by_student[me]}: {k} = {v!r} "
+                                            f"acknowledged, the CSV has {found}")
+    for me, k in set(in_csv) - {(me, k) for me, k, _ in clicked}:
+        problems["answers extra"].append(f"{me}: {k}: in the CSV, never sent")
+    acknowledged = [c for c in clicked if c[2] is not None]
+    return {**run, "moves": len(lesson.moves), "follow_n": len(follow),
+            "follow_p50_s": round(pct(follow, 0.5), 2), "follow_p95_s": round(pct(follow, 0.95), 2),
+            "follow_max_s": round(max(follow, default=float("nan")), 2),
+            "answers_sent": len(clicked),
+            "answers_acknowledged": len(acknowledged), "answers_in_csv": len(rows),
+            "students_per_replica": {k: sum(r["replica"] == k for r in results)
+                                     for k in sorted({r["replica"] for r in results
+                                                      if r["replica"]})},
+            "problems": problems}
+
+
+def report(s: dict) -> str:
+    out = [f"{s['date']} · {s['machine']} · {s['students']} students · {s['model']} · "
+           f"{s['replicas']} replica(s), store {s['store']}, torch threads {s['torch_threads']}"
+           f" · a move every {s['every_s']:g} s · students arrived within {s['within_s']:g} s"
+           f" · load average before / after {s['load_average_before_after'][0]} / "
+           f"{s['load_average_before_after'][1]}",
+           "", "| students | replicas | store | moves | teacher's click → student's run "
+           "finished p50 / p95 / max (s) | answers sent / acknowledged / in the CSV | "
+           + " | ".join(PROBLEMS) + " |", "|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
+           f"| {s['students']} | {s['replicas']} | {s['store']} | {s['moves']} | "
+           f"{s['follow_p50_s']} / {s['follow_p95_s']} / {s['follow_max_s']} "
+           f"({s['follow_n']} runs) | {s['answers_sent']} / {s['answers_acknowledged']} / "
+           f"{s['answers_in_csv']} | " + " | ".join(str(len(s["problems"][k])) for k in PROBLEMS)
+           + " |", "", f"wall {s['wall_s']} s · server CPU {s['server_cpu_s']} s "
+           f"({s['server_cpu_share']:.0%} of the cores) · server peak RSS "
+           f"{' + '.join(map(str, s['server_peak_rss_mb']))} MB · client CPU "
+           f"{s['client_cpu_s']} s · students per replica "
+           f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}"]
+    out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--model", default="vit-b16", help="every student's model")
+    ap.add_argument("--replicas", type=int, default=1, help="app processes behind HAProxy")
+    ap.add_argument("--redis", action="store_true", help="classes in a Redis started here")
+    ap.add_argument("--every", type=float, default=5.0, help="seconds between the moves")
+    ap.add_argument("--stages", default=",".join(LESSON), help="the lesson's stages, in order")
+    ap.add_argument("--moves", type=int, default=1000, help="stop after this many moves")
+    ap.add_argument("--within", type=float, help="students arrive within (default 1 s each)")
+    ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
+    ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")
+    ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    summary = class_run(args.students, args.model, args.replicas, args.redis, args.every,
+                        args.stages.split(","), args.moves, args.within, args.threads,
+                        args.cache_mb, args.timeout)
+    print(report(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2, default=str))
+    return 1 if any(summary["problems"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

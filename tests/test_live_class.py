@@ -168,6 +168,9 @@ def test_answers_are_counted_once_revealed_to_all_and_downloaded():
         value = send(s, stage, step, f"answer {i}", number=i + 1)
         sent.append((s.session_state[keys.LIVE_ME], value))
         assert any(m.value.startswith(f"Your answer: **{value}") for m in s.markdown)
+        asked = next(m.value for m in s.markdown if "Question for the class" in m.value)
+        assert [t.value for t in s.toast] == [
+            f"Your answer to “{asked.split(':** ', 1)[1]}” was saved."]
         assert not any(b.key == keys.answer_send(stage, step) for b in s.button)  # once
     assert not classes.answer(session.store(), classes.get(session.store(), code),
                               sent[0][0], "", stage, step, "?", "words", "again", None)

@@ -185,6 +185,9 @@ def _send(stage: str, step: str, q, kind: str, value) -> None:
         return
     if not took:
         ss[keys.LIVE_NOTICE] = "You already answered this question: the first answer counts."
+        return
+    # said apart from the page: if the class moved meanwhile, the page shows the next step
+    st.toast(f"Your answer to “{q.question}” was saved.", icon=":material/check:")
 
 
 KINDS = {replies.Choice: "choice", replies.Number: "number", replies.PatchPick: "patch",

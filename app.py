@@ -6,7 +6,7 @@ process.tune()  # before torch loads: the OpenMP setting of a server (ui/process
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, keys, presenter, readahead, share, sidebar, state, steps, worker  # noqa: E402
+from ui import controls, icon, keys, presenter, readahead, share, sidebar, steps, worker  # noqa: E402
 from ui.live import session as live  # noqa: E402
 from ui.live import student, teacher  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
@@ -34,7 +34,7 @@ controls.remember_sidebar()  # session reliably
 if head is None:
     with st.sidebar:
         student.sidebar_box()
-config = state.get_model(st.session_state[keys.MODEL]).config
+config = presenter.model_config()  # the session's model at the sidebar's input size
 controls.clamp(config)
 share.write(stage)
 student.banner(config)

@@ -119,7 +119,7 @@ def test_closed_expanders_draw_nothing_and_the_composed_scene_stays():
     at.session_state[keys.COMPOSE_OPEN] = at.session_state[keys.SHARE_OPEN] = False  # closed
     at.run()
     assert not at.exception
-    assert [s.key for s in at.sidebar.selectbox] == ["model", "mask", "sample"]
+    assert [s.key for s in at.sidebar.selectbox] == ["model", keys.SIZE, "mask", "sample"]
     assert not at.sidebar.slider and not at.sidebar.code and not at.sidebar.toggle(
         key="presenter").value and len(at.sidebar.toggle) == 2  # presenter mode, the camera
     assert drawn - (len(at.sidebar.selectbox) + len(at.sidebar.slider)) == 4 + 3 + 1

@@ -115,7 +115,8 @@ def documented_signature(name: str) -> str:
     return m.group(1)
 
 
-@pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "load_model"])
+@pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "load_model", "at_size",
+                                  "input_sizes"])
 def test_public_functions_have_the_signatures_the_docs_document(name):
     fn = getattr(vit_core, name)
     assert inspect.isfunction(fn), f"vit_core.{name} is a {type(fn).__name__}, not a function"

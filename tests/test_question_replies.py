@@ -309,6 +309,7 @@ SAYS = {  # (stage, step) -> does the answer say the reply's right value?
     ("embeddings", "sum"): _by_right(o1="could not tell the picture from its patches shuffled",
                                      o2="Nothing the output could show",
                                      o3="still reaches the model through the mask"),
+    ("embeddings", "size"): lambda r, answer: f"= **{r.value:.2f}×**" in answer,
     ("qkv", "layernorm"): _by_right(o1="γ averages", o3="only ε keeps"),
     ("qkv", "score"): _by_right(o1="points the same way as the query, and is long"),
     ("attention", "where"): lambda r, answer: all(f"on patch {p} (" in answer for p in r.right),
@@ -319,6 +320,7 @@ SAYS = {  # (stage, step) -> does the answer say the reply's right value?
     ("masks", "three"): _by_right(o2="learn to copy it"),
     ("masks", "visible"): _by_right(o1="nothing to leak"),
     ("masks", "classifier"): lambda r, answer: "nothing about the image" in answer.lower(),
+    ("masks", "windows"): lambda r, answer: answer.startswith(f"{r.value:g}: the "),
     ("mlp", "gelu"): lambda r, answer: f"U > 0: {pct(r.value / 100, 1)}." in answer,
     ("mlp", "stream"): lambda r, answer: f"so {r.options[r.right][0].lower()}"
                                          f"{r.options[r.right][1:]} adds more" in answer,
@@ -352,6 +354,19 @@ SAYS = {  # (stage, step) -> does the answer say the reply's right value?
     ("experiments", "unordered"): _by_right(o1="treat the patches as a set",
                                             o2="no patch ever reaches", o3="they need not"),
 }
+
+
+def test_attention_pairs_at_another_size_by_hand(asked):
+    """The Embeddings stage's other size (the session's own here, so ~1.5x its own): the pairs
+    one head scores there over here, (S' / S)^2, from the two models' token counts."""
+    for family in FAMILIES:
+        a = one(asked, family, "embeddings", "size")
+        model = state.get_model(FAMILIES[family])
+        other = state.get_model(state.size_pair(FAMILIES[family])[1])
+        c, c2 = model.config, other.config
+        S, S2 = c.num_prefix_tokens + (c.img_size // c.patch_size) ** 2, other.pos_embed.shape[1]
+        assert c2.img_size != c.img_size
+        assert a.question.reply.value == round((S2 / S) ** 2, 2), (family, a.question.reply)
 
 
 def test_the_answer_says_the_right_value(asked):

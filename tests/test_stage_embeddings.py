@@ -52,7 +52,8 @@ def test_a_captioner_has_a_text_step_and_a_classifier_none():
 def test_each_question_sits_on_its_own_step():
     at = open_app("embeddings", CLF, no_error=True)
     asked = {str(t.key) for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)}
-    assert asked == {keys.reveal("embeddings", "vector"), keys.reveal("embeddings", "sum")}
+    assert asked == {keys.reveal("embeddings", "vector"), keys.reveal("embeddings", "sum"),
+                     keys.reveal("embeddings", "size")}
 
 
 # ---------------------------------------------------------------- what the steps say

@@ -16,7 +16,7 @@ from vit_core.io.text import Tokenizer
 
 CAPTIONERS = [("shapes-captioner-prefix", "prefix"), ("shapes-captioner-causal", "causal")]
 NOCLS = str(HUB / "timm/vit_tiny_avg_nocls.test")
-STEPS = ["three", "visible", "live", "scores", "classifier"]
+STEPS = ["three", "visible", "live", "scores", "classifier", "windows"]
 
 
 def subplot_titles(spec: dict) -> list[str]:
@@ -35,13 +35,14 @@ def presenter(step: int, model: str = "shapes-classifier", **kw):
     ViTConfig(num_classes=0, class_token=False, global_pool="avg"),  # headless, no CLS
     ViTConfig(vocab_size=11, max_text_len=6, num_classes=0, default_mask="causal"),  # captioner
 ], ids=["classifier", "headless", "captioner"])
-def test_every_family_gets_the_five_steps_with_one_question_at_most_each(config):
+def test_every_family_gets_the_six_steps_with_one_question_at_most_each(config):
     steps = masks.STAGE.steps_for(config)
     assert [s.key for s in steps] == STEPS
     assert len({s.title_for(config) for s in steps}) == len(steps)
     reads = {s.key: s.reads for s in steps}
     assert reads == {"three": (), "visible": (), "live": ("masks_runs",),
-                     "scores": ("masks_scores",), "classifier": ("causal_classifier",)}
+                     "scores": ("masks_scores",), "classifier": ("causal_classifier",),
+                     "windows": ("window_top1",)}
 
 
 def test_the_questions_come_one_per_step_in_the_steps_order():
@@ -49,7 +50,9 @@ def test_the_questions_come_one_per_step_in_the_steps_order():
     asked = [m.value for m in at.markdown if m.value.startswith("**Ask the class:**")]
     assert asked == ["**Ask the class:** Why must text not see later words during training?",
                      "**Ask the class:** Why may the image patches see each other both ways?",
-                     "**Ask the class:** What does CLS know under a causal mask?"]
+                     "**Ask the class:** What does CLS know under a causal mask?",
+                     "**Ask the class:** With 2×2 windows, how many keys may patch 24 (row 3, "
+                     "column 3, the white square) read in block 0, itself included?"]
     c = load_model("shapes-captioner-causal").config
     assert answers[0].endswith(f"This model reads up to {c.max_text_len} text tokens after its "
                                f"{c.num_image_tokens} image tokens and was trained with the "

@@ -25,6 +25,11 @@ Files written (see tests/fixtures/README.md for the layout of each):
     hf_vit_tiny_bin/                   same model, config.json + pytorch_model.bin
     hf_vit_tiny_expected.safetensors   HF input / logits / hidden states / final layernorm
     pos_resample.safetensors           timm.layers.resample_abs_pos_embed reference cases
+    timm_vit_resolution.safetensors    timm ViT (dynamic_img_size) at 224, 160 and 288 px
+
+Only the last one, without touching the others:
+
+    /work/fixture-venv/bin/python tools/make_fixtures.py --resolution
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ SEED_TIMM_AVG = 2345
 SEED_HF = 3456
 SEED_POS = 4567
 SEED_INPUT = 42
+SEED_RESOLUTION = 5678
+RESOLUTION_SIZES = (224, 160, 288)  # its own size first; 160 and 288 px: 10x10 and 18x18 grids
 
 TIMM_TINY_CFG = dict(
     img_size=32,
@@ -79,6 +86,8 @@ TIMM_AVG_CFG = dict(
     class_token=False,
     global_pool="avg",
 )
+# the tiny model on a ViT-B/16 grid: 224 px in 16-pixel patches, 14x14
+TIMM_RESOLUTION_CFG = dict(TIMM_TINY_CFG, img_size=224, patch_size=16)
 HF_LABELS = {0: "cat", 1: "dog", 2: "bird", 3: "fish", 4: "frog"}
 
 
@@ -172,7 +181,7 @@ def _input(shape) -> torch.Tensor:
 # --------------------------------------------------------------------------- timm
 
 
-def build_timm(cfg: dict, fc_norm) -> VisionTransformer:
+def build_timm(cfg: dict, fc_norm, dynamic_img_size: bool = False) -> VisionTransformer:
     model = VisionTransformer(
         **cfg,
         qkv_bias=True,
@@ -185,7 +194,7 @@ def build_timm(cfg: dict, fc_norm) -> VisionTransformer:
         pre_norm=False,  # no norm_pre (CLIP style) -> patch conv has a bias
         final_norm=True,
         fc_norm=fc_norm,
-        dynamic_img_size=False,
+        dynamic_img_size=dynamic_img_size,
         dynamic_img_pad=False,
         drop_rate=0.0,
         pos_drop_rate=0.0,
@@ -432,6 +441,69 @@ def pos_fixture() -> None:
     )
 
 
+# --------------------------------------------------------------------------- another resolution
+
+
+def _pixels(size: int, g: torch.Generator) -> torch.Tensor:
+    """A random 8-bit RGB image [1, 3, size, size]: stored as uint8 (small), read as u8/127.5 - 1."""
+    return torch.randint(0, 256, (1, 3, size, size), generator=g, dtype=torch.uint8)
+
+
+def _normalise(u8: torch.Tensor) -> torch.Tensor:
+    return u8.to(torch.float32) / 127.5 - 1.0  # mean 0.5, std 0.5, as the loader's default
+
+
+@torch.no_grad()
+def resolution_fixture() -> None:
+    """One timm ViT built with dynamic_img_size=True, run at its own 224 px and at 160 and 288 px,
+    where timm resamples pos_embed to the new grid on every forward (resample_abs_pos_embed)."""
+    torch.manual_seed(SEED_RESOLUTION)
+    model = build_timm(TIMM_RESOLUTION_CFG, False, dynamic_img_size=True)
+    randomize_(model, SEED_RESOLUTION, {"pos_embed", "cls_token"})
+    model.eval()
+    g = _gen(SEED_RESOLUTION + 1)
+    tensors = {f"state.{k}": v for k, v in model.state_dict().items()}
+    for size in RESOLUTION_SIZES:
+        u8 = _pixels(size, g)
+        grid = size // TIMM_RESOLUTION_CFG["patch_size"]
+        tensors[f"pixels_{size}"] = u8
+        tensors[f"logits_{size}"] = _t(model(_normalise(u8)))
+        tensors[f"pos_embed_{size}"] = _t(resample_abs_pos_embed(
+            model.pos_embed, new_size=(grid, grid), num_prefix_tokens=1, **POS_CALL))
+    meta = {
+        "timm_version": timm.__version__,
+        "torch_version": torch.__version__,
+        "config": json.dumps(dict(TIMM_RESOLUTION_CFG, dynamic_img_size=True), sort_keys=True),
+        "sizes": json.dumps(RESOLUTION_SIZES),
+        "input": "pixels_<size> (uint8) / 127.5 - 1",
+        "seed": str(SEED_RESOLUTION),
+    }
+    save_file({k: v if v.dtype == torch.uint8 else _t(v) for k, v in tensors.items()},
+              str(OUT_DIR / "timm_vit_resolution.safetensors"), metadata=meta)
+    _canonicalize_safetensors_header(OUT_DIR / "timm_vit_resolution.safetensors")
+    os.chmod(OUT_DIR / "timm_vit_resolution.safetensors", 0o644)
+
+
+@torch.no_grad()
+def verify_resolution() -> None:
+    """A fresh dynamic-size timm model from the saved weights reproduces every saved tensor."""
+    saved = load_file(str(OUT_DIR / "timm_vit_resolution.safetensors"))
+    state = {k[len("state."):]: v for k, v in saved.items() if k.startswith("state.")}
+    torch.manual_seed(999)  # different init on purpose: everything must come from the file
+    model = build_timm(TIMM_RESOLUTION_CFG, False, dynamic_img_size=True)
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    for size in RESOLUTION_SIZES:
+        assert torch.equal(model(_normalise(saved[f"pixels_{size}"])), saved[f"logits_{size}"])
+        grid = size // TIMM_RESOLUTION_CFG["patch_size"]
+        assert torch.equal(resample_abs_pos_embed(model.pos_embed, new_size=(grid, grid),
+                                                  num_prefix_tokens=1, **POS_CALL),
+                           saved[f"pos_embed_{size}"])
+    assert torch.equal(saved["pos_embed_224"], state["pos_embed"])  # its own grid: unchanged
+    print(f"ok  timm_vit_resolution.safetensors: logits and positions at {RESOLUTION_SIZES} px "
+          f"reproduced exactly")
+
+
 # --------------------------------------------------------------------------- verification
 
 
@@ -510,6 +582,10 @@ def main() -> int:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    if "--resolution" in sys.argv[1:]:  # only the resolution fixture; the others stay as they are
+        resolution_fixture()
+        verify_resolution()
+        return 0
 
     tiny, tiny_cfg = timm_fixture(
         TIMM_TINY_CFG, False, SEED_TIMM_TINY, OUT_DIR / "timm_vit_tiny.safetensors"
@@ -527,7 +603,9 @@ def main() -> int:
 
     hf_fixture()
     pos_fixture()
+    resolution_fixture()
     verify()
+    verify_resolution()
 
     total = 0
     for p in sorted(OUT_DIR.rglob("*")):

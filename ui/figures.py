@@ -331,6 +331,37 @@ def grid_heatmap(values: np.ndarray, title: str, *, value_name: str,
     return _heat_layout(fig, height)
 
 
+def grid_heatmap_pair(left: np.ndarray, right: np.ndarray, titles: tuple[str, str], title: str,
+                      *, value_name: str, selected: tuple[tuple[int, int], tuple[int, int]],
+                      zmin: float = -1, zmax: float = 1, height: int = 330) -> go.Figure:
+    """Two grid maps side by side (grids of any sizes) on ONE colour scale and colour bar, each
+    with its `selected` (row, col) cell outlined: a map before and after a change."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.1)
+    for col, (values, (r, c)) in enumerate(zip((left, right), selected, strict=True), 1):
+        v = np.asarray(values, dtype=np.float32)
+        g = v.shape[0]
+        fig.add_trace(go.Heatmap(
+            z=v, coloraxis="coloraxis",
+            hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<extra></extra>"),
+            row=1, col=col)
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                      line=dict(color="#ff2d55", width=3), row=1, col=col)
+        dtick = 1 if g <= 12 else None
+        fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=dtick,
+                         constrain="domain", row=1, col=col)
+        fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=dtick,
+                         autorange="reversed", scaleanchor=f"x{'' if col == 1 else col}",
+                         constrain="domain", row=1, col=col)
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
+                      margin=dict(l=0, r=0, t=60, b=0),
+                      coloraxis=dict(colorscale="RdBu_r", cmin=zmin, cmax=zmax, colorbar=dict(
+                          thickness=10, title=dict(text=value_name, side="right",
+                                                   font=dict(size=11)))))
+    return fig
+
+
 def similarity_tiles(sim: np.ndarray, title: str, *, value_name: str,
                      selected: tuple[int, int] | None = None, height: int = 420) -> go.Figure:
     """Every position's g x g similarity map, laid out on the grid (ViT paper, Figure 7

@@ -2,9 +2,9 @@
 
 A widget's `key=` is also its session-state key, so both live here. The values are part of the
 app's interface: `AppTest` tests address widgets by them, and the shared-link query parameters
-(model, mask, sample, scene, layer, head, patch, presenter) have the same names. Change a value
-only together with those. Keys that need a part known only at run time (a model name, a file name)
-are built by the small functions at the end, from a prefix defined here.
+(model, mask, sample, scene, layer, head, patch, presenter, size) have the same names. Change
+a value only together with those. Keys that need a part known only at run time (a model name, a
+file name) are built by the small functions at the end, from a prefix defined here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (pages/l
 # Drawn by ui/sidebar.py on every page.
 PRESENTER = "presenter"  # bool: presenter mode (sidebar toggle; share.load_once; presenter.leave)
 MODEL = "model"  # str: picker name (sidebar selectbox and checkpoint form; share.load_once)
+SIZE = "size"  # int: input size in px, the model's own or another (sidebar selectbox; a link)
 MASK = "mask"  # str: attention mask, "trained" or one of share.MASKS (sidebar; share.load_once)
 SAMPLE = "sample"  # int: seed of the sample scene (sidebar selectbox; share.load_once)
 DROP_UPLOAD = "drop_upload"  # button: stop using the uploaded photo
@@ -105,6 +106,7 @@ CHECKPOINT_ERROR = "_checkpoint_error"  # str | None: why the last load failed (
 FETCHING = "_fetching"  # str | None: the model the fetch form is for (sidebar._on_model_change)
 FETCH_ERROR = "_fetch_error"  # str | None: why the last fetch failed (sidebar.fetch_form)
 LINK_NOTICE = "_link_notice"  # str: a shared link's model is not here (share.load_once)
+SIZE_ASKED = "_size_asked"  # str: a link's ?size=, checked by the sidebar against the model
 SCENE = "scene"  # str: code of the composed scene in use, the link's ?scene= (ui/composer.py)
 SCENE_NOTICE = "_scene_notice"  # str: a link's scene cannot be drawn (composer.load_link)
 LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
@@ -143,6 +145,7 @@ EMBED_MATRIX = "embed_matrix"  # chart: the embeddings entering block 0
 EMBED_TEXT = "embed_text"  # chart: a captioner's text rows of embed
 EMBED_POS_ONE = "embed_pos_one"  # chart: the selected patch's position similarity map
 EMBED_POS_ALL = "embed_pos_all"  # chart: every position's similarity map on the grid
+EMBED_POS_SIZES = "embed_pos_sizes"  # chart: a position's map at its own and another size
 # pages/ln_qkv.py
 QUERY_IS_CLS = "query_is_cls"  # bool: the CLS token is the query (toggle)
 LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
@@ -161,6 +164,8 @@ MASK_HEAD = "mask_head"  # int: head of the live attention (slider)
 MASK_LIVE = "mask_live"  # chart: the captioners' attention, live, one panel per (model, mask)
 MASK_SCORES = "mask_scores"  # table: each word's probability per captioner and mask
 CLF_CAUSAL = "clf_causal"  # chart: the classifier as trained and under a causal mask
+MASK_WINDOW = "mask_window"  # int: side M of the attention windows, in patches (select_slider)
+MASK_WINDOWS = "mask_windows"  # chart: the windows on the grid and the masks of blocks 0 and 1
 # pages/mlp.py
 MLP_CLS = "mlp_cls"  # bool: the CLS token is shown (toggle)
 MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations

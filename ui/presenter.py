@@ -215,8 +215,10 @@ def model_config():
     sidebar, drawn next, says why and switches to it)."""
     import vit_core
 
+    from .session import model_name
+
     try:
-        return state.get_model(st.session_state[keys.MODEL]).config
+        return state.get_model(model_name()).config  # at the sidebar's input size
     except (vit_core.CheckpointError, ValueError, OSError, KeyError):
         return state.get_model(vit_core.default_model_name()).config
 

@@ -12,7 +12,7 @@ from vit_core import ImageError
 
 from . import keys, models
 from .inputs import Input, make_input, sample_bytes, sample_caption, sample_seeds
-from .state import get_model, prepare, trace
+from .state import get_model, prepare, sized, trace
 
 
 def image_error(inp: Input, model_name: str) -> str | None:
@@ -28,7 +28,13 @@ def image_error(inp: Input, model_name: str) -> str | None:
 
 def current() -> tuple[Input, str]:
     """The input and model name chosen in the sidebar (set by app.py before the page runs)."""
-    return st.session_state[keys.INPUT], st.session_state[keys.MODEL]
+    return st.session_state[keys.INPUT], model_name()
+
+
+def model_name() -> str:
+    """The picker's model at the sidebar's input size: the name every ui/state call takes
+    ('NAME@288px' at another size than the model's own, state.sized)."""
+    return sized(st.session_state[keys.MODEL], st.session_state.get(keys.SIZE))
 
 
 def load_current(text_free_note: bool = False):

@@ -1,5 +1,5 @@
-"""The view lives in the URL: sample or composed scene, model, layer, head, patch, mask, stage
-and presenter mode.
+"""The view lives in the URL: sample or composed scene, model, input size, layer, head, patch,
+mask, stage and presenter mode.
 
 On a session's first run the query parameters are read into session state (values checked and
 clamped), and after the sidebar is drawn the current view is written back, so the browser's
@@ -21,7 +21,7 @@ import streamlit as st
 
 import vit_core
 
-from . import composer, figures, inputs, keys, models
+from . import composer, figures, inputs, keys, models, state
 
 EVERY_INTERFACE = ("", "0.0.0.0", "::")  # server.address values that listen on the network
 PRIVATE_PROBES = ("10.255.255.255", "192.168.255.255", "172.31.255.255")
@@ -57,6 +57,8 @@ def load_once() -> None:
     if st.session_state.get(keys.SAMPLE) not in inputs.sample_seeds():
         st.session_state.pop(keys.SAMPLE, None)
     composer.load_link(q.get(keys.SCENE))
+    if q.get(keys.SIZE):  # which sizes a model reads, the sidebar knows (sidebar.size_picker)
+        st.session_state[keys.SIZE_ASKED] = q[keys.SIZE]
     if q.get(keys.MASK) in MASKS:
         st.session_state[keys.MASK] = q[keys.MASK]
     if q.get(keys.PRESENTER) in ("1", "true", "on"):
@@ -73,6 +75,9 @@ def current_params(stage: str, private: bool = False) -> dict[str, str]:
     teacher's secret, a student's id): the session's own address only, never a shared link."""
     ss = st.session_state
     params = {"page": stage, keys.MODEL: ss.get(keys.MODEL)}
+    if ss.get(keys.MODEL) and ss.get(keys.SIZE) and state.split_size(
+            state.sized(ss[keys.MODEL], ss[keys.SIZE]))[1] is not None:  # not its own size
+        params[keys.SIZE] = ss[keys.SIZE]
     inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
         params[keys.SAMPLE] = ss.get(keys.SAMPLE)
@@ -118,6 +123,8 @@ def link_caption(stage: str) -> str:
     same = ["stage"] + (["model"] if shared else [])
     if keys.SAMPLE in params or keys.SCENE in params:
         same.append("scene")
+    if keys.SIZE in params:
+        same.append("input size")
     if shared:  # another model may have fewer layers, heads or patches
         same += [what for what, key in (("layer", keys.LAYER), ("head", keys.HEAD),
                                         ("patch", keys.PATCH)) if key in params]

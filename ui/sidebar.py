@@ -43,6 +43,7 @@ def draw(stage: str, where=None) -> None:
         sb.warning(st.session_state.pop(keys.LINK_NOTICE))
     _check_model_loads(sb)
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
+    size_picker(sb)
     card(sb)
     own_line = own_mask_line(state.get_model(st.session_state[keys.MODEL]))
     # The first choice is worded the same for every model: the browser keeps a keyed
@@ -58,7 +59,7 @@ def draw(stage: str, where=None) -> None:
     composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
     sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
                      on_change=_take_upload)
-    name = st.session_state[keys.MODEL]
+    name = session.model_name()  # at the chosen input size
     error = None
     upload = st.session_state.get(keys.UPLOAD)  # (name, bytes) of the photo in use, if any
     if upload is not None:
@@ -155,6 +156,43 @@ def _on_model_change() -> None:
         return
     ss[keys.FETCH_ERROR] = None
     ss[keys.MODEL] = ss.get(keys.PREVIOUS_MODEL, models.choices()[0])
+
+
+def size_picker(sb) -> None:
+    """The input size the model runs at: its own first, then the multiples of its patch size
+    from half to twice its own (vit_core.input_sizes). A link's ?size= is checked here, against
+    the sizes of the model the link opened; one it cannot read is said in one sentence. Another
+    model keeps the size if it reads it, else runs at its own."""
+    ss = st.session_state
+    c = state.get_model(ss[keys.MODEL]).config
+    sizes = vit_core.input_sizes(c)
+    asked = ss.pop(keys.SIZE_ASKED, None)
+    if asked is not None:
+        size = int(asked) if asked.isdigit() else None
+        if size in sizes:
+            ss[keys.SIZE] = size
+        else:
+            sb.warning(f"This link asks for the input size {asked!r}, which {ss[keys.MODEL]} "
+                       f"cannot run at (it runs at multiples of its patch size {c.patch_size} "
+                       f"from {min(sizes)} to {max(sizes)} px); showing its own {c.img_size} px.")
+            ss[keys.SIZE] = c.img_size
+    if ss.get(keys.SIZE) not in sizes:  # a size only the previous model reads
+        ss[keys.SIZE] = c.img_size
+    sb.selectbox("Input size", sizes, key=keys.SIZE, format_func=lambda s: size_label(s, c),
+                 help="Run every page at another image size. The weights stay the same; the "
+                      "position embeddings, one per patch of the grid the model was trained "
+                      "on, are resampled bicubically to the new grid, as timm does.")
+    size = ss[keys.SIZE]
+    if size != c.img_size:
+        g = size // c.patch_size
+        sb.caption(f"Trained at {c.img_size} px ({c.grid}×{c.grid} patches); at {size} px it "
+                   f"reads {g}×{g} = {g * g} patches, positions resampled (Embeddings stage).")
+
+
+def size_label(size: int, c) -> str:
+    """'224 px (its own)', '288 px (9×9 patches)'."""
+    g = size // c.patch_size
+    return f"{size} px (its own)" if size == c.img_size else f"{size} px ({g}×{g} patches)"
 
 
 def _check_model_loads(sb) -> None:

@@ -4,8 +4,10 @@ Models and everything computed from them (prepared images, traces, experiment tr
 summaries, the patch PCA, generations) share ONE byte budget (ui/cache.py: 2 GB by default,
 `-- --cache-mb N` or VIT_EXPLAINER_CACHE_MB), least recently used dropped first; what was
 computed with a model goes with it. Traces are keyed by (sha256 of the image bytes, model name,
-mask, text), never by hashing a PIL image. Values are read-only, so sessions share them without
-copies. Forward passes run on one worker thread shared by all sessions (ui/worker.py says why).
+mask, text), never by hashing a PIL image. A model at another input size has its own name,
+'NAME@288px' (`sized`), so everything computed at that size is keyed by the size too. Values
+are read-only, so sessions share them without copies. Forward passes run on one worker thread
+shared by all sessions (ui/worker.py says why).
 Nothing here reads the session: the page passes its image, model and mask (ui/session.py).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from dataclasses import dataclass
 
 import streamlit as st
@@ -67,10 +70,50 @@ def _model_key(name: str) -> tuple:
     return ("get_model", name)
 
 
+SIZED = re.compile(r"^(?P<base>.+)@(?P<size>\d+)px$")  # 'shapes-classifier@288px'
+
+
 def get_model(name: str):
     """A model by picker name ('hf:ORG/NAME' from the local Hugging Face cache; a loaded file
-    may carry options as 'PATH?heads=H'), loaded once and kept in the byte budget."""
+    may carry options as 'PATH?heads=H'), loaded once and kept in the byte budget. 'NAME@288px'
+    is that model at 288 px (vit_core.at_size: its tensors shared, positions resampled)."""
+    base, size = split_size(name)
+    if size is not None:
+        return shared_cache().get(_model_key(name),
+                                  lambda: vit_core.at_size(get_model(base), size))
     return shared_cache().get(_model_key(name), lambda: _load(name))
+
+
+def split_size(name: str) -> tuple[str, int | None]:
+    """'NAME@288px' -> ('NAME', 288); a name without a size -> (name, None)."""
+    m = SIZED.match(name)
+    return (m["base"], int(m["size"])) if m else (name, None)
+
+
+def sized(name: str, size: int | None) -> str:
+    """The name of model `name` at `size` pixels: the picker name itself at its own size, or for
+    a size it cannot read (not one of vit_core.input_sizes), else 'NAME@{size}px'."""
+    base = split_size(name)[0]
+    config = get_model(base).config
+    if size is None or size == config.img_size or size not in vit_core.input_sizes(config):
+        return base
+    return f"{base}@{size}px"
+
+
+COMPARE_AT = 1.5  # at its own size, the Embeddings stage compares a model with it at ~1.5x
+
+
+def size_pair(name: str) -> tuple[str, str]:
+    """(the model at its own size, the model at another size) for the page of model `name`: the
+    session's size when it is not the model's own, else the size nearest COMPARE_AT x its own."""
+    base, size = split_size(name)
+    if size is not None:
+        return base, name
+    c = get_model(base).config
+    others = vit_core.input_sizes(c)[1:]
+    if not others:
+        return base, base
+    return base, sized(base, min(others, key=lambda s: (abs(s - COMPARE_AT * c.img_size), -s)))
 
 
 def _load(name: str):
@@ -223,6 +266,33 @@ def caption_pass(inp: Input, model_name: str, mask: str | None = None):
 def greedy_caption(inp: Input, model_name: str, mask: str | None = None) -> str:
     """The caption a text model writes for this image, greedily."""
     return generation(inp, model_name, mask=mask).text
+
+
+@dataclass(frozen=True)
+class WindowTop1:
+    """A classifier's top-1 on held-out scenes with full attention and with windows of
+    size x size patches, plain and shifted on alternate blocks (None for 1 x 1: no shift)."""
+
+    n: int  # held-out scenes
+    seed: int  # their block of held-out seeds (vit_core.scenes.world.heldout_seeds)
+    size: int
+    full: float
+    plain: float
+    shifted: float | None
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def window_top1(model_name: str, size: int) -> WindowTop1:
+    """vit_core.scenes.windowed.top1_by_mask for this classifier and window size, once per
+    process (a few seconds of passes for the bundled classifier: 200 scenes, three masks)."""
+    from vit_core.masks import window_name
+    from vit_core.scenes.windowed import HELDOUT_N, HELDOUT_SEED, masks_for, top1_by_mask
+
+    model = get_model(model_name)
+    names = masks_for([size])
+    top1 = forward_worker().run(top1_by_mask, model, names, timeout=600, model=model)
+    return WindowTop1(HELDOUT_N, HELDOUT_SEED, size, top1["full"], top1[window_name(size)],
+                      top1.get(window_name(size, True)))
 
 
 @held

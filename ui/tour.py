@@ -13,6 +13,8 @@ from . import inputs, state
 
 BUNDLED = ("shapes-captioner-prefix", "shapes-captioner-causal")
 MASK_CAPTION = "a red ball on the grass"  # the Masks page's caption until the student types one
+WINDOW_SIZE = 2  # the Masks page's window side M (patches) until the student picks another
+WINDOW_CLASSIFIER = "shapes-classifier"  # the model whose top-1 under windows the page measures
 
 
 def masks_page_models(name: str, model) -> tuple[list[str], list[tuple[str, str]], str]:
@@ -78,6 +80,26 @@ def _causal_classifier(a: Ask) -> list[Callable]:
             lambda: state.logits(other_sample(a.inp)[1], clf, mask="causal")]
 
 
+def _window_top1(a: Ask) -> list[Callable]:
+    """The Masks stage's windows: the bundled classifier's top-1 under them (its default size)."""
+    if a.name != WINDOW_CLASSIFIER or a.name not in bundled_models():
+        return []
+    return [lambda: state.window_top1(a.name, WINDOW_SIZE)]
+
+
+def _size_views(a: Ask) -> list[Callable]:
+    """The Embeddings stage's other size: both sizes' position maps and predictions."""
+    items = []
+    for name in dict.fromkeys(state.size_pair(a.name)):
+        c = state.get_model(name).config
+        items.append(lambda name=name: state.weight_views(name))
+        if c.num_classes:
+            items.append(lambda name=name: state.logits(a.inp, name, mask=a.mask))
+        elif c.has_text:
+            items.append(lambda name=name: state.greedy_caption(a.inp, name, a.mask))
+    return items
+
+
 def _experiment(a: Ask) -> list[Callable]:
     """The Experiments stage's default change: head 0 of the session's layer switched off."""
     c = state.get_model(a.name).config
@@ -111,6 +133,7 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "masks_runs": _masks_runs,
     "masks_scores": _masks_scores,
     "causal_classifier": _causal_classifier,
+    "window_top1": _window_top1,
     "sublayer_norms": lambda a: [lambda: state.sublayer_norms(a.inp, a.name, a.mask)],
     "caption_pass": lambda a: ([lambda: state.caption_pass(a.inp, a.name, a.mask)]
                                if state.get_model(a.name).config.has_text else []),
@@ -123,6 +146,7 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
                                  + _image_only(a, "shuffle_no_positions", (0,))),
     "scores": lambda a: [],  # the Logits stage scores the caption a student types: not known yet
     "experiment": _experiment,
+    "size_views": _size_views,
 }
 
 

@@ -2,7 +2,8 @@
 
 The model a reader learns from sits at the top: `config` (every number that fixes a shape),
 `model` (forward reads like the equations), `hooks` (how every intermediate gets its name),
-`trace` (one pass, every tensor by name), `masks` and `patches`. Around it:
+`trace` (one pass, every tensor by name), `masks`, `patches` and `resolution` (the same
+model at another input size). Around it:
 - `vit_core.io`: reading images, text and checkpoints (ours, timm's, Hugging Face's);
 - `vit_core.explain`: numbers computed from a trace (rollout, distances, lens, PCA, FLOPs,
   interventions, generation, segmentation);
@@ -29,12 +30,13 @@ from .io.text import Encoding, Tokenizer
 from .masks import allowed_keys, make_mask
 from .model import ViT
 from .patches import patchify, unpatchify
+from .resolution import at_size, input_sizes
 from .trace import TRACE_NAMES, Trace, run_trace
 
 __all__ = [
     "BUNDLED_DIR", "CheckpointError", "Encoding", "Generation", "ImageError", "MASK_KINDS",
     "ModelInfo", "PRESETS", "Scored", "TRACE_NAMES", "Tokenizer", "Trace", "ViT", "ViTConfig",
-    "allowed_keys", "bundled_models", "default_model_name", "display_crop", "generate",
-    "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
+    "allowed_keys", "at_size", "bundled_models", "default_model_name", "display_crop", "generate",
+    "input_sizes", "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
     "save_checkpoint", "score_text", "segment", "unpatchify",
 ]

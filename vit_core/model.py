@@ -16,7 +16,7 @@ from torch import nn
 
 from .config import ViTConfig
 from .hooks import HookPoint, name_hook_points, wanted
-from .masks import make_mask
+from .masks import is_window, make_mask, window_masks
 from .patches import patchify
 
 
@@ -189,20 +189,28 @@ class ViT(nn.Module):
         return self.hook_embed(x)
 
     def resolve_mask(self, mask, n_text: int):
-        """A mask name, an [S, S] tensor or None (the model's own default) -> tensor or None."""
+        """A mask name, an [S, S] or per-block [L, S, S] tensor, or None (the model's own
+        default) -> tensor or None. "window:M[:shifted]" gives [L, S, S] (vit_core/masks.py)."""
         if mask is None:
             mask = self.config.default_mask
         if isinstance(mask, str):
             if mask == "full":
                 return None  # nothing to add; skip the S x S addition
+            if is_window(mask):
+                return window_masks(self.config, mask, n_text)  # (L, S, S)
             mask = make_mask(mask, self.config.num_image_tokens, n_text)
+        if mask.dim() == 3 and mask.shape[0] != self.config.depth:
+            raise ValueError(f"A per-block mask needs one [S, S] mask per block: "
+                             f"{self.config.depth}, not {mask.shape[0]}.")
         return mask
 
     def forward(self, pixels, text_ids=None, mask=None, head_mask=None, positions=True):
         """Args:
             pixels: (B, C, H, W) normalised images.
             text_ids: (B, T) token ids (text model only), starting with [SOS].
-            mask: "full" | "causal" | "prefix", an additive (S, S) tensor, or None = default.
+            mask: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted", an additive
+                (S, S) tensor, a per-block (L, S, S) one (block l adds mask[l]), or None =
+                the model's default.
             head_mask: optional (L, H) multipliers on each head's output (1 keep, 0 remove).
             positions: add the image position embeddings (False: an experiment without them).
         Returns:
@@ -216,7 +224,8 @@ class ViT(nn.Module):
             mask = mask.to(pixels.device, pixels.dtype)
         x = self.embed(pixels, text_ids, positions)  # (B, S, D)
         for layer, block in enumerate(self.blocks):
-            x = block(x, mask, None if head_mask is None else head_mask[layer])
+            m = mask[layer] if mask is not None and mask.dim() == 3 else mask  # (S, S) or None
+            x = block(x, m, None if head_mask is None else head_mask[layer])
         x = self.hook_ln_final(self.norm(x))  # (B, S, D)  X_f = LN_f(X_L)
         n_img, n_pre = self.config.num_image_tokens, self.config.num_prefix_tokens
         if self.seg_head is not None:

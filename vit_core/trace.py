@@ -86,7 +86,8 @@ class _Rerun:
     """What recomputing a block needs besides its input: the model and the pass's settings."""
 
     model: object
-    attn_mask: torch.Tensor | None  # the additive mask the pass added (None: "full", nothing)
+    attn_mask: torch.Tensor | None  # the additive mask the pass added (None: "full", nothing);
+    #                                 [S, S], or [L, S, S] for a per-block (window) mask
     head_mask: torch.Tensor | None  # [L, H] as given to run_trace
     device: torch.device
     version: tuple[int, ...]  # weights_version(model) at the pass
@@ -102,7 +103,9 @@ class _Rerun:
         MSA(LN(X)) by the fused kernel as in a lean pass, and only that tensor."""
         self.check()
         block = self.model.blocks[layer]
-        mask = None if self.attn_mask is None else self.attn_mask.to(self.device, x.dtype)
+        mask = self.attn_mask
+        if mask is not None:
+            mask = (mask[layer] if mask.dim() == 3 else mask).to(self.device, x.dtype)  # (S, S)
         heads = None if self.head_mask is None else self.head_mask[layer]
         x = x[None].to(self.device)  # (1, S, D), as in the pass
         if part == "attn_out":
@@ -128,8 +131,9 @@ class Trace(Mapping):
 
     Attributes:
         config: the model's ViTConfig.
-        mask: the additive [S, S] mask used (zeros for "full").
-        mask_kind: "full" | "causal" | "prefix" | "custom".
+        mask: the additive [S, S] mask used (zeros for "full"), or [L, S, S] for a per-block
+            mask (a window mask: block l added mask[l]).
+        mask_kind: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted" | "custom".
         text_ids: [T] token ids fed to the text stream, or None.
     """
 
@@ -337,7 +341,8 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         model: a ViT.
         pixels: one preprocessed image, [1, C, H, W] or [C, H, W].
         text_ids: token ids [T] or [1, T] for the text model (starting with [SOS]).
-        mask: "full" | "causal" | "prefix", an additive [S, S] tensor, or None = model default.
+        mask: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted", an additive
+            [S, S] tensor, a per-block [L, S, S] one, or None = model default.
         head_mask: optional [L, H] multipliers on head outputs (0 switches a head off).
         positions: False leaves out the image position embeddings (an experiment).
         lean: keep only the residual stream (and patches, logits) and recompute the rest on

@@ -1,6 +1,8 @@
 """Stage 5: attention masks. Who may look at whom: full, causal and bidirectional-prefix; the
 captioners' attention live under the prefix and causal masks, how sure they are of a caption the
-student types, and a classifier put under a causal mask."""
+student types, a classifier put under a causal mask, and windowed attention (Swin's local
+windows, shifted on alternate blocks) with what it saves and, for the bundled classifier, what
+it costs in top-1."""
 
 from __future__ import annotations
 
@@ -8,15 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from vit_core import allowed_keys
+from vit_core.explain.flops import si
 from vit_core.explain.generation import learning_curve, tokenizer_for
+from vit_core.explain.windows import window_cost
+from vit_core.masks import window_keys, window_name, window_of
 
 from .. import deck, figures, inputs, keys, state, tour
 from .. import models as picker
-from ..deck import Choice, Question, Step
+from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
 from .common import image_block_full
 
@@ -89,6 +95,11 @@ def view() -> Ctx:
     _keep(keys.MASK_CAPTION, tour.MASK_CAPTION)
     _keep(keys.MASK_LAYER, cc.depth - 1, cc.depth)
     _keep(keys.MASK_HEAD, 0, cc.num_heads)
+    sizes = window_sizes(v.c)
+    if sizes and st.session_state.get(keys.MASK_WINDOW) not in sizes:  # first visit, or a model
+        st.session_state[keys.MASK_WINDOW] = min(tour.WINDOW_SIZE, sizes[-1])  # with fewer
+    elif sizes:
+        _keep(keys.MASK_WINDOW, tour.WINDOW_SIZE)
     caption = str(st.session_state[keys.MASK_CAPTION])
     tok = tokenizer_for(models[captioners[0]])
     enc = tok.encode(caption, max_len=cc.max_text_len)
@@ -510,6 +521,200 @@ def _classifier_question(x: Ctx, _) -> Question:
                     Choice(CLS_KNOWS, 2 if c.num_prefix_tokens else None))
 
 
+# ---------------------------------------------------------------- windowed attention
+WINDOW_SIZES = (1, 2, 3, 4)  # window sides M offered (those smaller than the grid)
+WINDOW_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
+                  "#ff9da6", "#9d755d")  # neighbouring windows never share a colour (3 x 3 cycle)
+
+
+def window_sizes(c) -> tuple[int, ...]:
+    return tuple(m for m in WINDOW_SIZES if m < c.grid)
+
+
+def _has_windows(c) -> bool:
+    return bool(window_sizes(c))
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The window mask of the chosen model at the chosen size: its blocks 0 (plain) and 1
+    (shifted), what it keeps, and (for the bundled classifier) what it costs in top-1."""
+
+    size: int
+    labels: list[str]  # a name per token (the captioner's sequence with the typed caption)
+    n_text: int
+    allowed: np.ndarray  # [2, S, S] bool: blocks 0 and 1 under "window:M:shifted"
+    bands: np.ndarray  # [2, g, g] int: the window of each patch in blocks 0 and 1
+    cost: Any  # vit_core.explain.windows.WindowCost of "window:M:shifted"
+    centre: int  # the patch the question asks about (the middle of the grid)
+    centre_keys: int  # keys it may read in block 0
+    centre_window: tuple[int, int]  # its window's rows x columns in block 0
+    top1: Any  # ui.state.WindowTop1, or None when nothing is measured for this model
+
+    @property
+    def measured(self) -> bool:
+        return self.top1 is not None
+
+
+def _window_text(x: Ctx) -> tuple[list[int], list[str]]:
+    """The chosen model's text ids for the typed caption ([] for a model without text)."""
+    if not x.c.has_text:
+        return [], []
+    tok = tokenizer_for(x.model)
+    enc = tok.encode(x.caption, max_len=x.c.max_text_len)
+    return enc.ids, ["[UNK]" if i == tok.unk_id else w for w, i in zip(enc.words, enc.ids,
+                                                                       strict=True)]
+
+
+def _windows_facts(x: Ctx) -> Windows:
+    c, size = x.c, int(st.session_state[keys.MASK_WINDOW])
+    ids, words = _window_text(x)
+    allowed = window_keys(c, window_name(size, True), len(ids))[:2].numpy()  # blocks 0 and 1
+    if c.depth == 1:  # one block: nothing is ever shifted
+        allowed = np.stack([allowed[0], allowed[0]])
+    g, pre = c.grid, c.num_prefix_tokens
+    bands = np.stack([window_of(g, size, s).view(g, g).numpy() for s in (0, size // 2)])
+    centre = g // 2 * g + g // 2
+    same = bands[0] == bands[0].flat[centre]
+    top1 = None
+    if x.name == tour.WINDOW_CLASSIFIER and x.model.info.trained:
+        with st.spinner(f"Measuring the classifier's top-1 on held-out scenes with {size}×{size} "
+                        f"windows (once per server)…"):
+            top1 = state.window_top1(x.name, size)
+    return Windows(size, figures.token_labels(c, words), len(ids), allowed, bands,
+                   window_cost(c, size, True, len(ids)), centre,
+                   int(allowed[0, pre + centre].sum()),
+                   (int(same.any(1).sum()), int(same.any(0).sum())), top1)
+
+
+def _grid_figure(bands: np.ndarray, title: str, centre: int):
+    """The patch grid coloured by window (each window its colour), the centre patch outlined."""
+    g = bands.shape[0]
+    order = {b: k for k, b in enumerate(dict.fromkeys(bands.ravel().tolist()))}
+    rows = {b: k for k, b in enumerate(sorted({b // (g + 1) for b in order}))}
+    cols = {b: k for k, b in enumerate(sorted({b % (g + 1) for b in order}))}
+    tone = np.vectorize(lambda b: rows[b // (g + 1)] % 3 * 3 + cols[b % (g + 1)] % 3)(bands)
+    k = len(WINDOW_COLOURS)
+    scale = [[v / (k - 1), colour] for v, colour in enumerate(WINDOW_COLOURS)]  # z = v: colour v
+    text = np.vectorize(lambda b: str(order[b] + 1))(bands)
+    fig = go.Figure(go.Heatmap(
+        z=tone, colorscale=scale, zmin=0, zmax=k - 1, showscale=False, text=text,
+        texttemplate="%{text}", textfont=dict(size=10, color="white"), xgap=1, ygap=1,
+        hovertemplate="patch row %{y}, column %{x}: window %{text}<extra></extra>"))
+    r, col = divmod(centre, g)
+    fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=r - 0.5, y1=r + 0.5,
+                  line=dict(color="white", width=3))
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(l=0, r=0, t=30,
+                                                                               b=0))
+    fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=1)
+    fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=1,
+                     autorange="reversed", scaleanchor="x", constrain="domain")
+    return fig
+
+
+def _mark_prefix(fig, c) -> None:
+    """Dotted white lines after the prefix tokens' row and column, so CLS stands apart."""
+    pre, n = c.num_prefix_tokens, c.num_image_tokens
+    if not pre:
+        return
+    for kw in (dict(x0=pre - 0.5, x1=pre - 0.5, y0=-0.5, y1=n - 0.5),
+               dict(y0=pre - 0.5, y1=pre - 0.5, x0=-0.5, x1=n - 0.5)):
+        fig.add_shape(type="line", line=dict(color="white", width=1, dash="dot"), **kw)
+
+
+def _windows_figure(x: Ctx, f: Windows) -> None:
+    c, M = x.c, f.size
+    st.select_slider("Window side M (patches)", window_sizes(c), key=keys.MASK_WINDOW,
+                     help=f"Windows of M×M patches on this model's {c.grid}×{c.grid} grid; "
+                          f"block 1 moves them by M // 2 patches.")
+    ticks = figures.spaced_ticks(f.labels, c.grid, 230)
+    shift = M // 2
+    masks = []
+    for b in (0, 1):
+        fig = figures.mask_figure(f.allowed[b], c.num_image_tokens, "", labels=f.labels,
+                                  ticks=ticks)
+        _mark_prefix(fig, c)
+        masks.append(fig)
+    grids = [_grid_figure(f.bands[0], "", f.centre), _grid_figure(f.bands[1], "", f.centre)]
+    moved = f"moved by {shift}" if shift else "a 1×1 window moves by 0: the same"
+    titles = [f"block 0: {M}×{M} windows", "block 0: its mask (query → key)",
+              f"block 1: windows {moved}", "block 1: its mask"]
+    fig = side_by_side(
+        [grids[0], masks[0], grids[1], masks[1]], titles,
+        "Windows on the patch grid (number = window; white square: the middle patch) and the "
+        "masks they make (light: may look; dark: −∞; CLS is the first row and column)", 370,
+        spacing=0.06)
+    fig.update_layout(margin=dict(l=30, b=30))  # room for the first grid's row numbers
+    deck.chart(fig, key=keys.MASK_WINDOWS)
+
+
+def _windows_words(x: Ctx, f: Windows) -> str:
+    c, M, w = x.c, f.size, f.cost
+    pre = " and ".join(c.prefix_names)
+    sees = f"its window's patches and {pre}" if pre else "its window's patches"
+    said = [f"Windows of {M}×{M} patches: in block 0 a patch reads only {sees}. The mask keeps "
+            f"{w.pairs[0]:,} of the {w.full_pairs:,} (query, key) pairs per head, "
+            f"{w.full_pairs / w.pairs[0]:.1f}× fewer"
+            + (f" (block 1, shifted: {w.pairs[1]:,})" if c.depth > 1 and w.pairs[1] != w.pairs[0]
+               else "") + "."]
+    if f.measured:
+        t = f.top1
+        said.append(f"With {M}×{M} windows the classifier's top-1 on {t.n} held-out scenes falls "
+                    f"from {pct(t.full)} to {pct(t.plain)}"
+                    + (f" ({pct(t.shifted)} with the windows shifted on alternate blocks)"
+                       if t.shifted is not None else "")
+                    + f": it was trained with full attention, and these windows cost it "
+                    f"{_points(t.full - t.plain)} on the same scenes.")
+    else:
+        said.append(f"The pairs are exact for {picker.plain_label(x.name)}; its accuracy under "
+                    f"windows is not measured here (that needs labelled held-out images of its "
+                    f"own task): the app measures it for {tour.WINDOW_CLASSIFIER} on its scenes.")
+    return " ".join(said)
+
+
+def _points(drop: float) -> str:
+    """A fall in top-1 said in percentage points: '70 points', or 'nothing' when it rose."""
+    n = round(100 * drop)
+    return "nothing" if n <= 0 else f"{n} point{'' if n == 1 else 's'}"
+
+
+def _windows_notes(x: Ctx, f: Windows) -> str:
+    c, M = x.c, f.size
+    said = [f"Swin's windowed attention: a patch reads the M×M patches of its window, so a block "
+            f"weighs about N·M² pairs instead of N² (O(N·M) in the notes, M counting a window's "
+            f"patches). On odd blocks (shifted) the windows move by M // 2 = {M // 2} patches; at "
+            f"the border they are clipped, not wrapped around (Swin wraps and masks, which "
+            f"lets the same patches meet). CLS sees every patch and every patch sees CLS: the "
+            f"class head reads CLS alone, and CLS is also the one road between windows that "
+            f"never move."]
+    if f.n_text:
+        said.append(f"The {f.n_text} text tokens keep this model's own {c.default_mask} mask: only "
+                    f"the image block changes.")
+    said.append(f"This app still computes all S² scores and adds −∞ to the blocked ones, so its "
+                f"pass costs the same; a windowed kernel would spend {si(f.cost.macs)} "
+                f"multiply-adds on Q Kᵀ and A V instead of {si(f.cost.full_macs)}.")
+    if f.measured and f.top1.shifted is not None:
+        said.append(f"Held-out scenes: seed block {f.top1.seed} of the scene world, never seen in "
+                    f"training; the same {f.top1.n} scenes for every mask.")
+    return " ".join(said)
+
+
+def _windows_question(x: Ctx, f: Windows) -> Question:
+    c = x.c
+    g = c.grid
+    r, col = divmod(f.centre, g)
+    rows, cols = f.centre_window
+    inside = rows * cols
+    clipped = ", clipped at the border" if inside < f.size**2 else ""
+    pre = c.num_prefix_tokens
+    extra = (f" plus {' and '.join(c.prefix_names)}, which every patch sees" if pre else "")
+    return Question(
+        f"With {f.size}×{f.size} windows, how many keys may patch {f.centre} (row {r}, column "
+        f"{col}, the white square) read in block 0, itself included?",
+        f"{f.centre_keys}: the {inside} patches of its window (a {rows}×{cols} window{clipped})"
+        f"{extra}.", Number(f.centre_keys, 0, "keys"))
+
+
 STAGE = deck.Stage(
     slug="masks",
     title="5 · Masks: who may look at whom",
@@ -531,5 +736,8 @@ STAGE = deck.Stage(
         Step("classifier", "A classifier under a causal mask", _classifier_figure,
              facts=_classifier_facts, words=_classifier_words, notes=_classifier_notes,
              question=_classifier_question, reads=("causal_classifier",)),
+        Step("windows", "Windowed attention", _windows_figure, facts=_windows_facts,
+             words=_windows_words, notes=_windows_notes, question=_windows_question,
+             reads=("window_top1",), applies=_has_windows),
     ),
 )

@@ -11,8 +11,9 @@ import streamlit as st
 
 from vit_core import PRESETS
 from vit_core.explain.flops import attention_share, si, stage_rows, total_macs, total_params
+from vit_core.explain.windows import window_cost
 
-from .. import deck, figures, keys, models, session, state
+from .. import deck, figures, keys, models, session, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
@@ -344,6 +345,7 @@ class BySize:
     sizes: list[int]
     macs: list[int]  # all matrix multiplications
     quad: list[float]  # of which QKᵀ and AV
+    window: Any = None  # vit_core.explain.windows.WindowCost at the Masks stage's window size
 
     def share(self, size: int) -> float:
         i = self.sizes.index(size)
@@ -355,8 +357,10 @@ def _by_size_facts(x: Ctx) -> BySize:
     sizes = sorted({s for s in PATCH_SIZES if c.img_size % s == 0} | {c.patch_size})
     configs = [c.replace(patch_size=s, seg_classes=0) for s in sizes]
     macs = [total_macs(k) for k in configs]
+    size = int(st.session_state.get(keys.MASK_WINDOW, tour.WINDOW_SIZE))  # the Masks stage's M
+    window = window_cost(c, size, shifted=True, n_text=x.tr.n_text) if size < c.grid else None
     return BySize(sizes, macs, [m * attention_share(k) for m, k in zip(macs, configs,
-                                                                       strict=True)])
+                                                                       strict=True)], window)
 
 
 def _by_size_figure(x: Ctx, f: BySize) -> None:
@@ -371,9 +375,18 @@ def _by_size_figure(x: Ctx, f: BySize) -> None:
 def _by_size_words(x: Ctx, f: BySize) -> str:
     P, smallest = x.c.patch_size, min(f.sizes)
     other = (f"; at P = {smallest} it is {pct(f.share(smallest), 1)}" if smallest != P else "")
-    return (f"In the chart, at P = {P} the quadratic part (QKᵀ and AV) is "
+    said = (f"In the chart, at P = {P} the quadratic part (QKᵀ and AV) is "
             f"{pct(f.share(P), 1)} of the multiply-adds{other}. Shapes never change inside the "
             f"stack: every block maps S×D to S×D.")
+    w = f.window
+    if w is not None:
+        M = w.size
+        said += (f" Windows of {M}×{M} patches (Masks stage, shifted on alternate blocks) keep "
+                 f"{sum(w.pairs):,} (query, key) pairs per head over the {x.c.depth} "
+                 f"block{'' if x.c.depth == 1 else 's'} instead of {w.full_pairs * x.c.depth:,}, "
+                 f"{w.ratio:.1f}× fewer: QKᵀ and AV would cost {si(w.macs)} multiply-adds "
+                 f"instead of {si(w.full_macs)}.")
+    return said
 
 
 def _by_size_notes(x: Ctx, f: BySize) -> str:

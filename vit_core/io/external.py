@@ -15,11 +15,11 @@ import warnings
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 
 from ..config import ViTConfig
 from ..model import ViT
+from ..resolution import resample_pos_embed
 from .base import CheckpointError, ModelInfo, few, load_state_dict_strict
 
 PICKLE_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt")
@@ -236,25 +236,6 @@ def _class_names(cfg: dict, num_classes: int) -> tuple[str, ...]:
     if labels and all(names) and names != tuple(f"LABEL_{i}" for i in range(num_classes)):
         return names
     return imagenet_class_names() if num_classes == 1000 else ()
-
-
-def resample_pos_embed(pos: torch.Tensor, new_grid: tuple[int, int], num_prefix: int):
-    """Resize learned positions to a new patch grid, exactly as timm's resample_abs_pos_embed.
-
-    Args:
-        pos: [1, prefix + g*g, D] position embeddings on a square g x g grid.
-        new_grid: (rows, cols) of the new grid.
-        num_prefix: leading tokens (CLS, DIST) that are passed through unchanged.
-    Returns:
-        [1, prefix + rows*cols, D], in pos's dtype.
-    """
-    prefix, grid_pos = pos[:, :num_prefix], pos[:, num_prefix:]
-    g, D = math.isqrt(grid_pos.shape[1]), pos.shape[-1]
-    x = grid_pos.float().reshape(1, g, g, D).permute(0, 3, 1, 2)  # (1, D, g, g), row-major grid
-    x = F.interpolate(x, size=tuple(new_grid), mode="bicubic", antialias=True,
-                      align_corners=False)  # interpolate needs float32; timm's exact call
-    x = x.permute(0, 2, 3, 1).reshape(1, -1, D).to(pos.dtype)
-    return torch.cat([prefix, x], dim=1)
 
 
 # ---------------------------------------------------------------- loading

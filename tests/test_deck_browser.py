@@ -53,6 +53,9 @@ WALKS = [("shapes-classifier", SCREENS), ("shapes-captioner-causal", [SCREENS[1]
          ("vit-b16", [SCREENS[0]])]
 
 
+FOCUS_JS = "() => (document.activeElement || document.body).outerHTML.slice(0, 160)"
+
+
 @pytest.mark.parametrize(("model", "screens"), WALKS, ids=[m for m, _ in WALKS])
 def test_every_step_fits_every_projector(browser, server, model, screens):
     """Presenter mode from the overview's first step to the experiments' last, one ArrowRight
@@ -64,7 +67,13 @@ def test_every_step_fits_every_projector(browser, server, model, screens):
     sequence = headers(model)
     problems = []
     for i, header in enumerate(sequence):
-        at(page, header)
+        try:
+            at(page, header)
+        except playwright.TimeoutError:  # say where the deck stood and what held the focus
+            page.screenshot(path=str(SHOTS / f"{model}-{i}-stuck.png"))
+            raise AssertionError(f"{header} never came: the header says "
+                                 f"{page.locator('.st-key-presenter_where').inner_text()!r}, "
+                                 f"the focus is on {page.evaluate(FOCUS_JS)!r}") from None
         assert page.locator("[data-testid='stException']").count() == 0, header
         for w, h in screens:
             if (w, h) != (w0, h0) or len(screens) > 1:

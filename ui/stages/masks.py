@@ -606,9 +606,12 @@ def _grid_figure(bands: np.ndarray, title: str, centre: int):
                   line=dict(color="white", width=3))
     fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(l=0, r=0, t=30,
                                                                                b=0))
-    fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=1)
+    # both axes span the grid alone and give up the rest of their box: square cells, no empty
+    # columns either side when the grid sits in a wide subplot
+    fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=1,
+                     range=[-0.5, g - 0.5], constrain="domain")
     fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=1,
-                     autorange="reversed", scaleanchor="x", constrain="domain")
+                     range=[g - 0.5, -0.5], scaleanchor="x", constrain="domain")
     return fig
 
 

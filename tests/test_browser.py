@@ -188,18 +188,18 @@ def test_the_clicker_keys_leave_typing_alone(browser, server):
     ctx, page = new_page(browser, requests, 1280, 720)
     page.goto(f"{server}/?page=masks&presenter=1")
     wait_idle(page)
-    at_step(page, "Stage 5/10 · step 1/5")
+    at_step(page, "Stage 5/10 · step 1/")
     box = page.get_by_label("Caption fed to the text stream")
     box.click()
     box.press("End")
     box.press("ArrowLeft")  # moves the cursor in the text box, not the slides
     box.press("PageDown")
     page.wait_for_timeout(1500)
-    assert page.get_by_text("Stage 5/10 · step 1/5").count() == 1
+    assert page.get_by_text("Stage 5/10 · step 1/").count() == 1
     page.mouse.click(5, 700)  # out of the text box
     page.keyboard.press("ArrowRight")
     wait_idle(page)
-    at_step(page, "Stage 5/10 · step 2/5")
+    at_step(page, "Stage 5/10 · step 2/")
     ctx.close()
 
 

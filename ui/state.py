@@ -309,10 +309,15 @@ def weight_views(model_name: str) -> dict:
 
     model = get_model(model_name)
     c = model.config
-    comps, ratio = embedding_filters(model.patch_embed.proj.weight.detach(),
-                                     k=min(28, c.embed_dim))
     sim = position_similarity(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
     stats = position_distance_stats(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
+    base = split_size(model_name)[0]
+    if base != model_name:  # the model at another size: W_E is its own size's, shared
+        own = weight_views(base)
+        return {"filters": own["filters"], "ratio": own["ratio"], "pos_sim": sim.numpy(),
+                "pos_stats": stats}
+    comps, ratio = embedding_filters(model.patch_embed.proj.weight.detach(),
+                                     k=min(28, c.embed_dim))
     return {"filters": comps.numpy(), "ratio": ratio.tolist(), "pos_sim": sim.numpy(),
             "pos_stats": stats}
 

@@ -110,10 +110,19 @@ const bottomOf = (el) => {  // where el's content ends, also what overflows a sh
   }
   return b;
 };
+let regrown = 0;  // times this step's figure was given back its room (a bound: no ping-pong)
 const fit = () => {
   const fig = doc.querySelector(".st-key-%FIG%");
   if (!fig) return;
   const limit = fig.getBoundingClientRect().bottom;
+  // shrunk while the slide was still filling in (its words came later), the figure may now
+  // leave room unused: let it take its room again, and fit it once more
+  if (regrown < 2 && fig.querySelector("[" + FITTED + "]") && limit - bottomOf(fig) > 24) {
+    regrown += 1;
+    unfit();
+    requestAnimationFrame(fit);
+    return;
+  }
   if (bottomOf(fig) - limit <= 1) return;
   const set = (e, prop, px) => {
     const want = Math.max(48, Math.floor(px)) + "px";
@@ -150,6 +159,7 @@ new MutationObserver(() => {
   const now = w ? w.textContent : null;
   if (now !== null && now !== where) {
     where = now;
+    regrown = 0;
     unfit();
     const main = doc.querySelector('[data-testid="stMain"]');
     if (main) main.scrollTop = 0;

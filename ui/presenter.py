@@ -67,7 +67,8 @@ CSS = """<style>
 #   to the page, so the clicker's next key moves the deck again;
 # - when the header's step changes, the slide is shown from its top;
 # - the key figure fits its box: its pictures (keeping their shape) and charts shrink until
-#   nothing in the box is cut, and grow back on the next step or when the screen is resized.
+#   nothing in the box is cut, and grow back on the next step, when the screen is resized, or
+#   (twice at most per step) when the slide leaves them room they were shrunk out of.
 DECK_JS = r"""
 const doc = document;
 if (doc.__vitDeck) return;

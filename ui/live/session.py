@@ -58,12 +58,19 @@ def join(text: str, student: str | None = None) -> bool:
     ss.pop(keys.LIVE_CODE, None)
     ss[keys.LIVE_JOIN] = c.code
     ss[keys.LIVE_ME] = student if _plausible_id(student) else classes.new_student()
+    follow_afresh()
+    ss.pop(keys.LIVE_NOTICE, None)
+    return True
+
+
+def follow_afresh() -> None:
+    """Follow the teacher from now on, the teacher's layer / head / patch included (on joining,
+    and on "Follow again")."""
+    ss = st.session_state
     ss[keys.LIVE_FOLLOW] = True
     ss[keys.LIVE_VERSION] = None
     ss[keys.LIVE_APPLIED] = {}
     ss[keys.LIVE_OWN] = set()
-    ss.pop(keys.LIVE_NOTICE, None)
-    return True
 
 
 def _plausible_id(student: str | None) -> bool:

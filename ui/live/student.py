@@ -75,14 +75,6 @@ def _explore() -> None:
     st.session_state[keys.LIVE_FOLLOW] = False
 
 
-def _follow_again() -> None:
-    ss = st.session_state
-    ss[keys.LIVE_FOLLOW] = True
-    ss[keys.LIVE_OWN] = set()
-    ss[keys.LIVE_APPLIED] = {}
-    ss[keys.LIVE_VERSION] = None
-
-
 def banner(config) -> None:
     """Atop a student's page: the class, where it is, Explore / Follow again; and the watch."""
     ss = st.session_state
@@ -110,7 +102,7 @@ def banner(config) -> None:
         else:
             st.markdown(f":material/explore: **Exploring on your own** · class "
                         f"{classes.pretty(c.code)} is on {where}", width="stretch")
-            st.button("Follow again", on_click=_follow_again, type="primary",
+            st.button("Follow again", on_click=session.follow_afresh, type="primary",
                       icon=":material/groups:", help="Back to the class's step.")
         ss[keys.LIVE_WATCH] = (c.version, c.revealed)
         _watch()

@@ -116,7 +116,7 @@ def documented_signature(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "load_model", "at_size",
-                                  "input_sizes"])
+                                  "input_sizes", "training_log"])
 def test_public_functions_have_the_signatures_the_docs_document(name):
     fn = getattr(vit_core, name)
     assert inspect.isfunction(fn), f"vit_core.{name} is a {type(fn).__name__}, not a function"

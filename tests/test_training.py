@@ -104,3 +104,40 @@ def test_sincos_positions_follow_the_formula_and_land_on_the_patches_only():
     assert torch.equal(added[0], torch.zeros(dim))  # CLS keeps its own embedding
     assert abs(added[1:].pow(2).mean().sqrt().item() - 1.5) < 1e-5
     assert torch.allclose(added[1:], code * 1.5 / code.pow(2).mean().sqrt(), atol=1e-6)
+
+
+@pytest.mark.slow  # trains, and measures three snapshots on 200 scenes
+def test_a_run_keeps_float16_snapshots_and_a_log_it_resumes_with(tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    from vit_core import ViT
+    from vit_core.scenes.train import make_config, parse
+
+    out = tmp_path / "tiny.safetensors"
+    argv = ["--task", "classify", "--out", str(out), "--state", str(tmp_path / "s.pt"),
+            "--batch", "8", "--dim", "32", "--depth", "1", "--heads", "2", "--patch", "32",
+            "--seg-upsample", "2", "--warmup", "2", "--eval-every", "10", "--eval-n", "8",
+            "--final-eval-n", "8", "--workers", "0", "--seed", "3", "--save-every", "10",
+            "--snapshots", "0,5,20"]
+    train(argv + ["--steps", "10"])  # stops at 10; the rerun below resumes to 20
+    torch.manual_seed(3)  # what the run built before its first step
+    start = ViT(make_config(parse(argv))).state_dict()
+    snap0 = load_file(str(tmp_path / "tiny.snapshots" / "step-0.safetensors"))
+    assert snap0.keys() == start.keys()
+    for k, v in start.items():
+        assert snap0[k].dtype == torch.float16 and torch.equal(snap0[k], v.half())
+    train(argv + ["--steps", "20"])
+    state = torch.load(tmp_path / "s.pt", weights_only=True)
+    assert state["step"] == 20
+    snap20 = load_file(str(tmp_path / "tiny.snapshots" / "step-20.safetensors"))
+    for k, v in state["model"].items():
+        assert torch.equal(snap20[k], v.half())
+    log = json.loads((tmp_path / "tiny.training.json").read_text())
+    assert [s["step"] for s in log["snapshots"]] == [0, 5, 20]  # each once, across the resume
+    assert [r["step"] for r in log["train"]] == [10, 20]
+    assert [r["step"] for r in log["held_out"]] == [10, 20]
+    assert log["recipe"]["steps"] == 20 and log["snapshot_eval"] == {"n": 200, "seed": 7}
+    for s in log["snapshots"]:
+        assert 0 <= s["top1"] <= 1

@@ -15,7 +15,7 @@ from . import composer, keys
 
 SHARED = (keys.LAYER, keys.HEAD, keys.PATCH, keys.KEY_PATCH)
 SIDEBAR = (keys.PRESENTER, keys.MODEL, keys.MASK, keys.SAMPLE,  # widgets drawn on every page
-           keys.SIZE, keys.SHARE_OPEN, *composer.WIDGETS)
+           keys.SIZE, keys.TRAIN_STEP, keys.SHARE_OPEN, *composer.WIDGETS)
 
 
 def keep_shared() -> None:

@@ -2,7 +2,8 @@
 
 A widget's `key=` is also its session-state key, so both live here. The values are part of the
 app's interface: `AppTest` tests address widgets by them, and the shared-link query parameters
-(model, mask, sample, scene, layer, head, patch, presenter, size) have the same names. Change
+(model, mask, sample, scene, layer, head, patch, presenter, size, train_step) have the same
+names. Change
 a value only together with those. Keys that need a part known only at run time (a model name, a
 file name) are built by the small functions at the end, from a prefix defined here.
 """
@@ -22,6 +23,7 @@ KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (pages/l
 PRESENTER = "presenter"  # bool: presenter mode (sidebar toggle; share.load_once; presenter.leave)
 MODEL = "model"  # str: picker name (sidebar selectbox and checkpoint form; share.load_once)
 SIZE = "size"  # int: input size in px, the model's own or another (sidebar selectbox; a link)
+TRAIN_STEP = "train_step"  # int: the training step whose weights run (sidebar slider; a link)
 MASK = "mask"  # str: attention mask, "trained" or one of share.MASKS (sidebar; share.load_once)
 SAMPLE = "sample"  # int: seed of the sample scene (sidebar selectbox; share.load_once)
 DROP_UPLOAD = "drop_upload"  # button: stop using the uploaded photo
@@ -107,6 +109,7 @@ FETCHING = "_fetching"  # str | None: the model the fetch form is for (sidebar._
 FETCH_ERROR = "_fetch_error"  # str | None: why the last fetch failed (sidebar.fetch_form)
 LINK_NOTICE = "_link_notice"  # str: a shared link's model is not here (share.load_once)
 SIZE_ASKED = "_size_asked"  # str: a link's ?size=, checked by the sidebar against the model
+TRAIN_STEP_ASKED = "_train_step_asked"  # str: a link's ?train_step=, checked by the sidebar
 SCENE = "scene"  # str: code of the composed scene in use, the link's ?scene= (ui/composer.py)
 SCENE_NOTICE = "_scene_notice"  # str: a link's scene cannot be drawn (composer.load_link)
 LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
@@ -267,3 +270,12 @@ def png(slug: str) -> str:
 def qkv(matrix: str) -> str:
     """The chart of Q, K or V on the Q/K/V page: 'qkv_Q', 'qkv_K', 'qkv_V'."""
     return f"{QKV_PREFIX}{matrix}"
+
+
+# ---------------------------------------------------------------- training stage
+# pages/training.py (ui/stages/training.py)
+TRAIN_CURVES = "train_curves"  # chart: the training loss and held-out scores against the step
+TRAIN_POSITIONS = "train_positions"  # chart: a position's similarity map at two training steps
+TRAIN_DISTANCE = "train_distance"  # chart: mean attention distance per block at kept steps
+TRAIN_CLS = "train_cls"  # chart: CLS attention on the patches, and on the object per kept step
+TRAIN_PREDICTION = "train_prediction"  # chart: top classes, and the final class at every step

@@ -12,7 +12,7 @@ from vit_core import ImageError
 
 from . import keys, models
 from .inputs import Input, make_input, sample_bytes, sample_caption, sample_seeds
-from .state import get_model, prepare, sized, trace
+from .state import get_model, prepare, sized, stepped, trace
 
 
 def image_error(inp: Input, model_name: str) -> str | None:
@@ -32,9 +32,11 @@ def current() -> tuple[Input, str]:
 
 
 def model_name() -> str:
-    """The picker's model at the sidebar's input size: the name every ui/state call takes
-    ('NAME@288px' at another size than the model's own, state.sized)."""
-    return sized(st.session_state[keys.MODEL], st.session_state.get(keys.SIZE))
+    """The picker's model at the sidebar's training step and input size: the name every ui/state
+    call takes ('NAME@step250' before its last training step, state.stepped; then '@288px' at
+    another size than the model's own, state.sized)."""
+    ss = st.session_state
+    return sized(stepped(ss[keys.MODEL], ss.get(keys.TRAIN_STEP)), ss.get(keys.SIZE))
 
 
 def load_current(text_free_note: bool = False):

@@ -1,5 +1,5 @@
-"""The view lives in the URL: sample or composed scene, model, input size, layer, head, patch,
-mask, stage and presenter mode.
+"""The view lives in the URL: sample or composed scene, model, training step, input size, layer,
+head, patch, mask, stage and presenter mode.
 
 On a session's first run the query parameters are read into session state (values checked and
 clamped), and after the sidebar is drawn the current view is written back, so the browser's
@@ -59,6 +59,8 @@ def load_once() -> None:
     composer.load_link(q.get(keys.SCENE))
     if q.get(keys.SIZE):  # which sizes a model reads, the sidebar knows (sidebar.size_picker)
         st.session_state[keys.SIZE_ASKED] = q[keys.SIZE]
+    if q.get(keys.TRAIN_STEP):  # which steps a model was kept at: sidebar.train_step_picker
+        st.session_state[keys.TRAIN_STEP_ASKED] = q[keys.TRAIN_STEP]
     if q.get(keys.MASK) in MASKS:
         st.session_state[keys.MASK] = q[keys.MASK]
     if q.get(keys.PRESENTER) in ("1", "true", "on"):
@@ -78,6 +80,9 @@ def current_params(stage: str, private: bool = False) -> dict[str, str]:
     if ss.get(keys.MODEL) and ss.get(keys.SIZE) and state.split_size(
             state.sized(ss[keys.MODEL], ss[keys.SIZE]))[1] is not None:  # not its own size
         params[keys.SIZE] = ss[keys.SIZE]
+    if ss.get(keys.MODEL) and state.split_step(
+            state.stepped(ss[keys.MODEL], ss.get(keys.TRAIN_STEP)))[1] is not None:
+        params[keys.TRAIN_STEP] = ss[keys.TRAIN_STEP]  # not its last step
     inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
         params[keys.SAMPLE] = ss.get(keys.SAMPLE)
@@ -125,6 +130,8 @@ def link_caption(stage: str) -> str:
         same.append("scene")
     if keys.SIZE in params:
         same.append("input size")
+    if keys.TRAIN_STEP in params:
+        same.append("training step")
     if shared:  # another model may have fewer layers, heads or patches
         same += [what for what, key in (("layer", keys.LAYER), ("head", keys.HEAD),
                                         ("patch", keys.PATCH)) if key in params]

@@ -43,6 +43,7 @@ def draw(stage: str, where=None) -> None:
         sb.warning(st.session_state.pop(keys.LINK_NOTICE))
     _check_model_loads(sb)
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
+    train_step_picker(sb)
     size_picker(sb)
     card(sb)
     own_line = own_mask_line(state.get_model(st.session_state[keys.MODEL]))
@@ -158,13 +159,55 @@ def _on_model_change() -> None:
     ss[keys.MODEL] = ss.get(keys.PREVIOUS_MODEL, models.choices()[0])
 
 
+def train_step_picker(sb) -> None:
+    """For a model kept at several training steps (vit_core.training_log): which step's weights
+    every page runs, the last by default. A link's ?train_step= is checked here; a step the model
+    was not kept at is said in one sentence. Another model without snapshots hides the picker."""
+    ss = st.session_state
+    name = ss[keys.MODEL]
+    log = state.training_log(name)
+    asked = ss.pop(keys.TRAIN_STEP_ASKED, None)
+    if log is None:
+        if asked is not None:
+            sb.warning(f"This link asks for training step {asked!r}, but {name} was not kept at "
+                       f"earlier training steps; showing its final weights.")
+        ss.pop(keys.TRAIN_STEP, None)
+        return
+    steps = log.steps
+    if asked is not None:
+        if asked.isdigit() and int(asked) in steps:
+            ss[keys.TRAIN_STEP] = int(asked)
+        else:
+            sb.warning(f"This link asks for training step {asked!r}; {name} was kept at steps "
+                       f"{', '.join(map(str, steps))}. Showing its final weights.")
+            ss[keys.TRAIN_STEP] = steps[-1]
+    if ss.get(keys.TRAIN_STEP) not in steps:
+        ss[keys.TRAIN_STEP] = steps[-1]
+    sb.select_slider("Training step", steps, key=keys.TRAIN_STEP,
+                     format_func=lambda s: train_step_label(s, steps),
+                     help="Run every page with the weights this model had after that many "
+                          "training steps (kept while it trained; the Training stage draws "
+                          "its curves).")
+    step = ss[keys.TRAIN_STEP]
+    snap = log.snapshot(step)
+    if step != steps[-1] and snap is not None and "top1" in snap:
+        sb.caption(f"After {step:,} of {log.final_step:,} steps: held-out top-1 "
+                   f"{100 * snap['top1']:.0f} % on {log.snapshot_eval['n']} scenes.")
+
+
+def train_step_label(step: int, steps: tuple[int, ...]) -> str:
+    """'0 (random start)', '250', '12000 (final)'."""
+    return (f"{step} (random start)" if step == 0 else
+            f"{step} (final)" if step == steps[-1] else str(step))
+
+
 def size_picker(sb) -> None:
     """The input size the model runs at: its own first, then the multiples of its patch size
     from half to twice its own (vit_core.input_sizes). A link's ?size= is checked here, against
     the sizes of the model the link opened; one it cannot read is said in one sentence. Another
     model keeps the size if it reads it, else runs at its own."""
     ss = st.session_state
-    c = state.get_model(ss[keys.MODEL]).config
+    c = state.get_model(ss[keys.MODEL]).config  # every training step has the same config
     sizes = vit_core.input_sizes(c)
     asked = ss.pop(keys.SIZE_ASKED, None)
     if asked is not None:

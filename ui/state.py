@@ -71,12 +71,14 @@ def _model_key(name: str) -> tuple:
 
 
 SIZED = re.compile(r"^(?P<base>.+)@(?P<size>\d+)px$")  # 'shapes-classifier@288px'
+STEPPED = re.compile(r"^(?P<base>.+)@step(?P<step>\d+)$")  # 'shapes-classifier@step250'
 
 
 def get_model(name: str):
     """A model by picker name ('hf:ORG/NAME' from the local Hugging Face cache; a loaded file
     may carry options as 'PATH?heads=H'), loaded once and kept in the byte budget. 'NAME@288px'
-    is that model at 288 px (vit_core.at_size: its tensors shared, positions resampled)."""
+    is that model at 288 px (vit_core.at_size: its tensors shared, positions resampled);
+    'NAME@step250' a bundled model's weights after 250 training steps (its snapshot)."""
     base, size = split_size(name)
     if size is not None:
         return shared_cache().get(_model_key(name),
@@ -100,6 +102,33 @@ def sized(name: str, size: int | None) -> str:
     return f"{base}@{size}px"
 
 
+def split_step(name: str) -> tuple[str, int | None]:
+    """'NAME@step250' -> ('NAME', 250); a name without a step -> (name, None)."""
+    m = STEPPED.match(name)
+    return (m["base"], int(m["step"])) if m else (name, None)
+
+
+@st.cache_resource(show_spinner=False)
+def training_log(name: str) -> vit_core.TrainingLog | None:
+    """How picker model `name` was trained (vit_core.training_log), read once; None without."""
+    return vit_core.training_log(name)
+
+
+def training_steps(name: str) -> tuple[int, ...]:
+    """The training steps picker model `name` was kept at, else ()."""
+    log = training_log(name)
+    return log.steps if log is not None else ()
+
+
+def stepped(name: str, step: int | None) -> str:
+    """The name of picker model `name` after `step` training steps: the name itself at its last
+    step (or for a step it was not kept at), else 'NAME@step{step}'."""
+    steps = training_steps(name)
+    if step is None or step not in steps or step == steps[-1]:
+        return name
+    return f"{name}@step{step}"
+
+
 COMPARE_AT = 1.5  # at its own size, the Embeddings stage compares a model with it at ~1.5x
 
 
@@ -118,6 +147,9 @@ def size_pair(name: str) -> tuple[str, str]:
 
 def _load(name: str):
     """Never downloads: in the app only the teacher fetches (ui/models.py)."""
+    base, step = split_step(name)
+    if step is not None:
+        return vit_core.load_model(base, step=step, local_files_only=True)
     path, _, heads = name.partition("?heads=")
     options = {"num_heads": int(heads)} if heads else {}
     return vit_core.load_model(path, local_files_only=True, **options)

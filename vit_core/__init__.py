@@ -24,8 +24,10 @@ from .io.checkpoints import (
     default_model_name,
     load_model,
     save_checkpoint,
+    training_log,
 )
 from .io.images import display_crop, load_image, preprocess
+from .io.snapshots import TrainingLog
 from .io.text import Encoding, Tokenizer
 from .masks import allowed_keys, make_mask
 from .model import ViT
@@ -35,8 +37,9 @@ from .trace import TRACE_NAMES, Trace, run_trace
 
 __all__ = [
     "BUNDLED_DIR", "CheckpointError", "Encoding", "Generation", "ImageError", "MASK_KINDS",
-    "ModelInfo", "PRESETS", "Scored", "TRACE_NAMES", "Tokenizer", "Trace", "ViT", "ViTConfig",
+    "ModelInfo", "PRESETS", "Scored", "TRACE_NAMES", "Tokenizer", "Trace", "TrainingLog", "ViT",
+    "ViTConfig",
     "allowed_keys", "at_size", "bundled_models", "default_model_name", "display_crop", "generate",
     "input_sizes", "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
-    "save_checkpoint", "score_text", "segment", "unpatchify",
+    "save_checkpoint", "score_text", "segment", "training_log", "unpatchify",
 ]

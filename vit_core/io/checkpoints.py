@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 
 from ..config import PRESETS, ViTConfig
 from ..model import ViT
-from . import hub
+from . import hub, snapshots
 from .base import CheckpointError, ModelInfo, load_state_dict_strict
 from .external import load_external, load_timm_pretrained, looks_external
 
@@ -47,10 +47,12 @@ def build_preset(name: str, seed: int = 0) -> ViT:
     return model.eval()
 
 
-def save_checkpoint(model: ViT, path: str | Path, info: ModelInfo | None = None) -> Path:
-    """Write the model's weights, config and info to one .safetensors file."""
+def save_checkpoint(model: ViT, path: str | Path, info: ModelInfo | None = None,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write the model's weights (cast to `dtype` if given), config and info to one file."""
     info = info or getattr(model, "info", None) or ModelInfo(Path(path).stem, "file", True)
-    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().to(dtype or v.dtype).contiguous()
+             for k, v in model.state_dict().items()}
     meta = {"vit_explainer.config": model.config.to_json(),
             "vit_explainer.info": json.dumps({k: v for k, v in asdict(info).items()
                                               if k not in ("card", "source")})}
@@ -103,8 +105,13 @@ def check_info(info, file_name: str) -> None:
                               f"vit_explainer.info metadata; known keys: {', '.join(INFO_KEYS)}.")
 
 
+def training_log(name: str) -> snapshots.TrainingLog | None:
+    """How bundled model `name` was trained (recipe, curves, snapshots), or None without a log."""
+    return snapshots.read_log(BUNDLED_DIR, name) if name in bundled_models() else None
+
+
 def load_model(name_or_path: str | Path | None = None, *, local_files_only: bool = False,
-               **options) -> ViT:
+               step: int | None = None, **options) -> ViT:
     """A ready-to-trace model in eval mode, with `.config` and `.info`.
 
     Args:
@@ -114,6 +121,9 @@ def load_model(name_or_path: str | Path | None = None, *, local_files_only: bool
             a path to one of our .safetensors checkpoints, a checkpoint from another library
             (a timm/PyTorch state-dict file or a Hugging Face folder), "timm:<name>" for timm's
             pretrained weights (needs timm and a network), or None for the default model.
+        step: for a bundled model with training snapshots (`training_log(name).steps`): its
+            weights after that many training steps (0: the random start; the last step: the
+            model itself). Snapshots are stored in float16 and loaded as float32.
         local_files_only: never download: an "hf:" model not on this machine is a
             CheckpointError naming the fetch command (as with `HF_HUB_OFFLINE=1`). The app
             passes it: only the teacher fetches. A "timm:" name (timm downloads it) is refused.
@@ -121,6 +131,13 @@ def load_model(name_or_path: str | Path | None = None, *, local_files_only: bool
             (see vit_core.external.load_external; "timm:" names take img_size).
     """
     name = str(name_or_path) if name_or_path is not None else default_model_name()
+    if step is not None:
+        log = training_log(name)
+        snapshots.check_step(log, name, step)
+        if step != log.final_step:
+            model = load_checkpoint(snapshots.snapshot_path(BUNDLED_DIR, name, step))
+            model.info.source = "bundled"
+            return model
     if name not in PRESETS and name not in bundled_models():
         if name.startswith(hub.PREFIX):  # fetched on first use, then read from the local cache
             return hub.load(name, local_files_only=local_files_only, **options)

@@ -8,6 +8,11 @@ AdamW, linear warmup + cosine decay, label smoothing, light photometric augmenta
 held-out evaluation every --eval-every steps. A resumable state (weights + optimiser + step) is
 written to --state every --save-every steps; rerunning the same command continues from it.
 Every step sees new scenes (a fresh seed stream), the cheapest cure for a data-hungry ViT.
+
+With --snapshots 0,40,100,... the weights at those steps are also written in float16 to
+<out stem>.snapshots/step-<N>.safetensors, each with its held-out metrics on the 200 scenes
+`SNAPSHOT_EVAL` names; <out stem>.training.json keeps the recipe, the training loss every 10
+steps, the held-out curve and the snapshots (the Training stage draws them).
 """
 
 from __future__ import annotations
@@ -28,11 +33,21 @@ from torch.utils.data import DataLoader
 from ..config import ViTConfig
 from ..explain.segmentation import seg_grid, seg_targets
 from ..hooks import capture
-from ..io.checkpoints import ModelInfo, save_checkpoint
+from ..io.checkpoints import ModelInfo, load_checkpoint, save_checkpoint
 from ..io.text import Tokenizer
 from ..model import ViT
 from .evaluate import caption_batch, evaluate_captioner, evaluate_classifier
 from .world import CLASS_NAMES, MAX_CAPTION_WORDS, VOCAB, FreshSceneStream
+
+SNAPSHOT_EVAL = {"n": 200, "seed": 7}  # the held-out scenes every snapshot is measured on
+
+
+def snapshot_dir(out: Path) -> Path:
+    return out.with_name(out.stem + ".snapshots")
+
+
+def training_log_path(out: Path) -> Path:
+    return out.with_name(out.stem + ".training.json")
 
 
 def make_config(args) -> ViTConfig:
@@ -132,11 +147,40 @@ def evaluate_now(model, args) -> dict:
     return out
 
 
-def save_state(path: Path, model, opt, step: int, seen: float, history: list):
+def save_state(path: Path, model, opt, step: int, seen: float, history: list,
+               log: dict | None = None):
     tmp = path.with_suffix(".tmp")
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                "seconds": seen, "history": history}, tmp)
+                "seconds": seen, "history": history, "log": log or {}}, tmp)
     os.replace(tmp, path)  # atomic: a stop mid-write never leaves a broken state
+
+
+def save_snapshot(model, out: Path, step: int, args) -> dict:
+    """Write the weights at `step` in float16 and measure them on the SNAPSHOT_EVAL scenes."""
+    path = snapshot_dir(out) / f"step-{step}.safetensors"
+    info = ModelInfo(name=f"{out.stem}@step{step}", source="bundled", trained=step > 0,
+                     description=f"{out.stem} after {step} of {args.steps} training steps")
+    save_checkpoint(model, path, info, dtype=torch.float16)
+    measured = load_checkpoint(path)  # what the app will load: the float16 file itself
+    measured.eval()
+    held = evaluate_classifier(measured, SNAPSHOT_EVAL["n"], seed=SNAPSHOT_EVAL["seed"],
+                               workers=0) if args.task == "classify" else \
+        evaluate_captioner(measured, SNAPSHOT_EVAL["n"], seed=SNAPSHOT_EVAL["seed"],
+                           mask=args.mask, workers=0)
+    entry = {"step": step, "file": path.name,
+             **{k: v for k, v in held.items() if isinstance(v, float)}}
+    print("snapshot:", json.dumps(entry), flush=True)
+    return entry
+
+
+def write_training_log(out: Path, args, log: dict, history: list, seconds: float) -> Path:
+    path = training_log_path(out)
+    recipe = {k: v for k, v in vars(args).items() if k not in ("note", "out", "state")}
+    path.write_text(json.dumps({
+        "model": out.stem, "recipe": recipe, "seconds": round(seconds, 1),
+        "snapshot_eval": SNAPSHOT_EVAL, "train": log.get("train", []),
+        "held_out": history, "snapshots": log.get("snapshots", [])}, indent=1) + "\n")
+    return path
 
 
 def write_card(out: Path, args, config: ViTConfig, metrics: dict, seconds: float,
@@ -208,6 +252,8 @@ def parse(argv=None):
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--snapshots", default="",
+                    help="comma-separated steps whose weights are kept in float16 (0 = the start)")
     ap.add_argument("--note", default="", help="a paragraph for the model card (why this setup)")
     return ap.parse_args(argv)
 
@@ -232,12 +278,25 @@ def main(argv=None) -> dict:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
                              {"params": rest, "weight_decay": 0.0}], lr=args.lr)
     step, seconds, history = 0, 0.0, []
+    log: dict = {"train": [], "snapshots": []}
     if state_path.exists():  # resume; weights_only=True: a state file can never run code
         st = torch.load(state_path, weights_only=True)
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
         step, seconds, history = st["step"], st["seconds"], st["history"]
+        log = st.get("log") or log
         print(f"resumed from {state_path} at step {step}")
+    snap_steps = sorted({int(x) for x in args.snapshots.split(",") if x.strip()})
+    taken = {e["step"] for e in log["snapshots"]}
+
+    def snapshot_if_due(at: int) -> None:
+        if at in snap_steps and at not in taken:
+            was_training = model.training
+            log["snapshots"].append(save_snapshot(model, out, at, args))
+            taken.add(at)
+            model.train(was_training)
+
+    snapshot_if_due(step)
     tok = Tokenizer(VOCAB)
     stream = FreshSceneStream(base_seed=args.seed, start=step * args.batch, mean=config.mean,
                               std=config.std)
@@ -245,7 +304,7 @@ def main(argv=None) -> dict:
                          persistent_workers=args.workers > 0)
     gen = torch.Generator().manual_seed(args.seed * 1000 + step)
     model.train()
-    t_log, n_log, losses = time.time(), 0, []
+    t_log, n_log, losses, parts_log = time.time(), 0, [], []
     t_run, seconds_before = time.time(), seconds  # wall time: data, steps and evaluation
     for batch in batches:
         if step >= args.steps:
@@ -261,8 +320,12 @@ def main(argv=None) -> dict:
         step += 1
         seconds = seconds_before + time.time() - t_run
         losses.append(loss.item())
+        parts_log.append({"loss": loss.item(), **parts})
         n_log += args.batch
         if step % 10 == 0 or step == args.steps:
+            log["train"].append({"step": step, "lr": opt.param_groups[0]["lr"], **{
+                k: sum(p[k] for p in parts_log) / len(parts_log) for k in parts_log[0]}})
+            parts_log = []
             rate = n_log / (time.time() - t_log)
             eta = (args.steps - step) * args.batch / max(rate, 1e-9) / 60
             bar = "#" * int(30 * step / args.steps)
@@ -275,8 +338,9 @@ def main(argv=None) -> dict:
             history.append({"step": step, **{k: v for k, v in held.items()
                                              if isinstance(v, float)}})
             print("held-out:", json.dumps(history[-1]), flush=True)
+        snapshot_if_due(step)
         if step % args.save_every == 0 or step == args.steps:
-            save_state(state_path, model, opt, step, seconds, history)
+            save_state(state_path, model, opt, step, seconds, history, log)
     model.eval()
     if args.task == "classify":
         final = evaluate_classifier(model, args.final_eval_n, seed=0)
@@ -287,6 +351,8 @@ def main(argv=None) -> dict:
                      + (f" with the {args.mask} mask" if args.task == "caption" else ""))
     save_checkpoint(model, out, info)
     write_card(out, args, config, final, seconds, history)
+    if snap_steps or log["train"]:
+        write_training_log(out, args, log, history, seconds)
     print("final held-out:", json.dumps(final), f"| {seconds / 60:.1f} min of training")
     return {"final": final, "losses": losses, "seconds": seconds}
 

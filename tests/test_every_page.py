@@ -179,23 +179,8 @@ def unreadable(fig: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------- the matrix
-LATER = ("training", "mae")  # stages past the forward pass: the quick tier opens them on CLF
-
-
-def matrix():
-    """(page, model, mask) for every page and run; the quick tier keeps QUICK's runs, and of
-    LATER's pages only the bundled classifier's (the rest run in the slow tier)."""
-    out = []
-    for r in RUNS:
-        model, mask = r.values
-        for page in PAGES:
-            slow = bool(r.marks) or (page in LATER and model != CLF)
-            out.append(pytest.param(page, model, mask, id=f"{r.id}-{page}",
-                                    marks=(pytest.mark.slow,) if slow else ()))
-    return out
-
-
-@pytest.mark.parametrize("page,model,mask", matrix())
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("model,mask", RUNS)
 def test_every_page_on_every_model(request, page, model, mask):
     if model.startswith("hf:"):
         request.getfixturevalue("offline_hub_models")  # fetched, then the Hub stopped
@@ -220,7 +205,6 @@ def test_every_page_on_every_model(request, page, model, mask):
             assert expected in titles, (expected, titles)
 
 
-@pytest.mark.slow  # 13 pages; the quick tier's photo checks are in test_bad_input_ui.py
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_on_an_uploaded_photo(page):
     at = open_app(page, CLF, upload=photo_bytes(), no_error=True)

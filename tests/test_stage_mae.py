@@ -102,7 +102,6 @@ def test_patches_hidden_by_hand_are_the_ones_measured():
     assert "P²C = 4×4×3 = 48 values" in text
 
 
-@pytest.mark.slow  # two AppTest runs; the quick tier keeps the MAE's own ratio
 @pytest.mark.parametrize("ratio", [0.5, 0.9])
 def test_another_ratio_hides_another_count(ratio):
     at = open_app("mae", MAE, no_error=True, state={keys.MAE_RATIO: ratio})
@@ -113,7 +112,6 @@ def test_another_ratio_hides_another_count(ratio):
     assert near(note(at), "L = ", h["loss"])
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_another_session_model_is_told_the_stage_runs_the_mae(monkeypatch):
     monkeypatch.setattr(stage, "DEFAULT_MAE", MAE)
     at = open_app("mae", "shapes-classifier", no_error=True)
@@ -122,7 +120,6 @@ def test_another_session_model_is_told_the_stage_runs_the_mae(monkeypatch):
     assert re.search(r"12 of the 16 patches are hidden", note(at))
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_without_any_mae_the_stage_says_how_to_get_one(monkeypatch):
     from vit_core.io.mae_files import bundled_maes
 

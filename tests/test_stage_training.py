@@ -267,7 +267,6 @@ def test_the_stage_at_step_0_and_at_the_end(log, where):
             keys.TRAIN_PREDICTION} <= set(charts_by_key(at))
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_a_captioner_has_no_log_and_no_class_logits():
     at = open_app("training", CAPTIONER, no_error=True)
     said = words(at)
@@ -284,7 +283,6 @@ def test_a_captioner_has_no_log_and_no_class_logits():
     assert f"In this model the blocks' mean distances run {px_span(d)} px" in said
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_a_preset_was_never_trained():
     at = open_app("training", PRESET, no_error=True)
     said = words(at)
@@ -297,7 +295,6 @@ def test_a_preset_was_never_trained():
     assert "(random weights: nothing was learned)" in said
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_a_photo_has_no_known_outline():
     """No outline: the question asks for the patch CLS looks at most, found here by hand."""
     from tests.support import photo_bytes
@@ -314,7 +311,6 @@ def test_a_photo_has_no_known_outline():
     assert answer.startswith(f"Patch {int(row.argmax())} (")
 
 
-@pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_a_composed_scene_gives_its_outline():
     comp = world.Composition(shape="star", colour="red", background="sky", position="left",
                              size=80, rotation=0, distractors=0, variation=0)

@@ -3,9 +3,9 @@
 A widget's `key=` is also its session-state key, so both live here. The values are part of the
 app's interface: `AppTest` tests address widgets by them, and the shared-link query parameters
 (model, mask, sample, scene, layer, head, patch, presenter, size, train_step) have the same
-names. Change
-a value only together with those. Keys that need a part known only at run time (a model name, a
-file name) are built by the small functions at the end, from a prefix defined here.
+names. Change a value only together with those. Keys that need a part known only at run time
+(a model name, a file name) are built by the small functions at the end, from a prefix defined
+here.
 """
 
 from __future__ import annotations
@@ -271,11 +271,3 @@ def qkv(matrix: str) -> str:
     """The chart of Q, K or V on the Q/K/V page: 'qkv_Q', 'qkv_K', 'qkv_V'."""
     return f"{QKV_PREFIX}{matrix}"
 
-
-# ---------------------------------------------------------------- training stage
-# pages/training.py (ui/stages/training.py)
-TRAIN_CURVES = "train_curves"  # chart: the training loss and held-out scores against the step
-TRAIN_POSITIONS = "train_positions"  # chart: a position's similarity map at two training steps
-TRAIN_DISTANCE = "train_distance"  # chart: mean attention distance per block at kept steps
-TRAIN_CLS = "train_cls"  # chart: CLS attention on the patches, and on the object per kept step
-TRAIN_PREDICTION = "train_prediction"  # chart: top classes, and the final class at every step

@@ -15,13 +15,15 @@ import pytest
 
 from tests.support import photo_bytes
 from tools.browser import ROOT, serve, wait_idle
+from ui.routes import STAGES as ROUTES
+
+LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser  # every test here starts Chromium (or a load run's browsers)
 
 SHOTS = ROOT / "screenshots" / "e2e"
-STAGES = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
-          "shapes", "segmentation", "experiments"]
+STAGES = list(ROUTES)
 
 
 @pytest.fixture(scope="module")
@@ -192,18 +194,18 @@ def test_the_clicker_keys_leave_typing_alone(browser, server):
     n = len(stages.get("masks").steps_for(load_model(default_model_name()).config))
     page.goto(f"{server}/?page=masks&presenter=1")
     wait_idle(page)
-    at_step(page, f"Stage 5/10 · step 1/{n}")
+    at_step(page, f"Stage 5/{LAST} · step 1/{n}")
     box = page.get_by_label("Caption fed to the text stream")
     box.click()
     box.press("End")
     box.press("ArrowLeft")  # moves the cursor in the text box, not the slides
     box.press("PageDown")
     page.wait_for_timeout(1500)
-    assert page.get_by_text(f"Stage 5/10 · step 1/{n}").count() == 1
+    assert page.get_by_text(f"Stage 5/{LAST} · step 1/{n}").count() == 1
     page.mouse.click(5, 700)  # out of the text box
     page.keyboard.press("ArrowRight")
     wait_idle(page)
-    at_step(page, f"Stage 5/10 · step 2/{n}")
+    at_step(page, f"Stage 5/{LAST} · step 2/{n}")
     ctx.close()
 
 
@@ -289,7 +291,7 @@ def test_presenter_mode_keeps_a_composed_scene(browser, server):
     page.keyboard.press("Escape")
     page.get_by_role("button", name="Next").click()
     wait_idle(page)
-    page.get_by_text("Stage 1/10 · step 1/5").wait_for()
+    page.get_by_text(f"Stage 1/{LAST} · step 1/5").wait_for()
     page.get_by_role("button", name="Model and image").click()  # the sidebar's widgets
     assert page.get_by_text(words).count() >= 1
     assert "scene=star_blue_sand_right_100_30_2_5" in page.url

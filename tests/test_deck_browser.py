@@ -11,14 +11,16 @@ import pytest
 
 from tests.slides import problems_on, settle
 from tools.browser import IDLE_JS, ROOT, serve, wait_idle
+from ui.routes import STAGES as ROUTES
+
+LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "screenshots" / "deck"
 SCREENS = [(1280, 720), (1024, 768), (1920, 1080)]
-ORDER = ["overview", "patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits",
-         "shapes", "segmentation", "experiments"]
+ORDER = list(ROUTES)
 
 @pytest.fixture(scope="module")
 def server():
@@ -36,7 +38,7 @@ def headers(model: str) -> list[str]:
     out = []
     for i, slug in enumerate(ORDER):
         n = len(stages.get(slug).steps_for(c))
-        out += [f"{f'Stage {i}/10' if i else 'Overview'} · step {k + 1}/{n}" for k in range(n)]
+        out += [f"{f'Stage {i}/{LAST}' if i else 'Overview'} · step {k + 1}/{n}" for k in range(n)]
     return out
 
 
@@ -94,21 +96,21 @@ def test_the_clicker_moves_on_after_reveal_play_and_a_click_on_the_figure(browse
     ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     page = ctx.new_page()
     page.goto(f"{server}/?page=attention&presenter=1&step=3")
-    at(page, "Stage 4/10 · step 3/6")
+    at(page, f"Stage 4/{LAST} · step 3/6")
     page.get_by_text("Reveal").first.click()  # the question's answer shows
     page.get_by_text("In block 5").first.wait_for(timeout=30_000)
     wait_idle(page)
     page.keyboard.press("ArrowRight")
-    at(page, "Stage 4/10 · step 4/6")
+    at(page, f"Stage 4/{LAST} · step 4/6")
     for k in (3, 2, 1):  # one key at a time: each is a run of the app
         page.keyboard.press("ArrowLeft")
-        at(page, f"Stage 4/10 · step {k}/6")
+        at(page, f"Stage 4/{LAST} · step {k}/6")
     page.get_by_role("button", name="Play").click()
     page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
     page.keyboard.press("ArrowRight")
-    at(page, "Stage 4/10 · step 2/6")
+    at(page, f"Stage 4/{LAST} · step 2/6")
     page.keyboard.press("ArrowLeft")
-    at(page, "Stage 4/10 · step 1/6")
+    at(page, f"Stage 4/{LAST} · step 1/6")
     page.get_by_role("button", name="Pause").click()  # stop playing
     wait_idle(page)
     box = page.locator(".st-key-deck_figure [data-testid='stPlotlyChart']").first
@@ -116,7 +118,7 @@ def test_the_clicker_moves_on_after_reveal_play_and_a_click_on_the_figure(browse
     settle(page)
     box.click()
     page.keyboard.press("ArrowRight")
-    at(page, "Stage 4/10 · step 2/6")
+    at(page, f"Stage 4/{LAST} · step 2/6")
     ctx.close()
 
 
@@ -126,13 +128,13 @@ def test_after_scrolling_the_next_step_opens_at_its_top(browser, server):
     ctx = browser.new_context(viewport={"width": 1280, "height": 360})
     page = ctx.new_page()
     page.goto(f"{server}/?page=attention&presenter=1")
-    at(page, "Stage 4/10 · step 1/6")
+    at(page, f"Stage 4/{LAST} · step 1/6")
     settle(page)
     scrolled = page.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
         m.scrollTop = m.scrollHeight; return m.scrollTop; }""")
     assert scrolled > 0, "the short screen should scroll"
     page.keyboard.press("ArrowRight")
-    at(page, "Stage 4/10 · step 2/6")
+    at(page, f"Stage 4/{LAST} · step 2/6")
     settle(page)
     top = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop")
     assert top == 0

@@ -49,7 +49,7 @@ def run(model: str, mask: str | None = None):
     return pytest.param(model, mask, id=f"{name}-{mask or 'trained'}", marks=marks)
 
 
-RUNS = ([run(m) for m in (CLF, PREFIX, CAUSAL, TI, *FIX.values())]
+RUNS = ([run(m) for m in (CLF, PREFIX, CAUSAL, TI, "shapes-mae", *FIX.values())]
         + [run(m, mask) for m, mask in [
             (CLF, "causal"), (CLF, "prefix"), (CAUSAL, "causal"), (CAUSAL, "prefix"),
             (PREFIX, "causal"), (FIX["vit-headless"], "causal"),
@@ -126,6 +126,14 @@ def shows_this_models_geometry(page: str, at, model_name: str) -> bool:
         clf = model_name if c.num_classes else CLF
         label = clf.split("/")[-1] if "/" in clf else clf
         return any(label in t for t in titles)
+    if page == "training":
+        return f"({c.depth} blocks × {c.num_heads} heads)" in title_of(
+            chart_by_key(at, keys.TRAIN_DISTANCE))
+    if page == "mae":  # the stage runs an MAE: this one, or the bundled one on the same image
+        from ui.stages.mae import NO_MAE
+
+        return (f"The sidebar's model, {model_name}, is not a masked autoencoder" in notice
+                or NO_MAE in notice or "N_vis" in notice)
     assert page == "experiments", page
     return at.title[0].value.startswith("10 · Experiments")
 
@@ -171,8 +179,23 @@ def unreadable(fig: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------- the matrix
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("model,mask", RUNS)
+LATER = ("training", "mae")  # stages past the forward pass: the quick tier opens them on CLF
+
+
+def matrix():
+    """(page, model, mask) for every page and run; the quick tier keeps QUICK's runs, and of
+    LATER's pages only the bundled classifier's (the rest run in the slow tier)."""
+    out = []
+    for r in RUNS:
+        model, mask = r.values
+        for page in PAGES:
+            slow = bool(r.marks) or (page in LATER and model != CLF)
+            out.append(pytest.param(page, model, mask, id=f"{r.id}-{page}",
+                                    marks=(pytest.mark.slow,) if slow else ()))
+    return out
+
+
+@pytest.mark.parametrize("page,model,mask", matrix())
 def test_every_page_on_every_model(request, page, model, mask):
     if model.startswith("hf:"):
         request.getfixturevalue("offline_hub_models")  # fetched, then the Hub stopped
@@ -197,6 +220,7 @@ def test_every_page_on_every_model(request, page, model, mask):
             assert expected in titles, (expected, titles)
 
 
+@pytest.mark.slow  # 13 pages; the quick tier's photo checks are in test_bad_input_ui.py
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_on_an_uploaded_photo(page):
     at = open_app(page, CLF, upload=photo_bytes(), no_error=True)
@@ -239,4 +263,5 @@ def test_the_matrix_covers_every_family():
     assert {f"hf:{r}" for r in LINKED} <= models
     assert {Path(f).name for f in FIX.values()} == {p.name for org in HUB.iterdir()
                                                     for p in org.iterdir()} - {"bert-not-vit"}
-    assert PAGES == list(STAGES) and len(PAGES) == 11
+    scripts = {p.name for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")}
+    assert PAGES == list(STAGES) and len(PAGES) == len(scripts)  # every page script is a stage

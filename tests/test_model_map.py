@@ -238,7 +238,8 @@ def test_the_map_caption_says_which_text_pass_it_shows(model, mask):
 
 # ---------------------------------------------------------------- composed scenes
 ALL_FOUR = "star_blue_sand_right_100_30_2_5"  # the bundled models get all of it right
-HARD = "box_pink_grass_bottom_70_70_3_1"  # a small box: both call it a diamond
+HARD = "box_pink_grass_bottom_70_70_3_1"  # a small box: the captioner calls it a diamond
+MISSED = "box_pink_grass_bottom_75_30_3_2"  # a small box the classifier calls a heart (43%)
 
 
 def open_scene(code: str, model: str) -> AppTest:
@@ -276,7 +277,7 @@ def test_composed_scene_note_says_which_parts_the_caption_names(code, placed):
         assert "misses the shape (it says diamond; you chose box)" in note, note
 
 
-@pytest.mark.parametrize("code", [ALL_FOUR, HARD])
+@pytest.mark.parametrize("code", [ALL_FOUR, MISSED])
 def test_composed_scene_note_says_whether_the_top_class_is_the_shape(code):
     at = open_scene(code, "shapes-classifier")
     model = load_model("shapes-classifier")

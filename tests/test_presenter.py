@@ -14,7 +14,10 @@ from tests.independent import charts_by_key
 from tests.support import open_app as _open
 from tests.support import reveal
 from ui import keys, stages
+from ui.routes import STAGES as ROUTES
 from vit_core import load_image, load_model, preprocess, run_trace
+
+LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 
 HUB = "tests/fixtures/hub"
 
@@ -63,9 +66,9 @@ def test_presenter_mode_shows_only_the_current_steps_figures(slug, expected):
 
 def test_next_and_previous_walk_the_steps_then_the_stages():
     at = open_app({"page": "patches", "presenter": "1"}, "vit-ti16")
-    assert "Stage 1/10 · step 1/5" in where(at) and "cut into patches" in where(at)
-    for expected in ("Stage 1/10 · step 2/5", "Stage 1/10 · step 3/5", "Stage 1/10 · step 4/5",
-                     "Stage 1/10 · step 5/5", "Stage 2/10 · step 1/"):
+    assert f"Stage 1/{LAST} · step 1/5" in where(at) and "cut into patches" in where(at)
+    for expected in [f"Stage 1/{LAST} · step {k}/5" for k in (2, 3, 4, 5)] + [
+            f"Stage 2/{LAST} · step 1/"]:
         at.button(key=keys.PRESENTER_NEXT).click().run()
         assert not at.exception
         if expected.startswith("Stage 2"):  # st.switch_page: AppTest keeps the elements drawn
@@ -76,15 +79,15 @@ def test_next_and_previous_walk_the_steps_then_the_stages():
     at.button(key=keys.PRESENTER_PREV).click().run()  # back to the last step of stage 1
     assert at.title[0].value.startswith("1 · Input") and at.query_params["step"] == "5"
     at.run()
-    assert "Stage 1/10 · step 5/5" in where(at)
+    assert f"Stage 1/{LAST} · step 5/5" in where(at)
     assert not set(charts_by_key(at)) & set().union(*PATCH_STEPS)
     assert len(at.dataframe) == 1  # the table of patch sizes
 
 
 def test_the_last_step_of_the_last_stage_has_no_next():
     c = load_model("shapes-classifier").config
-    n = len(stages.get("experiments").steps_for(c))
-    at = open_app({"page": "experiments", "presenter": "1", "step": str(n)})
+    n = len(stages.get(list(ROUTES)[-1]).steps_for(c))
+    at = open_app({"page": list(ROUTES)[-1], "presenter": "1", "step": str(n)})
     assert at.button(key=keys.PRESENTER_NEXT).disabled
     assert not at.button(key=keys.PRESENTER_PREV).disabled
 
@@ -108,7 +111,7 @@ def test_the_model_and_image_stay_reachable_in_presenter_mode():
     assert not at.sidebar.selectbox  # nothing is drawn twice
     at.selectbox(key=keys.MODEL).set_value("vit-ti16").run()
     assert not at.exception and at.session_state[keys.MODEL] == "vit-ti16"
-    assert "Stage 1/10" in where(at)
+    assert f"Stage 1/{LAST}" in where(at)
     at.toggle(key=keys.PRESENTER).set_value(False).run()  # the popover also leaves
     assert not at.exception and at.sidebar.selectbox(key=keys.MODEL).value == "vit-ti16"
 

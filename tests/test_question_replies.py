@@ -353,6 +353,18 @@ SAYS = {  # (stage, step) -> does the answer say the reply's right value?
         and (r.right == 1) == (" sure: " in answer)),
     ("experiments", "unordered"): _by_right(o1="treat the patches as a set",
                                             o2="no patch ever reaches", o3="they need not"),
+    ("training", "curves"): lambda r, answer: f"= {r.value:.2f}**" in answer,
+    ("training", "positions"): lambda r, answer: answer.startswith(f"Patch {r.right[0]} ("),
+    ("training", "distance"): lambda r, answer: answer.startswith(f"**{r.value:.1f} px**"),
+    ("training", "cls"): lambda r, answer: (
+        answer.startswith(f"**{r.value:.2f}×**") if isinstance(r, Number) else
+        answer.startswith(f"Patch {r.right[0]} (")),
+    ("training", "prediction"): lambda r, answer: f"= {pct(r.value / 100)}**" in answer,
+    ("mae", "hide"): lambda r, answer: answer.startswith(f"{r.value:g}: N_vis = "),
+    ("mae", "shapes"): lambda r, answer: answer.startswith(f"{r.value:g}: the CLS token"),
+    ("mae", "reconstruction"): _by_right(o1="Only where it is"),
+    ("mae", "error"): lambda r, answer: answer.startswith(f"Patch {r.value:g} ("),
+    ("mae", "loss"): _by_right(o0="copying them back"),
 }
 
 

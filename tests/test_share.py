@@ -13,7 +13,10 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import attention_pattern_shown
 from tests.support import open_app
 from ui import inputs, keys
+from ui.routes import STAGES as ROUTES
 from vit_core import load_image, load_model, preprocess, run_trace
+
+LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 
 VIEW = {"page": "attention", "model": "vit-ti16", "layer": "3", "head": "2", "patch": "40",
         "mask": "causal"}
@@ -64,7 +67,7 @@ def test_the_mask_choice_reaches_the_trace():
 
 def test_presenter_mode_shows_the_stage_and_its_story():
     at = open_link({"page": "qkv", "model": "vit-ti16", "presenter": "1"})
-    assert any("Stage 3/10 · step 1/3" in m.value for m in at.markdown)
+    assert any(f"Stage 3/{LAST} · step 1/3" in m.value for m in at.markdown)
     # the stage's story, for the teacher: in the header's speaker notes on the first step
     assert any("asks a question (query)" in m.value for m in at.markdown)
     assert at.toggle(key="presenter").value  # in the header's popover: the sidebar is hidden

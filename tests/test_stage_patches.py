@@ -10,7 +10,10 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import trace_of
 from tests.support import HUB, open_app
 from ui import keys, stages
+from ui.routes import STAGES as ROUTES
 from vit_core import load_model
+
+LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 
 CLF, CAP, B16 = "shapes-classifier", "shapes-captioner-causal", "vit-b16"
 ONE = str(HUB / "tiny-org" / "vit-1block-1head-p14")  # 28 px, P = 14
@@ -34,7 +37,7 @@ def test_five_steps_and_one_question_on_the_matrix_step():
     for k, key in enumerate(STEPS):
         at = open_app(params={"page": "patches", "presenter": "1", "step": str(k + 1)},
                       model=CLF)
-        assert any(f"Stage 1/10 · step {k + 1}/5" in m.value for m in at.markdown)
+        assert any(f"Stage 1/{LAST} · step {k + 1}/5" in m.value for m in at.markdown)
         assert len(asked(at)) == (key == "matrix"), (key, asked(at))
 
 

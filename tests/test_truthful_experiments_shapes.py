@@ -102,7 +102,7 @@ def test_removing_positions_under_causal_says_what_changed_cls_own_position():
     before = run_trace(model, x, mask="causal").logits
     after = run_trace(model, x, mask="causal", positions=False).logits
     diff = float((before.double() - after.double()).abs().max())
-    assert diff > 1e-3  # the answer does move (ball 63.5 % -> 60.3 % on the default sample)
+    assert diff > 1e-3  # the answer does move (ring 91.67 % -> 91.78 % for every picture)
     # why: CLS sees only itself, so of E_pos only its own row reaches the head
     only_cls = copy.deepcopy(model)
     with torch.no_grad():
@@ -114,7 +114,8 @@ def test_removing_positions_under_causal_says_what_changed_cls_own_position():
     torch.testing.assert_close(run_trace(moved_patches, x, mask="causal").logits, before)
     said = note(at)
     p0, p1 = probs(before), probs(after)
-    assert f"{100 * p0[0]:.1f}%" in shown_text(at) and f"{100 * p1[0]:.1f}%" in shown_text(at)
+    top = int(p0.argmax())  # the top class, whose probability before and after is printed
+    assert f"{100 * p0[top]:.1f}%" in shown_text(at) and f"{100 * p1[top]:.1f}%" in shown_text(at)
     assert "cannot depend on where the patches are" not in said
     assert "CLS's own position embedding (row 0 of E_pos)" in said
     assert f"by up to {diff:.3g}" in said

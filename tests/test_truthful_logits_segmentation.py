@@ -162,13 +162,19 @@ def test_a_prediction_that_ignores_the_image_says_so(model_name):
 
 
 # ---------------------------------------------------------------- 4. "confident"
+EVEN_SPLIT = "arrow_black_sand_left_106_71_3_1"  # a composed scene the classifier is torn on
+
+
 def test_an_even_split_is_not_called_confident():
-    at = open_photo("logits")
+    from ui.inputs import composed_bytes
+
+    at = open_app("logits", "shapes-classifier", params={"scene": EVEN_SPLIT}, no_error=True)
+    assert at.session_state[keys.INPUT].data == composed_bytes(EVEN_SPLIT)
     model = load_model("shapes-classifier")
     names = list(model.config.class_names)
     p = softmax64(run_trace(model, pixels_of(at, model)).logits.numpy())
     first, second = np.argsort(-p)[:2]
-    assert 0.5 <= p[first] < 0.6 and p[second] > 0.3  # the photo: about 50 % against 33 %
+    assert 0.5 <= p[first] < 0.6 and p[second] > 0.3  # the scene: arrow 55 % against moon 32 %
     said = text(at)
     assert "confident" not in said
     assert f"the runner-up, {names[second]}, has {p[second]:.1%}" in said

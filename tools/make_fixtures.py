@@ -30,6 +30,14 @@ Files written (see tests/fixtures/README.md for the layout of each):
 Only the last one, without touching the others:
 
     /work/fixture-venv/bin/python tools/make_fixtures.py --resolution
+
+The masked autoencoder alone (transformers only: `pip install torch==2.13.0 transformers
+safetensors numpy` is enough, no timm), without touching the others:
+
+    /work/fixture-venv/bin/python tools/make_fixtures.py --mae
+
+    hf_vit_mae_tiny/                     HF ViTMAEForPreTraining (config.json + model.safetensors)
+    hf_vit_mae_tiny_expected.safetensors its outputs for a fixed image and fixed noise
 """
 
 from __future__ import annotations
@@ -42,15 +50,19 @@ import struct
 import sys
 from pathlib import Path
 
-import timm
 import torch
 import torch.nn as nn
 import transformers
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-from timm.layers import resample_abs_pos_embed
-from timm.models.vision_transformer import VisionTransformer
 from transformers import ViTConfig, ViTForImageClassification
+
+try:  # --mae needs transformers only; its venv has no timm
+    import timm
+    from timm.layers import resample_abs_pos_embed
+    from timm.models.vision_transformer import VisionTransformer
+except ImportError:
+    timm = None
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
@@ -504,6 +516,140 @@ def verify_resolution() -> None:
           f"reproduced exactly")
 
 
+# --------------------------------------------------------------------------- masked autoencoder
+
+SEED_MAE = 6789
+MAE_DIR = "hf_vit_mae_tiny"
+MAE_EXPECTED = "hf_vit_mae_tiny_expected.safetensors"
+MAE_RATIOS = (0.75, 0.7, 0.0)  # the config's; 0.7: int(16 * 0.3) = 4 where round() gives 5; 0.0
+
+
+def build_mae():
+    from transformers import ViTMAEConfig, ViTMAEForPreTraining
+
+    cfg = ViTMAEConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, hidden_act="gelu", layer_norm_eps=1e-12,
+        qkv_bias=True, decoder_hidden_size=16, decoder_num_hidden_layers=1,
+        decoder_num_attention_heads=2, decoder_intermediate_size=32, mask_ratio=0.75,
+        norm_pix_loss=True, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(SEED_MAE)
+    return ViTMAEForPreTraining(cfg)
+
+
+def _mae_noise(seed: int) -> torch.Tensor:
+    return torch.rand(2, 16, generator=_gen(seed), dtype=torch.float32)
+
+
+@torch.no_grad()
+def run_mae(model, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Outputs at each ratio of MAE_RATIOS (suffix _r<ratio>) for noise seeded 100 + index; at
+    ratio 0 the noise is 0, 1, ..., N-1 (nothing hidden, patches in grid order: the headless
+    encoder's pass). The decoder's input (its tokens with [MASK] placed, plus positions) is read
+    by a pre-hook on its first layer; the encoder's input by a hook on the embeddings."""
+    acts: dict[str, torch.Tensor] = {}
+    own = model.config.mask_ratio
+    for i, ratio in enumerate(MAE_RATIOS):
+        noise = _mae_noise(100 + i) if ratio else torch.arange(16.0).expand(2, 16).contiguous()
+        seen: dict[str, torch.Tensor] = {}
+        h1 = model.decoder.decoder_layers[0].register_forward_pre_hook(
+            lambda m, a, seen=seen: seen.__setitem__("decoder_input", _t(a[0])))
+        h2 = model.vit.embeddings.register_forward_hook(
+            lambda m, a, out, seen=seen: seen.__setitem__("encoder_input", _t(out[0])))
+        model.config.mask_ratio = ratio
+        try:
+            out = model(pixel_values=x, noise=noise)
+        finally:
+            model.config.mask_ratio = own
+            h1.remove()
+            h2.remove()
+        tag = f"_r{ratio}"
+        acts["noise" + tag] = noise
+        acts["encoder_input" + tag] = seen["encoder_input"]
+        if ratio:  # nothing hidden: no loss (0 / 0), and only the encoder is of interest
+            acts["mask" + tag] = _t(out.mask)
+            acts["ids_restore" + tag] = out.ids_restore.to(torch.int64).contiguous()
+            acts["decoder_input" + tag] = seen["decoder_input"]
+            acts["logits" + tag] = _t(out.logits)
+            acts["loss" + tag] = _t(out.loss)
+    return acts
+
+
+@torch.no_grad()
+def _last_hidden(model, x: torch.Tensor, noise: torch.Tensor, ratio: float) -> torch.Tensor:
+    own = model.config.mask_ratio
+    model.config.mask_ratio = ratio
+    try:
+        return _t(model.vit(pixel_values=x, noise=noise).last_hidden_state)
+    finally:
+        model.config.mask_ratio = own
+
+
+@torch.no_grad()
+def mae_fixture() -> None:
+    from transformers.models.vit_mae.modeling_vit_mae import build_2d_sinusoidal_position_embedding
+
+    model = build_mae()
+    # transformers 5.24 leaves both fixed tables at zero in a model built from a config (the
+    # encoder's initialize_weights returns early, the decoder's _init_weights zeroes its table);
+    # pretrained checkpoints store them. Fill them with the library's own functions.
+    model.vit.embeddings.patch_embeddings.projection._is_hf_initialized = False
+    model.vit.embeddings.initialize_weights()
+    model.decoder.initialize_weights(model.vit.embeddings.patch_embeddings.num_patches)
+    tables = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    assert sorted(tables) == ["decoder.decoder_pos_embed", "vit.embeddings.position_embeddings"]
+    randomize_(model, SEED_MAE, {"vit.embeddings.cls_token"})
+    for n, p in model.named_parameters():  # the fixed sine-cosine positions stay what they are
+        if n in tables:
+            p.copy_(tables[n])
+    for n, dim in (("vit.embeddings.position_embeddings", 32), ("decoder.decoder_pos_embed", 16)):
+        ref = build_2d_sinusoidal_position_embedding(4, 4, dim, cls_token=True)
+        ref = torch.cat([ref[..., dim // 2:], ref[..., :dim // 2]], dim=-1)[None]
+        assert torch.equal(tables[n], ref), n
+    model.eval()
+    x = _input((2, 3, 16, 16))
+    acts = run_mae(model, x)
+    for ratio in MAE_RATIOS:
+        tag = f"_r{ratio}"
+        acts["last_hidden_state" + tag] = _last_hidden(model, x, acts["noise" + tag], ratio)
+    folder = OUT_DIR / MAE_DIR
+    if folder.exists():
+        shutil.rmtree(folder)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    for f in folder.iterdir():
+        os.chmod(f, 0o644)
+    meta = {
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "attn_implementation": model.config._attn_implementation,
+        "seed": str(SEED_MAE),
+        "input_seed": str(SEED_INPUT),
+        "ratios": json.dumps(MAE_RATIOS),
+        "noise": "torch.rand(2, 16) seeded 100 + index of the ratio; ratio 0: arange(16)",
+    }
+    _save_safetensors({"input": x, **acts}, OUT_DIR / MAE_EXPECTED, meta)
+
+
+@torch.no_grad()
+def verify_mae() -> None:
+    from transformers import ViTMAEForPreTraining
+
+    exp = load_file(str(OUT_DIR / MAE_EXPECTED))
+    folder = OUT_DIR / MAE_DIR
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
+    model = ViTMAEForPreTraining.from_pretrained(str(folder)).eval()
+    acts = run_mae(model, exp["input"])
+    for k, v in acts.items():
+        assert torch.equal(v, exp[k]), k
+    for ratio in MAE_RATIOS:
+        tag = f"_r{ratio}"
+        assert torch.equal(_last_hidden(model, exp["input"], exp["noise" + tag], ratio),
+                           exp["last_hidden_state" + tag]), tag
+    sizes = {p.name: p.stat().st_size for p in [*folder.iterdir(), OUT_DIR / MAE_EXPECTED]}
+    print(f"ok  {MAE_DIR}/ and {MAE_EXPECTED}: every output reproduced exactly; bytes {sizes}")
+
+
 # --------------------------------------------------------------------------- verification
 
 
@@ -582,6 +728,12 @@ def main() -> int:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    if "--mae" in sys.argv[1:]:  # only the MAE fixture; the others stay as they are
+        mae_fixture()
+        verify_mae()
+        return 0
+    if timm is None:
+        raise SystemExit("timm is not installed in this venv; only --mae runs without it.")
     if "--resolution" in sys.argv[1:]:  # only the resolution fixture; the others stay as they are
         resolution_fixture()
         verify_resolution()

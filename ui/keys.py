@@ -271,3 +271,27 @@ def qkv(matrix: str) -> str:
     """The chart of Q, K or V on the Q/K/V page: 'qkv_Q', 'qkv_K', 'qkv_V'."""
     return f"{QKV_PREFIX}{matrix}"
 
+
+# ---------------------------------------------------------------- training stage
+# pages/training.py (ui/stages/training.py)
+TRAIN_CURVES = "train_curves"  # chart: the training loss and held-out scores against the step
+TRAIN_POSITIONS = "train_positions"  # chart: a position's similarity map at two training steps
+TRAIN_DISTANCE = "train_distance"  # chart: mean attention distance per block at kept steps
+TRAIN_CLS = "train_cls"  # chart: CLS attention on the patches, and on the object per kept step
+TRAIN_PREDICTION = "train_prediction"  # chart: top classes, and the final class at every step
+
+# ---- MAE stage
+# pages/mae.py (ui/stages/mae.py)
+MAE_MODE = "mae_mode"  # str: how patches are hidden, at random or by clicks (radio)
+MAE_RATIO = "mae_ratio"  # float: share of patches hidden at random (select_slider)
+MAE_SEED = "_mae_seed"  # int: which random masking (MAE_NEW draws the next)
+MAE_NEW = "mae_new"  # button: draw another random masking
+MAE_HIDDEN = "_mae_hidden"  # list[int]: patches hidden by hand (toggled by clicks on MAE_GRID)
+MAE_GRID = "mae_grid"  # chart: clickable patch grid (a click hides or shows a patch)
+MAE_CLEAR = "mae_clear"  # button: hide no patch by hand
+MAE_INPUT = "mae_input"  # chart: what the encoder is given (hidden patches blanked)
+MAE_TOKENS = "mae_tokens"  # chart: the encoder's and the decoder's token sequences
+MAE_SHAPES = "mae_shapes"  # table: each tensor's shape through the MAE
+MAE_IMAGES = "mae_images"  # chart: original, masked input and reconstruction side by side
+MAE_ERROR = "mae_error"  # chart: squared error per patch, on the patch grid
+MAE_LOSS = "mae_loss"  # chart: the hidden patches' errors and their mean, the loss

@@ -14,6 +14,8 @@ STAGES = {
     "shapes": ("pages/shape_trace.py", "8 · Shape trace", ":material/table_chart:"),
     "segmentation": ("pages/segmentation.py", "9 · Segmentation", ":material/texture:"),
     "experiments": ("pages/experiments.py", "10 · Experiments", ":material/science:"),
+    "training": ("pages/training.py", "11 · Training", ":material/trending_up:"),
+    "mae": ("pages/mae.py", "12 · Masked patches (MAE)", ":material/blur_on:"),
 }
 
 # The model map's boxes name the stage of the pass they belong to (vit_core.explain.stages.STAGES);

@@ -180,25 +180,25 @@ def train_step_picker(sb) -> None:
         else:
             sb.warning(f"This link asks for training step {asked!r}; {name} was kept at steps "
                        f"{', '.join(map(str, steps))}. Showing its final weights.")
-            ss[keys.TRAIN_STEP] = steps[-1]
+            ss[keys.TRAIN_STEP] = log.final_step
     if ss.get(keys.TRAIN_STEP) not in steps:
-        ss[keys.TRAIN_STEP] = steps[-1]
+        ss[keys.TRAIN_STEP] = log.final_step
     sb.select_slider("Training step", steps, key=keys.TRAIN_STEP,
-                     format_func=lambda s: train_step_label(s, steps),
+                     format_func=lambda s: train_step_label(s, log.final_step),
                      help="Run every page with the weights this model had after that many "
                           "training steps (kept while it trained; the Training stage draws "
                           "its curves).")
     step = ss[keys.TRAIN_STEP]
     snap = log.snapshot(step)
-    if step != steps[-1] and snap is not None and "top1" in snap:
+    if step != log.final_step and snap is not None and "top1" in snap:
         sb.caption(f"After {step:,} of {log.final_step:,} steps: held-out top-1 "
                    f"{100 * snap['top1']:.0f} % on {log.snapshot_eval['n']} scenes.")
 
 
-def train_step_label(step: int, steps: tuple[int, ...]) -> str:
-    """'0 (random start)', '250', '12000 (final)'."""
+def train_step_label(step: int, final: int) -> str:
+    """'0 (random start)', '250', '10000 (final)'."""
     return (f"{step} (random start)" if step == 0 else
-            f"{step} (final)" if step == steps[-1] else str(step))
+            f"{step} (final)" if step == final else str(step))
 
 
 def size_picker(sb) -> None:

@@ -114,17 +114,11 @@ def training_log(name: str) -> vit_core.TrainingLog | None:
     return vit_core.training_log(name)
 
 
-def training_steps(name: str) -> tuple[int, ...]:
-    """The training steps picker model `name` was kept at, else ()."""
-    log = training_log(name)
-    return log.steps if log is not None else ()
-
-
 def stepped(name: str, step: int | None) -> str:
     """The name of picker model `name` after `step` training steps: the name itself at its last
     step (or for a step it was not kept at), else 'NAME@step{step}'."""
-    steps = training_steps(name)
-    if step is None or step not in steps or step == steps[-1]:
+    log = training_log(name)
+    if log is None or step is None or step not in log.steps or step == log.final_step:
         return name
     return f"{name}@step{step}"
 
@@ -399,3 +393,51 @@ def patch_pca(inp: Input, model_name: str, mask: str | None):
     computed once per trace (an SVD of N x D)."""
     mask = same_mask(model_name, mask)
     return _patch_pca(inp.key, model_name, mask, trace(inp, model_name, mask=mask))
+
+
+# ---- MAE
+# The masked-autoencoder stage (ui/stages/mae.py): the MAE, and one pass of it per image, model
+# and masking. Its encoder is what get_model gives under the same name (prepare() reads its
+# config), so the image is prepared once for both.
+@dataclass(frozen=True)
+class MAERun:
+    out: vit_core.MAEOutput  # the pass, batch of 1
+    pixels: torch.Tensor  # [1, 3, H, W] the normalised input
+    predicted: torch.Tensor  # [1, 3, H, W] every patch as the decoder predicts it
+    pasted: torch.Tensor  # [1, 3, H, W] the visible patches as they are, hidden ones predicted
+
+
+def get_mae(name: str):
+    """The masked autoencoder `name` (vit_core.load_mae; never downloads), loaded once and kept
+    in the byte budget."""
+    return shared_cache().get(("get_mae", name),
+                              lambda: vit_core.load_mae(name, local_files_only=True))
+
+
+def _run_mae(mae, pixels, ratio: float, seed: int, hidden: tuple | None) -> MAERun:
+    from vit_core.mae import noise_hiding
+
+    N = mae.encoder.config.num_patches
+    if hidden is None:  # random masking at `ratio`, the noise drawn from `seed`
+        noise, keep = torch.rand(1, N, generator=torch.Generator().manual_seed(seed)), None
+    else:  # exactly the chosen patches
+        noise, keep = noise_hiding(N, hidden), N - len(hidden)
+    with torch.inference_mode():
+        out = mae(pixels, noise=noise, mask_ratio=ratio, n_visible=keep)
+        return MAERun(out, pixels, mae.reconstruction(out, pixels),
+                      mae.reconstruction(out, pixels, paste_visible=True))
+
+
+@held
+def _mae_run(key: str, model_name: str, ratio: float, seed: int, hidden: tuple | None, _pixels):
+    mae = get_mae(model_name)
+    return forward_worker().run(_run_mae, mae, _pixels, ratio, seed, hidden, model=mae)
+
+
+def mae_run(inp: Input, model_name: str, ratio: float, seed: int = 0,
+            hidden: tuple | None = None) -> MAERun:
+    """MAE `model_name` on this image: random masking at `ratio` from noise seeded `seed`, or
+    (`hidden` given) exactly those patches hidden. Cached per image, model and masking."""
+    hidden = None if hidden is None else tuple(sorted(int(i) for i in hidden))
+    return _mae_run(inp.key, model_name, float(ratio), int(seed), hidden,
+                    prepare(inp, model_name).pixels)

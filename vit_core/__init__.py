@@ -27,8 +27,10 @@ from .io.checkpoints import (
     training_log,
 )
 from .io.images import display_crop, load_image, preprocess
+from .io.mae_files import load_mae, save_mae
 from .io.snapshots import TrainingLog
 from .io.text import Encoding, Tokenizer
+from .mae import MAE, MAEConfig, MAEOutput
 from .masks import allowed_keys, make_mask
 from .model import ViT
 from .patches import patchify, unpatchify
@@ -42,4 +44,5 @@ __all__ = [
     "allowed_keys", "at_size", "bundled_models", "default_model_name", "display_crop", "generate",
     "input_sizes", "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
     "save_checkpoint", "score_text", "segment", "training_log", "unpatchify",
+    "MAE", "MAEConfig", "MAEOutput", "load_mae", "save_mae",
 ]

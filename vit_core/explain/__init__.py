@@ -2,6 +2,7 @@
 entropy (`attention`), W_E components and position similarity (`embeddings`), the logit lens
 (`lens`), token statistics and PCA colours (`tokens`), FLOPs and parameters (`flops`),
 interventions (`interventions`), caption generation and scoring (`generation`), the
-segmentation pivot (`segmentation`), what a head reads and how sure it is (`readout`) and the
-model map's boxes and live shapes (`stages`).
+segmentation pivot (`segmentation`), what a head reads and how sure it is (`readout`), the
+model map's boxes and live shapes (`stages`), windowed attention's cost (`windows`) and what a
+training log and snapshots say (`training`).
 Pure torch; no streamlit. Never imports the scene world (vit_core.scenes), which imports this."""

@@ -35,7 +35,8 @@ HF_TOP = {"embeddings.cls_token": "cls_token", "embeddings.position_embeddings":
           # DeiT distilled (DeiTForImageClassificationWithTeacher): [DIST] and its own head
           "embeddings.distillation_token": "dist_token", "cls_classifier": "head",
           "distillation_classifier": "head_dist"}
-HF_MODEL_TYPES = ("vit", "deit")  # plain pre-LN ViTs; DeiT is a ViT trained differently
+HF_MODEL_TYPES = ("vit", "deit", "vit_mae")  # plain pre-LN ViTs; DeiT is a ViT trained
+# differently; ViTMAE's encoder is one (its decoder is read by load_mae, vit_core/io/mae_hf.py)
 HF_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL's numbers in processor configs
 HF_LAYER = {"layernorm_before": "norm1", "layernorm_after": "norm2",
             "attention.output.dense": "attn.proj", "attention.o_proj": "attn.proj",
@@ -132,13 +133,19 @@ def _hf_key(key: str) -> str:
     return key.removeprefix("vit.").removeprefix("deit.")
 
 
+def is_hf_mae(hf_config: dict | None) -> bool:
+    """A transformers ViTMAE folder: its encoder loads as a headless ViT, the decoder is left."""
+    return (hf_config or {}).get("model_type") == "vit_mae"
+
+
 def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tensor]:
-    """Map a Hugging Face ViTForImageClassification / ViTModel / DeiT (distilled or not) state
-    dict onto timm names.
+    """Map a Hugging Face ViTForImageClassification / ViTModel / DeiT (distilled or not) / ViTMAE
+    (its encoder: a headless ViT) state dict onto timm names.
 
     Args:
         state: HF tensors, with or without the `vit.` / `deit.` prefix (ViTModel has none).
-        hf_config: the folder's config.json, checked for an architecture `ViT` can run.
+        hf_config: the folder's config.json, checked for an architecture `ViT` can run; for
+            model_type "vit_mae" the `decoder.*` tensors are left out.
     Returns:
         a timm-named state dict; q, k, v are concatenated (in that order) into `attn.qkv`.
         Unknown keys pass through unchanged, so the strict loader names them.
@@ -146,13 +153,15 @@ def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tenso
     cfg = hf_config or {}
     if cfg.get("model_type", "vit") not in HF_MODEL_TYPES:
         raise CheckpointError(f"This is a Hugging Face '{cfg['model_type']}' model, not a Vision "
-                              f"Transformer: only ViT and DeiT models can be shown here.")
+                              f"Transformer: only ViT, DeiT and ViTMAE models can be shown here.")
     if cfg.get("hidden_act", "gelu") != "gelu":
         raise CheckpointError(f"hidden_act '{cfg['hidden_act']}' is not supported; ViT uses the "
                               f"exact GELU ('gelu').")
     out, qkv, ignored = {}, {}, []
     for key, value in state.items():
         k = _hf_key(key)
+        if is_hf_mae(cfg) and key.startswith("decoder."):
+            continue  # the MAE's decoder: not part of the encoder (load_mae reads it)
         if k.startswith("pooler.") or k == "embeddings.mask_token":
             ignored.append(key)  # ViTModel's pooler / MIM mask token: unused by a classifier
         elif m := HF_LAYER_KEY.match(k):

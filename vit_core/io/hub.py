@@ -9,9 +9,10 @@ network request at all, so a class runs offline after one fetch at home. `local_
 (what the app passes) or `HF_HUB_OFFLINE=1` never fetch: a model that is not here is one sentence
 naming the fetch command. Nothing here is called at run time unless a user asks for that model.
 
-Both repo formats load: transformers' (`config.json` with `model_type` vit / deit, plus
+Both repo formats load: transformers' (`config.json` with `model_type` vit / deit / vit_mae, plus
 `preprocessor_config.json`) and timm's (`config.json` with `architecture` and `pretrained_cfg`),
-with neither library installed (vit_core/io/external.py maps the weights).
+with neither library installed (vit_core/io/external.py maps the weights). A ViTMAE repo loads as
+its headless encoder here; `load_mae` (vit_core/io/mae_files.py) reads the same folder whole.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ CURATED: dict[str, Curated] = {
         5.9, "two prefix tokens, CLS and DIST, each with its own head; it predicts their mean"),
     "timm/vit_small_patch16_224.augreg_in21k_ft_in1k": Curated(
         22.1, "timm's ViT-S/16 (AugReg, ImageNet-21k then 1k), stored in timm's own format"),
+    "facebook/vit-mae-base": Curated(
+        111.9, "a masked autoencoder (MAE): ViT-B/16 learned by filling in 75 % hidden patches, "
+               "no labels; the weights hold its 8-block decoder too (26 M parameters)"),
 }
 
 
@@ -98,13 +102,15 @@ def _weights_present(folder: Path, weights: str) -> bool:
     return (folder / weights).is_file()
 
 
-def load(name: str, local_files_only: bool = False, **options):
+def load(name: str, local_files_only: bool = False, loader: Callable | None = None, **options):
     """Load 'hf:ORG/NAME' from the local cache, fetching it first if it is not there.
 
     Args:
         name: 'hf:ORG/NAME' or 'ORG/NAME'.
         local_files_only: never fetch (also when `HF_HUB_OFFLINE=1`): a model that is not on this
             machine is a CheckpointError naming the fetch command.
+        loader: what reads the folder (default vit_core.io.external.load_external; load_mae
+            passes the MAE's); called as loader(folder, name=..., **options).
         options: for vit_core.io.external.load_external (num_heads, img_size, mean, std).
     Raises:
         CheckpointError: not here and not to be fetched, not a ViT; FetchError (a
@@ -121,7 +127,7 @@ def load(name: str, local_files_only: bool = False, **options):
             raise CheckpointError(f"{rid} is not on this machine; fetch it with "
                                   f"`{FETCH_COMMAND} {rid}`.")
         folder = fetch(rid)
-    model = load_external(folder, name=PREFIX + rid, **options)
+    model = (loader or load_external)(folder, name=PREFIX + rid, **options)
     model.info.source = PREFIX + rid
     curated = CURATED.get(rid)
     model.info.description = curated.why if curated else f"Hugging Face Hub: {rid}"
@@ -235,9 +241,9 @@ def _refuse_if_not_a_vit(rid: str, config_file: Path) -> None:
         raise FetchError(f"'{rid}' is timm's '{arch}', not a plain Vision Transformer; only ViT "
                          f"and DeiT models can be shown here.")
     kind = cfg.get("model_type")
-    if kind not in ("vit", "deit"):
-        raise FetchError(f"'{rid}' is a '{kind}' model, not a Vision Transformer; only ViT and "
-                         f"DeiT models can be shown here.")
+    if kind not in ("vit", "deit", "vit_mae"):
+        raise FetchError(f"'{rid}' is a '{kind}' model, not a Vision Transformer; only ViT, "
+                         f"DeiT and ViTMAE models can be shown here.")
 
 
 def _progress_class(report: Callable[[int], None]):

@@ -1,0 +1,6 @@
+"""Stage 12: masked patches (declared in ui/stages/mae.py)."""
+
+from ui import deck
+from ui.stages.mae import STAGE
+
+deck.run(STAGE)

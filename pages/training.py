@@ -1,0 +1,6 @@
+"""Stage 11: how the weights were learned (declared in ui/stages/training.py)."""
+
+from ui import deck
+from ui.stages.training import STAGE
+
+deck.run(STAGE)

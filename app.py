@@ -19,7 +19,7 @@ st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout=
 start = st.query_params.get("page", "overview")
 pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug == start)
          for slug, (path, title, icon) in STAGES.items()}
-pg = st.navigation(list(pages.values()))
+pg = st.navigation(list(pages.values()), expanded=True)  # all 13 pages: past 10 it folds
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
 student.follow(stage, STAGES, presenter.model_config())  # a following student: the class's

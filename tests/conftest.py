@@ -13,6 +13,7 @@ Fixtures here: `open_app` (the one way a test opens the app under AppTest), `bro
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -22,6 +23,21 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("VIT_EXPLAINER_READ_AHEAD", "0")
+
+
+def _scan_installed_components_once() -> None:
+    """A real server looks for installed Streamlit components once, when it starts; AppTest
+    looks again for every new app (reading the metadata of every installed package: about
+    0.45 s of each ~0.8 s run of a page, most of the quick tier). The packages do not change
+    while the tests run, so the first scan's answer is kept (`benchmarks/apptest_run.py`)."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(scan)
+
+
+_scan_installed_components_once()
 
 from tests import support  # noqa: E402  (after the environment it reads)
 

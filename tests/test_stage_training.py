@@ -268,13 +268,17 @@ def test_the_stage_at_step_0_and_at_the_end(log, where):
 
 
 @pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
-def test_a_captioner_has_no_log_and_no_class_logits():
+def test_a_captioner_has_no_log_and_no_class_logits(log):
+    """Its curves step draws the classifier's log instead, titled as the classifier's."""
     at = open_app("training", CAPTIONER, no_error=True)
     said = words(at)
     assert f"{CAPTIONER} was trained by this repository without keeping snapshots" in said
-    assert f"**{NAME}** was trained here with one" in said
+    assert f"**{NAME}** was trained here with one (its curves are drawn here)" in said
     charts = charts_by_key(at)
-    assert keys.TRAIN_CURVES not in charts and keys.TRAIN_PREDICTION not in charts
+    assert keys.TRAIN_PREDICTION not in charts
+    title = charts[keys.TRAIN_CURVES]["layout"]["title"]["text"]
+    assert title == f"How {NAME}'s weights formed (its log: {CAPTIONER} has none)"
+    check_curves(at, log, log.final_step)
     assert "CLS sees only itself" in said  # its own causal mask: nothing reaches a patch
     model = load_model(CAPTIONER)
     c = model.config

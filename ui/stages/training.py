@@ -148,22 +148,32 @@ def _with_log() -> list[str]:
 # ---------------------------------------------------------------- 1. the curves
 def _curves_facts(x: Ctx) -> dict:
     if x.log is None:
-        return {"log": None, "why": _kind_of(x), "with_log": _with_log()}
-    log, S, T = x.log, x.step, x.final
-    r = log.recipe
+        others = _with_log()
+        other = None
+        if others:  # the figure shows how a model trained here learned, named as another's
+            log = state.training_log(others[0])
+            other = {"name": others[0], **_log_facts(log, log.final_step, None)}
+        return {"log": None, "why": _kind_of(x), "with_log": others, "other": other}
+    return _log_facts(x.log, x.step, x.c.num_classes)
+
+
+def _log_facts(log, S: int, K: int | None) -> dict:
+    """What the curves show of `log` with step `S` marked (K: the model's classes, if known)."""
+    T, r = log.final_step, log.recipe
     return {"log": log, "S": S, "T": T, "recipe": r, "steps": log.steps,
             "loss": series(log.train, "loss"), "smooth": smooth(series(log.train, "loss")[1]),
             "top1": series(log.held_out, "top1"), "miou": series(log.held_out, "miou"),
             "kept_top1": series(log.snapshots, "top1"),
             "row": row_at(log.train, S), "first": log.train[0] if log.train else None,
             "last": log.train[-1] if log.train else None, "end_row": row_at(log.train, T),
-            "held": held_out_at(log, S), "end": held_out_at(log, T), "K": x.c.num_classes,
+            "held": held_out_at(log, S), "end": held_out_at(log, T), "K": K,
             "lr": series(log.train, "lr")}
 
 
-def curves_figure(f: dict) -> go.Figure:
+def curves_figure(f: dict, whose: str | None = None) -> go.Figure:
     """The training loss (every 10 steps, and its running mean) above the held-out top-1 and
-    mIoU, against the step on a log axis; the kept steps dotted, the session's solid red."""
+    mIoU, against the step on a log axis; the kept steps dotted, the session's solid red.
+    `whose`: a title naming the model, when the curves are not the session model's."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         subplot_titles=("training loss (the mean of every 10 steps)",
                                         "held-out scores (scenes never trained on)"))
@@ -201,13 +211,19 @@ def curves_figure(f: dict) -> go.Figure:
     fig.update_yaxes(title=dict(text="loss", font=dict(size=12)), range=[0, top], row=1, col=1)
     fig.update_yaxes(title=dict(text="score (1 = all right)", font=dict(size=12)),
                      range=[0, 1.02], row=2, col=1)
-    fig.update_layout(height=470, margin=dict(l=0, r=0, t=30, b=0),
+    fig.update_layout(height=470, margin=dict(l=0, r=0, t=60 if whose else 30, b=0),
                       legend=dict(orientation="h", y=-0.2, font=dict(size=11)))
+    if whose:
+        fig.update_layout(title=dict(text=whose, font=dict(size=14), y=0.98))
     return fig
 
 
 def _curves_figure(x: Ctx, f: dict) -> None:
     if f["log"] is None:
+        o = f["other"]
+        if o is not None:
+            deck.chart(curves_figure(o, whose=f"How {o['name']}'s weights formed (its log: "
+                                               f"{x.base} has none)"), key=keys.TRAIN_CURVES)
         return
     r = f["recipe"]
     if not x.presenting:  # on a slide the curves take the height; the notes give the recipe
@@ -224,9 +240,9 @@ def _curves_figure(x: Ctx, f: dict) -> None:
 def _no_log_words(x: Ctx, why: str, others: list[str]) -> str:
     if others:
         named = " and ".join(f"**{m}**" for m in others)
-        tail = (f"; {named} {'was' if len(others) == 1 else 'were'} trained here with one: "
-                f"choose {'it' if len(others) == 1 else 'one'} in the sidebar to watch its "
-                f"weights form.")
+        tail = (f"; {named} {'was' if len(others) == 1 else 'were'} trained here with one "
+                f"(its curves are drawn here): choose {'it' if len(others) == 1 else 'one'} in "
+                f"the sidebar to watch its weights form.")
     else:
         tail = "; no model on this machine carries a training log."
     return why + tail + " The steps below show this model's only weights."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.readout import prefix_sees_no_patch
+from vit_core.masks import parse_window
 
 
 def labels(c) -> list[str]:
@@ -57,7 +58,8 @@ def prefix_sight(tr) -> str:
     allowed = allowed_from_mask(tr.mask)
     said = []
     for i, name in enumerate(names):
-        seen = [("itself" if j == i else names[j]) for j in range(len(names)) if allowed[i, j]]
+        seen = [("itself" if j == i else names[j]) for j in range(len(names))
+                if bool(allowed[..., i, j].all())]  # in every block, for a per-block mask
         said.append(f"{name}{' sees' if not said else ''} only {' and '.join(seen)}")
     return ", and ".join(said)
 
@@ -68,3 +70,20 @@ def smaller_patch(c) -> int | None:
     if c.patch_size % 2 == 0 and c.img_size % (c.patch_size // 2) == 0:
         return c.patch_size // 2
     return next((s for s in range(c.patch_size - 1, 1, -1) if c.img_size % s == 0), None)
+
+
+WINDOW_SIZES = (1, 2, 3, 4)  # window sides M offered (those smaller than the grid)
+
+
+def window_sizes(c) -> tuple[int, ...]:
+    """The window sides M offered for a model with config `c`: those smaller than its grid."""
+    return tuple(m for m in WINDOW_SIZES if m < c.grid)
+
+
+def mask_label(name: str) -> str:
+    """How a mask is named in a picker: 'causal', 'window 2×2', 'window 2×2, shifted'."""
+    parsed = parse_window(name)
+    if parsed is None:
+        return name
+    m, shifted = parsed
+    return f"window {m}×{m}" + (", shifted" if shifted else "")

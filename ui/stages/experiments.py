@@ -22,6 +22,7 @@ from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
 from vit_core.explain.readout import image_blind, near_uniform
 from vit_core.io.images import denormalize
+from vit_core.masks import parse_window, window_keys, window_name
 
 from .. import controls, deck, figures, keys, session, state
 from ..deck import Choice, Number, Question, Step
@@ -181,6 +182,21 @@ def around(p: int, g: int) -> list[int]:
             if 0 <= r < g and 0 <= c < g]
 
 
+def mask_options(c, run_mask: str) -> list[str]:
+    """The masks the run after may use: the other plain masks, then M x M windows (plain, and
+    shifted on odd blocks) for the window sides smaller than the grid."""
+    windows = [window_name(m, shifted) for m in common.window_sizes(c) for shifted in (False, True)]
+    return [k for k in (*MASK_KINDS, *windows) if k != run_mask]
+
+
+def allowed_in_block0(c, kind: str, n_text: int):
+    """Boolean [S, S]: who may attend to whom under mask `kind` in block 0 (a window mask
+    differs per block; the others are the same in every block)."""
+    if parse_window(kind) is not None:
+        return window_keys(c, kind, n_text)[0]
+    return allowed_keys(kind, c.num_image_tokens, n_text)
+
+
 def _keep_widgets(c, run_mask: str) -> None:
     """The choices live in the first step's widgets; presenter mode draws the other steps
     without them, so their values are stored again each run (as controls.keep_shared does), and
@@ -194,7 +210,7 @@ def _keep_widgets(c, run_mask: str) -> None:
     ss[keys.EXP_HEADS] = [h for h in ss.get(keys.EXP_HEADS, [0]) if h < c.num_heads]
     if keys.EXP_OCCLUDED not in ss:  # start with the 3 x 3 patches around the selected one
         ss[keys.EXP_OCCLUDED] = around(int(ss[keys.PATCH]), c.grid)
-    others = [k for k in MASK_KINDS if k != run_mask]
+    others = mask_options(c, run_mask)
     if ss.get(keys.EXP_MASK) not in others:
         ss[keys.EXP_MASK] = others[0]
 
@@ -308,8 +324,12 @@ def _change_figure(x: Ctx, f: Change) -> None:
         elif x.kind in SHUFFLES:
             st.number_input("Shuffle seed (which random order)", 0, 10_000, key=keys.EXP_SEED)
         elif x.kind == "mask":
-            others = [k for k in MASK_KINDS if k != x.run_mask]
-            st.selectbox(f"Mask to run with instead of {x.run_mask}", others, key=keys.EXP_MASK)
+            st.selectbox(f"Mask to run with instead of {x.run_mask}",
+                         mask_options(c, x.run_mask), key=keys.EXP_MASK,
+                         format_func=common.mask_label,
+                         help="Window masks: each patch attends only to the patches of its own "
+                              "M×M window (CLS and DIST stay global; text keeps the model's own "
+                              "rule); shifted: on blocks 1, 3, 5, … the windows move by M // 2.")
     if one:
         with cols[1] if slide else st.container():
             deck.chart(figures.head_switches(c.depth, c.num_heads, x.arg), key=keys.EXP_INPUT)
@@ -348,11 +368,14 @@ def _change_figure(x: Ctx, f: Change) -> None:
     else:  # another mask
         n_img = c.num_image_tokens
         for col, kind, when in ((left, x.run_mask, "before"), (right, f.new_mask, "after")):
+            window = parse_window(kind)
+            block = ("" if window is None else ", block 0" + (
+                f" (blocks 1, 3, … shift by {window[0] // 2})" if window[1] else " (every block)"))
             with col:
                 deck.chart(figures.token_mask(
-                    allowed_keys(kind, n_img, x.n_text).numpy(), c,
+                    allowed_in_block0(c, kind, x.n_text).numpy(), c,
                     x.enc.words if x.n_text else None,
-                    f"{when}: the {kind} mask over {n_img} image"
+                    f"{when}: the {common.mask_label(kind)} mask{block} over {n_img} image"
                     + (f" and {x.n_text} text tokens" if x.n_text else " tokens")),
                     key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
 
@@ -399,8 +422,8 @@ def _change_words(x: Ctx, f: Change) -> str:
     if f.kind in SHUFFLES:
         said = shuffled_words(f.stay, f.n_patches, positions=f.kind == "shuffle")
         return said[0].upper() + said[1:]
-    return (f"Both runs see the same image; the second runs with the {f.new_mask} mask instead of "
-            f"the {x.run_mask} mask.")
+    return (f"Both runs see the same image; the second runs with the "
+            f"{common.mask_label(f.new_mask)} mask instead of the {x.run_mask} mask.")
 
 
 def _change_notes(x: Ctx, f: Change) -> str | None:
@@ -752,6 +775,8 @@ class Notice:
     sight_after: str = ""  # mask: "full" / "causal" / "other" (ex.image_sight)
     ahead_after: bool = False  # mask: after, a text position sees the words after it
     answer_after: tuple[int, float] | None = None  # the class answered after, and its prob
+    window: tuple[int, bool] | None = None  # mask: after, a window mask (side M, shifted)
+    window_keys: int = 0  # mask: after, the most patch keys a patch may see in block 0
 
 
 def _notice_facts(x: Ctx) -> Notice:
@@ -772,7 +797,13 @@ def _notice_facts(x: Ctx) -> Notice:
         return Notice(plain_diff=ex.max_difference(after, x.run("positions")), **base)
     if x.kind == "mask":
         p1 = after.logits.softmax(-1) if fam == "class" else None
+        window = parse_window(x.arg[0])
+        seen = 0
+        if window is not None:  # read off the mask the run after added in block 0
+            pre, n = c.num_prefix_tokens, c.num_image_tokens
+            seen = int(torch.isfinite(after.mask[0])[pre:n, pre:n].sum(-1).max())
         return Notice(
+            window=window, window_keys=seen,
             same_masks=torch.equal(torch.isfinite(tr.mask), torch.isfinite(after.mask)),
             blind_after=_blind(after), sight_after=ex.image_sight(c, after.mask),
             ahead_after=ex.text_sees_ahead(c, after.mask),
@@ -854,6 +885,8 @@ def notice_words(x: Ctx, f: Notice) -> str:
                 f"{names_of(c)[k]} ({share(p)}) for every picture.")
     before = (f" Before, under the {x.run_mask} mask {common.prefix_sight(x.tr)}, so the answer "
               f"could not see the image; now it can." if f.blind else "")
+    if f.window is not None:
+        return window_notice(x, f) + before
     if f.sight_after == "causal":
         return ("under the causal mask each token sees only itself and the tokens before it: "
                 "patch i no longer sees the patches after it." + before)
@@ -865,6 +898,37 @@ def notice_words(x: Ctx, f: Notice) -> str:
         return (f"under the {new} mask the image tokens see each other in both directions"
                 + ("; the text stays causal." if n_text else ".") + before)
     return f"under the {new} mask the tokens see other keys than before." + before
+
+
+def window_notice(x: Ctx, f: Notice) -> str:
+    """What a window mask did, from the mask the run after added and the two runs' answers."""
+    c, (m, shifted) = x.c, f.window
+    N, pre = c.num_patches, list(c.prefix_names)
+    sees = (f"each patch attends to no other patch, only to itself" if f.window_keys == 1 else
+            f"each patch attends only to the patches of its own {m}×{m} window (at most "
+            f"{f.window_keys} of the {N} patch keys in a block)")
+    if pre:
+        sees += f" and to {' and '.join(pre)}, which still see{'s' if len(pre) == 1 else ''} " \
+                f"every patch"
+    if shifted:
+        road = (f"; on blocks 1, 3, … the windows move by {m // 2} patch"
+                f"{'' if m // 2 == 1 else 'es'}, so what a patch gathers crosses the borders "
+                "of the block before's windows" if m // 2 else
+                "; a 1×1 window cannot shift, so the shifted mask is the plain one")
+    else:
+        road = ("; the windows never move, so patches in different windows exchange "
+                + ("information only through " + " and ".join(pre) if pre else "nothing"))
+    text = (f" The text tokens keep the model's own {c.default_mask} rule." if x.n_text else "")
+    said = (f"under the {common.mask_label(x.arg[0])} mask {sees}{road}.{text} This model was "
+            f"trained with its {c.default_mask} mask, not with windows")
+    if f.moved is None:
+        return said + f": the largest change of any {'output' if not c.has_text else 'logit'} " \
+                      f"is {f.diff:.3g}."
+    if f.family == "class" and f.answer_after is not None:
+        k, p = f.answer_after
+        return said + (f": it now answers {names_of(c)[k]} ({share(p)})"
+                       + (", another class than before." if f.moved else ", as before."))
+    return said + (": the caption changed." if f.moved else ": the caption stayed the same.")
 
 
 def _compare_notes(x: Ctx, f: Compare) -> str | None:
@@ -895,7 +959,7 @@ def _fed_facts(x: Ctx) -> Fed:
 
 def _fed_figure(x: Ctx, f: Fed) -> None:
     given = [GIVEN_FULL if a else GIVEN_BEFORE for a in f.ahead]
-    masks = (x.run_mask, x.after.mask_kind)
+    masks = (x.run_mask, common.mask_label(x.after.mask_kind))
     title = ("The caption before, fed to both runs: "
              + (f"P(each word | {given[0]})" if given[0] == given[1] else
                 f"before ({masks[0]} mask) P(each word | {given[0]}); after "

@@ -24,7 +24,7 @@ from .. import deck, figures, inputs, keys, state, tour
 from .. import models as picker
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
-from .common import image_block_full
+from .common import image_block_full, window_sizes
 
 KINDS = ("full", "causal", "prefix")  # the three masks drawn side by side
 SAME_LOGITS = 1e-4  # causal logits on two pictures closer than this are "the same"
@@ -522,13 +522,8 @@ def _classifier_question(x: Ctx, _) -> Question:
 
 
 # ---------------------------------------------------------------- windowed attention
-WINDOW_SIZES = (1, 2, 3, 4)  # window sides M offered (those smaller than the grid)
 WINDOW_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
                   "#ff9da6", "#9d755d")  # neighbouring windows never share a colour (3 x 3 cycle)
-
-
-def window_sizes(c) -> tuple[int, ...]:
-    return tuple(m for m in WINDOW_SIZES if m < c.grid)
 
 
 def _has_windows(c) -> bool:

@@ -235,23 +235,24 @@ def similarities(before: Trace, after: Trace) -> dict[str, float]:
 
 
 def image_sight(config, mask: torch.Tensor) -> str:
-    """How the image tokens see each other under `mask` (a trace's additive [S, S] mask):
-    "full" (each sees every image token), "causal" (each sees itself and those before it), or
-    "other"."""
+    """How the image tokens see each other under `mask` (a trace's additive [S, S] mask, or
+    [L, S, S] per block): "full" (in every block each sees every image token), "causal" (in
+    every block each sees itself and those before it), or "other" (a window mask among them)."""
     n = config.num_image_tokens
-    allowed = allowed_from_mask(mask)[:n, :n]
+    allowed = allowed_from_mask(mask)[..., :n, :n]
     if bool(allowed.all()):
         return "full"
-    if torch.equal(allowed, torch.ones(n, n, dtype=torch.bool).tril()):
+    if bool((allowed == torch.ones(n, n, dtype=torch.bool).tril()).all()):
         return "causal"
     return "other"
 
 
 def text_sees_ahead(config, mask: torch.Tensor) -> bool:
-    """True when, under `mask`, some text position may attend to a text position after it (the
-    full mask: fed a caption, a position sees the very word it is scored on)."""
+    """True when, under `mask` ([S, S], or [L, S, S] per block), some text position may attend
+    to a text position after it in some block (the full mask: fed a caption, a position sees
+    the very word it is scored on)."""
     n = config.num_image_tokens
-    text = allowed_from_mask(mask)[n:, n:]
+    text = allowed_from_mask(mask)[..., n:, n:]
     return text.numel() > 0 and bool(text.triu(1).any())
 
 

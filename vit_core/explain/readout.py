@@ -54,11 +54,12 @@ def reads_only_prefix(config: ViTConfig) -> bool:
 
 
 def prefix_sees_no_patch(config: ViTConfig, mask: torch.Tensor) -> bool:
-    """True when, under `mask` (the additive [S, S] mask a trace holds), no prefix token (CLS,
-    DIST) may attend to a patch, so no patch reaches them in any block."""
+    """True when, under `mask` (the additive [S, S] mask a trace holds, or [L, S, S] per
+    block), no prefix token (CLS, DIST) may attend to a patch, so no patch reaches them in any
+    block."""
     pre = config.num_prefix_tokens
-    return bool(pre) and not bool(allowed_from_mask(mask)[:pre, pre:pre + config.num_patches]
-                                  .any())
+    return bool(pre) and not bool(
+        allowed_from_mask(mask)[..., :pre, pre:pre + config.num_patches].any())
 
 
 def image_blind(config: ViTConfig, mask: torch.Tensor) -> bool:

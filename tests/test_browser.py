@@ -103,9 +103,10 @@ def download_trace(page, tmp_path: Path, served) -> Path:
     return path
 
 
-# The classifier and a captioner (text formulas); the ViT-B/16-size preset's every step is walked
-# in the browser by test_deck_browser.py.
-@pytest.mark.parametrize("model", ["shapes-classifier", "shapes-captioner-causal"])
+# A captioner (its text adds formulas to most pages). The classifier's pages are checked for
+# formulas by test_upload_visit_every_page_and_stay_offline (the default model, on an uploaded
+# photo), and every step of the ViT-B/16-size preset by test_deck_browser.py.
+@pytest.mark.parametrize("model", ["shapes-captioner-causal"])
 def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served, tmp_path,
                                                                   model):
     import numpy as np
@@ -172,13 +173,16 @@ def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):
     page.get_by_text("Showing upload: photo.jpg").wait_for(timeout=120_000)
     wait_idle(page)
     print(f"upload -> first view rendered: {time.time() - t0:.2f} s")
+    problems = []
     for slug in STAGES:
         page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").first.click() \
             if slug != "overview" else page.locator("[data-testid='stSidebarNav'] a").first.click()
         wait_idle(page)
         assert_no_exception(page, slug)
         assert page.get_by_text("Showing upload: photo.jpg").count() == 1, slug
+        problems += [f"{slug}: {p}" for p in dict.fromkeys(page.evaluate(KATEX_ERRORS_JS))]
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+    assert not problems, "\n".join(problems)  # every formula of every page parsed
     assert_local(requests)
     ctx.close()
 

@@ -904,7 +904,7 @@ def window_notice(x: Ctx, f: Notice) -> str:
     """What a window mask did, from the mask the run after added and the two runs' answers."""
     c, (m, shifted) = x.c, f.window
     N, pre = c.num_patches, list(c.prefix_names)
-    sees = (f"each patch attends to no other patch, only to itself" if f.window_keys == 1 else
+    sees = ("each patch attends to no other patch, only to itself" if f.window_keys == 1 else
             f"each patch attends only to the patches of its own {m}×{m} window (at most "
             f"{f.window_keys} of the {N} patch keys in a block)")
     if pre:

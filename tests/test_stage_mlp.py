@@ -119,7 +119,8 @@ def test_a_photo_on_the_mlp_stage():
 
 
 # ---------------------------------------------------------------- presenter mode
-@pytest.mark.parametrize("name", [CLF, "vit-b16"])
+# ViT-B/16's three slides (12 blocks of 197 x 3072 activations) take ~17 s: the slow tier
+@pytest.mark.parametrize("name", [CLF, pytest.param("vit-b16", marks=pytest.mark.slow)])
 def test_each_slide_draws_one_chart_and_the_stream_is_not_stacked(name):
     charts = {"gelu": keys.MLP_GELU, "units": keys.MLP_TOP, "stream": keys.MLP_RESID}
     for key, chart in charts.items():

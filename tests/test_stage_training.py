@@ -200,8 +200,9 @@ def curve(fig: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
     return array(found[0]["x"]), array(found[0]["y"])
 
 
-def check_curves(at, log, step: int) -> None:
-    """The curves drawn are the log's rows; the session's step is the marked one."""
+def check_curves(at, log, step: int, marked: str = "this snapshot") -> None:
+    """The curves drawn are the log's rows; the session's step is the marked one (named
+    `marked`: another model's curves mark "its final weights")."""
     fig = charts_by_key(at)[keys.TRAIN_CURVES]
     x, y = curve(fig, "training loss")
     rows = [r for r in log.train if "loss" in r]
@@ -215,7 +216,7 @@ def check_curves(at, log, step: int) -> None:
     kept = [s for s in log.snapshots if "top1" in s]
     assert x.tolist() == [max(s["step"], 1) for s in kept]  # step 0 drawn at 1
     assert np.allclose(y, [s["top1"] for s in kept])
-    x, _ = curve(fig, f"this snapshot: step {step:,}")
+    x, _ = curve(fig, f"{marked}: step {step:,}")
     assert set(x.tolist()) == {max(step, 1)}
     ticks = next(v for k, v in fig["layout"].items() if k.startswith("xaxis")
                  and v.get("ticktext"))
@@ -278,7 +279,7 @@ def test_a_captioner_has_no_log_and_no_class_logits(log):
     assert keys.TRAIN_PREDICTION not in charts
     title = charts[keys.TRAIN_CURVES]["layout"]["title"]["text"]
     assert title == f"How {NAME}'s weights formed (its log: {CAPTIONER} has none)"
-    check_curves(at, log, log.final_step)
+    check_curves(at, log, log.final_step, marked="its final weights")
     assert "CLS sees only itself" in said  # its own causal mask: nothing reaches a patch
     model = load_model(CAPTIONER)
     c = model.config

@@ -201,7 +201,8 @@ def curves_figure(f: dict, whose: str | None = None) -> go.Figure:
             this = s == f["S"]
             fig.add_trace(go.Scatter(
                 x=[_x(s), _x(s)], y=[0, y1], mode="lines", hoverinfo="skip",
-                name=f"this snapshot: step {s:,}" if this else "kept steps",
+                name=(f"its final weights: step {s:,}" if whose else
+                      f"this snapshot: step {s:,}") if this else "kept steps",
                 legendgroup="this" if this else "kept",
                 showlegend=row == 1 and (this or s == named),
                 line=dict(color=COLOURS["this"] if this else "#bbbbbb", width=2.5 if this else 1,

@@ -80,3 +80,12 @@ def test_without_cls_windows_that_never_move_cut_patches_apart():
     text = said(at)
     assert "each patch attends to no other patch, only to itself" in text
     assert "patches in different windows exchange nothing" in text
+
+
+def test_a_preset_is_not_said_to_have_been_trained():
+    at = open_app("experiments", "vit-ti16", state={keys.EXP_KIND: KIND, keys.EXP_MASK: "window:2"},
+                  no_error=True)
+    assert not load_model("vit-ti16").info.trained
+    text = said(at)
+    assert "This model has random weights: it was never trained" in text
+    assert "was trained with" not in text

@@ -248,7 +248,8 @@ def view() -> Ctx:
 
 
 def _intro(x: Ctx) -> str:
-    trained = "" if x.mask else ", the one this model was trained with"
+    trained = ("" if x.mask else ", the one this model was trained with"
+               if x.model.info.trained else ", this model's own (its weights are random)")
     return ("The best way to see what a part of the model does is to take it away. Pick an "
             "intervention below: the model runs again on the same image with that one change, and "
             "the two results are compared. Unless the change is the mask itself, both runs use the "
@@ -777,6 +778,7 @@ class Notice:
     answer_after: tuple[int, float] | None = None  # the class answered after, and its prob
     window: tuple[int, bool] | None = None  # mask: after, a window mask (side M, shifted)
     window_keys: int = 0  # mask: after, the most patch keys a patch may see in block 0
+    trained: bool = True  # the model's weights were learned (a preset's are random)
 
 
 def _notice_facts(x: Ctx) -> Notice:
@@ -803,7 +805,7 @@ def _notice_facts(x: Ctx) -> Notice:
             pre, n = c.num_prefix_tokens, c.num_image_tokens
             seen = int(torch.isfinite(after.mask[0])[pre:n, pre:n].sum(-1).max())
         return Notice(
-            window=window, window_keys=seen,
+            window=window, window_keys=seen, trained=bool(x.model.info.trained),
             same_masks=torch.equal(torch.isfinite(tr.mask), torch.isfinite(after.mask)),
             blind_after=_blind(after), sight_after=ex.image_sight(c, after.mask),
             ahead_after=ex.text_sees_ahead(c, after.mask),
@@ -919,8 +921,9 @@ def window_notice(x: Ctx, f: Notice) -> str:
         road = ("; the windows never move, so patches in different windows exchange "
                 + ("information only through " + " and ".join(pre) if pre else "nothing"))
     text = (f" The text tokens keep the model's own {c.default_mask} rule." if x.n_text else "")
-    said = (f"under the {common.mask_label(x.arg[0])} mask {sees}{road}.{text} This model was "
-            f"trained with its {c.default_mask} mask, not with windows")
+    said = (f"under the {common.mask_label(x.arg[0])} mask {sees}{road}.{text} "
+            + (f"This model was trained with its {c.default_mask} mask, not with windows"
+               if f.trained else "This model has random weights: it was never trained"))
     if f.moved is None:
         return said + f": the largest change of any {'output' if not c.has_text else 'logit'} " \
                       f"is {f.diff:.3g}."

@@ -10,7 +10,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 import torch
-from plotly.subplots import make_subplots
 
 from vit_core.explain.tokens import layernorm_steps, token_stats
 
@@ -234,26 +233,10 @@ def _qkv_figure(x: Ctx, f: dict) -> None:
 def side_by_side(figs: list[go.Figure], gap: float = 0.12) -> go.Figure:
     """One-heatmap figures (figures.matrix_heatmap) as the panels of one figure, each with its
     title, axes, colour bar and outlines."""
-    n = len(figs)
-    out = make_subplots(rows=1, cols=n, horizontal_spacing=gap,
-                        subplot_titles=[f.layout.title.text for f in figs])
-    for k, f in enumerate(figs, start=1):
-        ref = "" if k == 1 else str(k)
-        trace = f.data[0]
-        x0, x1 = out.layout[f"xaxis{ref}"].domain
-        trace.colorbar.update(x=x1 + 0.005, xanchor="left", thickness=8)
-        out.add_trace(trace, row=1, col=k)
-        for axis, name in (("xaxis", "x"), ("yaxis", "y")):
-            src = f.layout[axis].to_plotly_json()
-            keep = {p: src[p] for p in ("title", "tickmode", "tickvals", "ticktext", "tickfont",
-                                        "autorange", "showticklabels") if p in src}
-            (out.update_xaxes if name == "x" else out.update_yaxes)(row=1, col=k, **keep)
-        for shape in f.layout.shapes:
-            s = shape.to_plotly_json()
-            s["xref"] = s["xref"].replace("x", f"x{ref}", 1)
-            s["yref"] = s["yref"].replace("y", f"y{ref}", 1)
-            out.add_shape(s)
-    out.update_annotations(font=dict(size=13))
+    out = figures.panels(figs, [f.layout.title.text for f in figs], spacing=gap,
+                         own_colorbars=True,
+                         axis_keys=("title", "tickmode", "tickvals", "ticktext", "tickfont",
+                                    "autorange", "showticklabels"))
     out.update_layout(margin=dict(l=0, r=40, t=30, b=0), height=380)
     return out
 

@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 from PIL import Image
-from plotly.subplots import make_subplots
 
 from vit_core.io.images import denormalize
 from vit_core.io.mae_files import bundled_maes, is_mae
@@ -259,22 +258,17 @@ def _next_masking() -> None:
 def _images_row(images: list[Image.Image], titles: list[str], P: int, outlined,
                 title: str) -> go.Figure:
     """Images side by side, each with its patch grid; `outlined` patches framed on each."""
-    fig = make_subplots(rows=1, cols=len(images), subplot_titles=titles,
-                        horizontal_spacing=0.02)
     g = images[0].size[0] // P
     cell = 224 // g  # every image drawn g·cell ≈ 224 px wide, whatever its own size
     side = g * cell
-    for i, img in enumerate(images, start=1):
+    figs = []
+    for img in images:
         one = figures.labelled_patches(img.resize((side, side), Image.Resampling.NEAREST), cell,
                                        "", outlined=outlined)
-        for trace in one.data:
-            fig.add_trace(trace, row=1, col=i)
-        for shape in one.layout.shapes:
-            n = "" if i == 1 else str(i)
-            fig.add_shape(shape.update(xref=f"x{n}", yref=f"y{n}"))
-        fig.update_xaxes(visible=False, range=[-0.5, side - 0.5], row=1, col=i)
-        fig.update_yaxes(visible=False, range=[side - 0.5, -0.5],
-                         scaleanchor=f"x{'' if i == 1 else i}", row=1, col=i)
+        one.update_xaxes(visible=False, range=[-0.5, side - 0.5])
+        one.update_yaxes(visible=False, range=[side - 0.5, -0.5], scaleanchor="x")
+        figs.append(one)
+    fig = figures.panels(figs, titles, spacing=0.02)
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=330,
                       margin=dict(l=0, r=0, t=60, b=0), showlegend=False)
     return fig

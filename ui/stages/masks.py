@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from vit_core import allowed_keys
 from vit_core.explain.flops import si
@@ -129,34 +128,7 @@ def side_by_side(figs: list, titles: list[str], title: str, height: int,
     their traces, axes (square cells kept), lines and labels. `colour`: a colour axis the
     heatmaps share (one scale for maps that are compared), e.g. {"colorscale": ..., "cmin": ...,
     "colorbar": ...}."""
-    out = make_subplots(rows=1, cols=len(figs), subplot_titles=titles, horizontal_spacing=spacing)
-    for i, fig in enumerate(figs, start=1):
-        n = "" if i == 1 else str(i)
-
-        def ref(r, axis, n=n):
-            r = r or axis
-            return r.replace(axis, axis + n, 1) if r.startswith(axis) else r
-
-        for trace in fig.data:
-            if colour is not None:
-                trace.update(coloraxis="coloraxis")
-            out.add_trace(trace, row=1, col=i)
-        for axis in ("x", "y"):
-            spec = fig.layout[f"{axis}axis"].to_plotly_json()
-            spec.pop("domain", None)
-            spec.pop("anchor", None)
-            if spec.get("scaleanchor"):
-                spec["scaleanchor"] = ref(spec["scaleanchor"], "x")
-            out.layout[f"{axis}axis{n}"].update(spec)
-        for shape in fig.layout.shapes:
-            s = shape.to_plotly_json()
-            s["xref"], s["yref"] = ref(s.get("xref"), "x"), ref(s.get("yref"), "y")
-            out.add_shape(s)
-        for note in fig.layout.annotations:
-            a = note.to_plotly_json()
-            a["xref"], a["yref"] = ref(a.get("xref"), "x"), ref(a.get("yref"), "y")
-            out.add_annotation(a)
-    out.update_annotations(selector=dict(xref="paper", yref="paper"), font=dict(size=13))
+    out = figures.panels(figs, titles, spacing=spacing, coloraxis=colour is not None)
     out.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=60, b=0), showlegend=False)
     if colour is not None:
@@ -615,9 +587,10 @@ def _mark_prefix(fig, c) -> None:
     pre, n = c.num_prefix_tokens, c.num_image_tokens
     if not pre:
         return
-    for kw in (dict(x0=pre - 0.5, x1=pre - 0.5, y0=-0.5, y1=n - 0.5),
-               dict(y0=pre - 0.5, y1=pre - 0.5, x0=-0.5, x1=n - 0.5)):
-        fig.add_shape(type="line", line=dict(color="white", width=1, dash="dot"), **kw)
+    figures.add_shapes(fig, [
+        dict(type="line", line=dict(color="white", width=1, dash="dot"), **kw)
+        for kw in (dict(x0=pre - 0.5, x1=pre - 0.5, y0=-0.5, y1=n - 0.5),
+                   dict(y0=pre - 0.5, y1=pre - 0.5, x0=-0.5, x1=n - 0.5))])
 
 
 def _windows_figure(x: Ctx, f: Windows) -> None:

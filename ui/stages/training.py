@@ -614,10 +614,9 @@ def cls_figure(share: np.ndarray, grid: int, outline: list[int], map_title: str,
         hovertemplate="row %{y}, column %{x}<br>share %{z:.3f}<extra></extra>",
         colorbar=dict(thickness=10, x=0.4 if cols == 2 else None, title=dict(
             text="share of CLS's attention", side="right", font=dict(size=11)))), row=1, col=1)
-    for p in outline:
-        r, c = divmod(p, grid)
-        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                      line=dict(color="#ff2d55", width=2), row=1, col=1)
+    figures.add_shapes(fig, [dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                                  xref="x", yref="y", line=dict(color="#ff2d55", width=2))
+                             for r, c in (divmod(p, grid) for p in outline)])
     dtick = 1 if grid <= 16 else None
     fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=dtick,
                      constrain="domain", row=1, col=1)

@@ -84,34 +84,62 @@ def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
     An invisible marker sits on every cell centre so that clicking a cell selects its patch
     (plotly images report no clicks themselves); the marker's customdata is the patch index.
     """
+    g = crop.size[0] // patch_size
+    text = max(7, min(14, height // (3 * g)))  # by drawn size
+    return _grid_figure(crop, patch_size, [_click_layer(crop, patch_size, show_index, text)],
+                        [] if selected is None else [selected], "#ff2d55", height=height)
+
+
+def _grid_figure(crop: Image.Image, patch_size: int, layers: list, outlined, colour: str, *,
+                 height: int = 460, title: str | None = None, pinned: bool = False) -> go.Figure:
+    """The crop, its grid lines, more `layers` (click markers, labels), the `outlined` patches
+    framed in `colour`; axes hidden, square; `pinned`: the axes end at the image (markers
+    would widen them). One constructor call: each add_* / update_* call costs ~5-20 ms."""
     size = crop.size[0]
     g = size // patch_size
-    fig = go.Figure(go.Image(source=jpeg_data_uri(crop), hoverinfo="skip"))
-    # all grid lines as one trace (NaN breaks the line): one add_shape per line costs ~3 ms each
+    # all grid lines as one trace (None breaks the line), not a shape per line
     xs, ys = [], []
     for i in range(1, g):
         cut, lo, hi = i * patch_size - 0.5, -0.5, size - 0.5
         xs += [cut, cut, None, lo, hi, None]  # a vertical line, then a horizontal one
         ys += [lo, hi, None, cut, cut, None]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="white", width=1),
-                             hoverinfo="skip", showlegend=False))
+    lines = go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="white", width=1),
+                       hoverinfo="skip", showlegend=False)
+    boxes = []
+    for p in sorted(outlined):
+        r, c = divmod(int(p), g)
+        boxes.append(dict(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5,
+                          y0=r * patch_size - 0.5, y1=(r + 1) * patch_size - 0.5,
+                          line=dict(color=colour, width=3)))
+    x, y = dict(visible=False), dict(visible=False, scaleanchor="x")
+    if pinned:
+        x["range"], y["range"] = [-0.5, size - 0.5], [size - 0.5, -0.5]
+    layout = dict(margin=dict(l=0, r=0, t=0 if title is None else 30, b=0), height=height,
+                  xaxis=x, yaxis=y, shapes=boxes)
+    if title is not None:
+        layout["title"] = _title(title)
+    return go.Figure(data=[go.Image(source=jpeg_data_uri(crop), hoverinfo="skip"), lines,
+                           *layers], layout=layout)
+
+
+def _centres(g: int, patch_size: int) -> tuple[np.ndarray, np.ndarray]:
     centres = (np.arange(g) + 0.5) * patch_size - 0.5
     cx, cy = np.meshgrid(centres, centres)
+    return cx.ravel(), cy.ravel()
+
+
+def _click_layer(crop: Image.Image, patch_size: int, show_index: bool, text_size: int):
+    """An invisible square marker on each cell (customdata: the patch index), with the index
+    printed in it when `show_index`."""
+    g = crop.size[0] // patch_size
+    cx, cy = _centres(g, patch_size)
     idx = np.arange(g * g)
-    fig.add_trace(go.Scatter(
-        x=cx.ravel(), y=cy.ravel(), mode="text+markers" if show_index else "markers",
+    return go.Scatter(
+        x=cx, y=cy, mode="text+markers" if show_index else "markers",
         text=[str(i) for i in idx] if show_index else None,
-        textfont=dict(color="white", size=max(7, min(14, height // (3 * g)))),  # by drawn size
+        textfont=dict(color="white", size=text_size),
         marker=dict(size=patch_size, opacity=0, symbol="square"),
-        customdata=idx, hovertemplate="patch %{customdata}<extra></extra>", showlegend=False))
-    if selected is not None:
-        r, c = divmod(int(selected), g)
-        fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5,
-                      y0=r * patch_size - 0.5, y1=(r + 1) * patch_size - 0.5,
-                      line=dict(color="#ff2d55", width=3))
-    fig.update_layout(margin=dict(l=0, r=0, t=0, b=0), height=height,
-                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"))
-    return fig
+        customdata=idx, hovertemplate="patch %{customdata}<extra></extra>", showlegend=False)
 
 
 def map_over_image(crop: Image.Image, grid_values: np.ndarray, title: str, *, value_name: str,
@@ -376,16 +404,17 @@ def vector_strip(v: np.ndarray, title: str, *, x_title: str, value_name: str, ro
 def grid_heatmap(values: np.ndarray, title: str, *, value_name: str,
                  selected: tuple[int, int] | None = None, zmin: float | None = None,
                  zmax: float | None = None, colorscale: str = "RdBu_r",
-                 height: int = 360) -> go.Figure:
-    """A g x g map, one cell per patch position, rows and columns named, the colour bar titled
-    `value_name`; the `selected` (row, col) cell outlined."""
+                 height: int = 360, dtick_up_to: int = 16) -> go.Figure:
+    """A g x g map, one cell per patch position, rows and columns named (every one up to
+    `dtick_up_to`), the colour bar titled `value_name`; the `selected` (row, col) cell
+    outlined."""
     v = np.asarray(values, dtype=np.float32)
     g = v.shape[0]
     trace = go.Heatmap(
         z=v, colorscale=colorscale, zmin=zmin, zmax=zmax,
         hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<extra></extra>",
         colorbar=_colorbar(value_name))
-    dtick = 1 if g <= 16 else None
+    dtick = 1 if g <= dtick_up_to else None
     boxes = []
     if selected is not None:
         r, c = selected
@@ -400,29 +429,12 @@ def grid_heatmap_pair(left: np.ndarray, right: np.ndarray, titles: tuple[str, st
                       zmin: float = -1, zmax: float = 1, height: int = 330) -> go.Figure:
     """Two grid maps side by side (grids of any sizes) on ONE colour scale and colour bar, each
     with its `selected` (row, col) cell outlined: a map before and after a change."""
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.1)
-    for col, (values, (r, c)) in enumerate(zip((left, right), selected, strict=True), 1):
-        v = np.asarray(values, dtype=np.float32)
-        g = v.shape[0]
-        fig.add_trace(go.Heatmap(
-            z=v, coloraxis="coloraxis",
-            hovertemplate=f"row %{{y}}, column %{{x}}<br>{value_name} %{{z:.3f}}<extra></extra>"),
-            row=1, col=col)
-        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                      line=dict(color="#ff2d55", width=3), row=1, col=col)
-        dtick = 1 if g <= 12 else None
-        fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=dtick,
-                         constrain="domain", row=1, col=col)
-        fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=dtick,
-                         autorange="reversed", scaleanchor=f"x{'' if col == 1 else col}",
-                         constrain="domain", row=1, col=col)
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
-                      margin=dict(l=0, r=0, t=60, b=0),
-                      coloraxis=dict(colorscale="RdBu_r", cmin=zmin, cmax=zmax, colorbar=dict(
-                          thickness=10, title=dict(text=value_name, side="right",
-                                                   font=dict(size=11)))))
+    figs = [grid_heatmap(v, "", value_name=value_name, selected=cell, dtick_up_to=12)
+            for v, cell in zip((left, right), selected, strict=True)]
+    fig = panels(figs, list(titles), spacing=0.1, coloraxis=True)
+    fig.update_layout(title=_title(title), height=height, margin=dict(l=0, r=0, t=60, b=0),
+                      coloraxis=dict(colorscale="RdBu_r", cmin=zmin, cmax=zmax,
+                                     colorbar=_colorbar(value_name)))
     return fig
 
 
@@ -767,13 +779,10 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
 def patch_set_grid(crop: Image.Image, patch_size: int, chosen, show_index: bool = True,
                    title: str = "") -> go.Figure:
     """patch_grid (clickable, a patch index in each cell) with a set of patches outlined."""
-    fig = patch_grid(crop, patch_size, None, show_index)
     g = crop.size[0] // patch_size
-    fig.update_traces(textfont_size=_cell_font(g), selector=dict(mode="text+markers"))
-    _outline(fig, patch_size, g, chosen)
-    if title:
-        fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
-    return fig
+    return _grid_figure(crop, patch_size,
+                        [_click_layer(crop, patch_size, show_index, _cell_font(g))], chosen,
+                        "#ffd60a", title=title or None, pinned=True)
 
 
 def _cell_font(g: int) -> int:
@@ -781,36 +790,18 @@ def _cell_font(g: int) -> int:
     return max(8, min(16, 160 // g))
 
 
-def _outline(fig: go.Figure, patch_size: int, g: int, patches, colour: str = "#ffd60a") -> None:
-    """Outline the given patches, and pin the axes to the image (markers would widen them)."""
-    boxes = []
-    for p in sorted(patches):
-        r, c = divmod(int(p), g)
-        boxes.append(dict(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5,
-                          y0=r * patch_size - 0.5, y1=(r + 1) * patch_size - 0.5,
-                          line=dict(color=colour, width=3)))
-    add_shapes(fig, boxes)
-    size = g * patch_size
-    fig.update_xaxes(range=[-0.5, size - 0.5])
-    fig.update_yaxes(range=[size - 0.5, -0.5])
-
-
 def labelled_patches(img: Image.Image, patch_size: int, title: str, labels=None,
                      outlined=()) -> go.Figure:
     """An input image with its patch grid, a label in each cell (e.g. where a shuffled patch
     came from) and some patches outlined; not clickable."""
     g = img.size[0] // patch_size
-    fig = patch_grid(img, patch_size, None, show_index=False)
-    fig.data = fig.data[:2]  # the image and its grid lines, without patch_grid's click layer
+    layers = []
     if labels is not None:
-        centres = (np.arange(g) + 0.5) * patch_size - 0.5
-        cx, cy = np.meshgrid(centres, centres)
-        fig.add_trace(go.Scatter(
-            x=cx.ravel(), y=cy.ravel(), mode="text", text=[str(t) for t in labels],
+        cx, cy = _centres(g, patch_size)
+        layers.append(go.Scatter(
+            x=cx, y=cy, mode="text", text=[str(t) for t in labels],
             textfont=dict(color="white", size=_cell_font(g)), hoverinfo="skip", showlegend=False))
-    _outline(fig, patch_size, g, outlined)
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(t=30))
-    return fig
+    return _grid_figure(img, patch_size, layers, outlined, "#ffd60a", title=title, pinned=True)
 
 
 def before_after_bars(labels: list[str], before, after, *, title: str, value_title: str,

@@ -74,30 +74,23 @@ LAYOUT_JS = """() => {
 CUT_JS = "b => [b, ...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)"
 
 
-# Resolves once the heights of the page's elements and the slide's pictures have not changed
-# for `still` ms (polled every 50 ms in the page: one round trip, not one per look), or after
-# `most` ms with false.
-SETTLE_JS = """([still, most]) => new Promise(resolve => {
-  const look = () => [...document.querySelectorAll(
-      '[data-testid="stMain"] [data-testid="stElementContainer"], .st-key-deck_figure img')]
-      .map(e => Math.round(e.getBoundingClientRect().height)).join(',');
-  const start = performance.now();
-  let last = look(), since = start;
-  const tick = () => {
-    const now = look(), t = performance.now();
-    if (now !== last) { last = now; since = t; }
-    if (t - since >= still) return resolve(true);
-    if (t - start >= most) return resolve(false);
-    setTimeout(tick, 50);
-  };
-  setTimeout(tick, 50);
-})"""
+STILL_JS = """() => [...document.querySelectorAll(
+    '[data-testid="stMain"] [data-testid="stElementContainer"], .st-key-deck_figure img')]
+    .map(e => Math.round(e.getBoundingClientRect().height)).join(',')"""
 
 
-def settle(page, most_ms: int = 8000, still_ms: int = 300) -> None:
-    """Wait until the layout holds still for `still_ms`: plotly draws, and re-sizes to the
-    slide, after the run has ended (and after a resize), pictures are fitted to their box."""
-    page.evaluate(SETTLE_JS, [still_ms, most_ms])
+def settle(page, most_ms: int = 8000) -> None:
+    """Wait until the layout holds still: plotly draws, and re-sizes to the slide, after the
+    run has ended (and after a resize), pictures are fitted to their box."""
+    page.wait_for_timeout(200)
+    last, still = None, 0
+    for _ in range(most_ms // 150):
+        now = page.evaluate(STILL_JS)
+        still = still + 1 if now == last else 0
+        if still >= 2:
+            return
+        last = now
+        page.wait_for_timeout(150)
 
 
 def problems_on(page, where: str) -> list[str]:

@@ -43,9 +43,12 @@ def headers(model: str) -> list[str]:
 
 
 def at(page, header: str) -> None:
-    """Wait for the step's header, then for the run to end."""
+    """Wait for the step's header, for the run to end, and for the clicker's keys to be heard
+    (ui/presenter.DECK_JS sets them up from a component's iframe, which may load after the run:
+    a key pressed before is lost)."""
     page.locator(".st-key-presenter_where").get_by_text(header).wait_for(timeout=90_000)
     page.wait_for_function(IDLE_JS, timeout=120_000)
+    page.wait_for_function("() => document.__vitDeck === true", timeout=60_000)
 
 
 # The bundled classifier on the projector (1280×720) and the narrowest screen (1024×768, where

@@ -246,3 +246,32 @@ def test_a_class_that_expired_tells_the_teacher_in_one_sentence():
     said = [t.value for t in teacher.toast]
     assert len(said) == 1 and said[0].startswith(f"Class {classes.pretty(code)} has ended")
     assert teacher.button(key=keys.LIVE_START)  # and a new class can be started
+
+
+def test_a_followers_read_ahead_starts_at_the_class_stage_and_again_when_it_moves(monkeypatch):
+    """A following student's read-ahead is planned from the stage the class is on (the stages
+    behind the class are computed for nobody), and planned again when the class moves on."""
+    from ui import readahead, tour
+
+    queued = []
+
+    class Queue:
+        def add(self, interest, items):
+            queued.append((interest, len(items)))
+
+    monkeypatch.setenv(readahead.ENV, "1")
+    monkeypatch.setattr(readahead, "shared", Queue)
+    teacher, code = start_class("attention", step="6")  # the stage's last step
+    student = join(code, inputs.sample_seeds()[1])
+    assert where(student)[0] == "attention"
+    first, n_first = queued[-1]
+    assert first.what[-1] == "attention"
+    inp = inputs.make_input("a sample", inputs.sample_bytes(inputs.sample_seeds()[1]))
+    name, mask = student.session_state[keys.MODEL], first.what[2]
+    assert n_first == len(tour.plan(inp, name, mask, 0, start="attention"))
+    assert n_first < len(tour.plan(inp, name, mask, 0))  # the first four stages are left out
+    teacher.button(key=keys.PRESENTER_NEXT).click().run()  # on to the Masks stage
+    settle(code)
+    student.run()
+    assert where(student)[0] == "masks"
+    assert queued[-1][0].what[-1] == "masks" and first.cancelled

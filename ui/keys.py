@@ -98,7 +98,7 @@ LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the
 # Never a widget; written by code only.
 INPUT = "_input"  # inputs.Input: the image in use (sidebar.draw; session.load_current on bad files)
 INPUT_ERROR = "_input_error"  # str | None: why the chosen image is not shown (sidebar.draw)
-READ_AHEAD = "_read_ahead"  # readahead._Interest: image, model, mask queued (readahead.schedule)
+READ_AHEAD = "_read_ahead"  # readahead._Interest: image, model, mask, class stage queued
 URL_LOADED = "_url_loaded"  # bool: the URL's view was read into the session (share.load_once)
 PREVIOUS_MODEL = "_previous_model"  # str: model before the picker changed (sidebar.draw)
 UPLOAD = "_upload"  # (name, bytes) of the uploaded photo in use (sidebar._take_upload)

@@ -2,7 +2,8 @@
 
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
 model with a mask, it queues `tour.plan` (the weights' pictures, the attention summary, the
-Masks page's passes and captions, the MLP page's norms, an experiment). One thread runs the
+Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
+a live class, from the class's stage on, queued again when the class reaches another stage. One thread runs the
 items, every session's next item before anyone's later ones (a class moves through the tour
 together), each only after the worker has been idle for QUIET_S, so a student's own request waits
 at most for the pass in progress. Items of a session that moved on, or queued more than STALE_S
@@ -113,15 +114,25 @@ def schedule() -> None:
         return
     inp, name = session.current()
     mask = state.same_mask(name, session.chosen_mask())
+    start = class_stage()
     old = st.session_state.get(keys.READ_AHEAD)
-    if old is not None and old.what == (inp.key, name, mask):
+    if old is not None and old.what == (inp.key, name, mask, start):
         return
     if old is not None:
         old.cancelled = True
     if st.session_state.get(keys.INPUT_ERROR):  # the page shows a sample instead: nothing to do
         return
-    interest = st.session_state[keys.READ_AHEAD] = _Interest((inp.key, name, mask))
+    interest = st.session_state[keys.READ_AHEAD] = _Interest((inp.key, name, mask, start))
     caption = st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)
     ss = st.session_state
     shared().add(interest, tour.plan(inp, name, mask, ss.get(keys.LAYER), caption,
-                                     ss.get(keys.PATCH)))
+                                     ss.get(keys.PATCH), start=start))
+
+
+def class_stage() -> str | None:
+    """The stage of the live class this session follows (set by ui/live/student.follow on
+    every run), else None. A follower's read-ahead starts there and begins again when the class
+    moves to another stage: what the teacher left behind is not computed for anyone."""
+    from .live import session as live
+
+    return st.session_state.get(keys.PRESENTER_AT) if live.following() else None

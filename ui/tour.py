@@ -151,18 +151,21 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
 
 
 def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
-         caption: str = MASK_CAPTION, patch: int | None = None) -> list[Callable]:
+         caption: str = MASK_CAPTION, patch: int | None = None,
+         start: str | None = None) -> list[Callable]:
     """What the stages' steps read beyond the trace, in the tour's order (each once): calls
     into ui.state's caches, runnable off a script run. `layer`: the session's layer; `caption`:
-    the Masks stage's caption; `patch`: the session's patch. Read from the steps' declarations
-    (`Step.reads`)."""
+    the Masks stage's caption; `patch`: the session's patch; `start`: the stage to begin with
+    (a live class's: the stages before it are behind the class). Read from the steps'
+    declarations (`Step.reads`)."""
     from . import stages
     from .routes import STAGES
 
     config = state.get_model(name).config
     ask = Ask(inp, name, mask, layer, caption, patch)
     items, seen = [], set()
-    for slug in STAGES:
+    order = list(STAGES)
+    for slug in order[order.index(start):] if start in order else order:
         stage = stages.get(slug)
         for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:
             if read not in seen:

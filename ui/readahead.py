@@ -3,11 +3,12 @@
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
 model with a mask, it queues `tour.plan` (the weights' pictures, the attention summary, the
 Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
-a live class, from the class's stage on, queued again when the class reaches another stage. One thread runs the
-items, every session's next item before anyone's later ones (a class moves through the tour
-together), each only after the worker has been idle for QUIET_S, so a student's own request waits
-at most for the pass in progress. Items of a session that moved on, or queued more than STALE_S
-ago, are dropped; results go into the cache the pages read; a failed item is left to its page.
+a live class, from the class's stage on, queued again when the class reaches another stage. One
+thread runs the items, every session's next item before anyone's later ones (a class moves
+through the tour together), each only after the worker has been idle for QUIET_S, so a
+student's own request waits at most for the pass in progress. Items of a session that moved on,
+or queued more than STALE_S ago, are dropped; results go into the cache the pages read; a
+failed item is left to its page.
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: tests/conftest.py).
 """
 

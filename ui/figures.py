@@ -19,13 +19,6 @@ def add_shapes(fig: go.Figure, shapes: list[dict]) -> go.Figure:
     return fig
 
 
-def add_notes(fig: go.Figure, notes: list[dict]) -> go.Figure:
-    """add_shapes for annotations (text placed on the figure)."""
-    if notes:
-        fig.update_layout(annotations=[*fig.layout.annotations, *notes])
-    return fig
-
-
 def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
            axis_keys: tuple[str, ...] | None = None, coloraxis: bool = False,
            own_colorbars: bool = False) -> go.Figure:

@@ -314,7 +314,7 @@ def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
 
 def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) -> dict:
     """Latencies per student and move, and the answers: acknowledged against the CSV."""
-    follow = []
+    follow, by_move = [], [[] for _ in lesson.moves]
     problems = {k: [p for r in results for p in r["problems"][k]] for k in PROBLEMS}
     failed = {int(p.split()[1].rstrip(":,")) for p in problems["failed sessions"]}
     for r in results:
@@ -323,6 +323,7 @@ def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) 
         for n, (clicked, where) in enumerate(lesson.moves, 1):
             if where in r["seen"] and r["seen"][where] > clicked:
                 follow.append(r["seen"][where] - clicked)
+                by_move[n - 1].append(r["seen"][where] - clicked)
             else:
                 problems["missed moves"].append(f"student {r['student']}: move {n} {where}")
     by_student = {r["me"]: r["student"] for r in results}
@@ -344,6 +345,12 @@ def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) 
     return {**run, "moves": len(lesson.moves), "follow_n": len(follow),
             "follow_p50_s": round(pct(follow, 0.5), 2), "follow_p95_s": round(pct(follow, 0.95), 2),
             "follow_max_s": round(max(follow, default=float("nan")), 2),
+            "moves_table": [{"move": n, "stage": where[0], "step": where[1],
+                             "runs": len(t), "p50_s": round(pct(t, 0.5), 2),
+                             "p95_s": round(pct(t, 0.95), 2),
+                             "max_s": round(max(t, default=float("nan")), 2)}
+                            for n, (t, (_, where)) in enumerate(zip(by_move, lesson.moves,
+                                                                    strict=True), 1)],
             "answers_sent": len(clicked),
             "answers_acknowledged": len(acknowledged), "answers_in_csv": len(rows),
             "students_per_replica": {k: sum(r["replica"] == k for r in results)
@@ -370,6 +377,10 @@ def report(s: dict) -> str:
            f"{' + '.join(map(str, s['server_peak_rss_mb']))} MB · client CPU "
            f"{s['client_cpu_s']} s · students per replica "
            f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}"]
+    out += ["", "| move | stage · step | runs | click → run p50 / p95 / max (s) |",
+            "|---|---|---|---|"]
+    out += [f"| {m['move']} | {m['stage']} · {m['step']} | {m['runs']} | {m['p50_s']} / "
+            f"{m['p95_s']} / {m['max_s']} |" for m in s["moves_table"]]
     out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]
     return "\n".join(out)
 

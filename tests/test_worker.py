@@ -244,3 +244,28 @@ def test_wait_idle_waits_for_queued_passes_and_then_for_a_quiet_moment():
     assert worker.wait_idle(quiet=0.3, timeout=5)
     assert time.monotonic() >= worker.last_pass + 0.3  # it returned only after a quiet moment
     assert not worker.wait_idle(quiet=10, timeout=0.1)  # quiet not reached within the limit
+
+
+def test_calls_made_behind_wait_for_every_page_call_and_leave_the_quiet_clock_alone():
+    worker = w.Worker()
+    gate, order = threading.Event(), []
+
+    def behind(tag):
+        with worker.behind():
+            return worker.run(order.append, tag)
+
+    with ThreadPoolExecutor(3) as pool:
+        running = pool.submit(worker.run, gate.wait, 10)  # a page's pass in progress
+        time.sleep(0.05)
+        ahead = pool.submit(behind, "read-ahead")  # queued first ...
+        time.sleep(0.05)
+        page = pool.submit(worker.run, order.append, "page")  # ... served second
+        time.sleep(0.05)
+        gate.set()
+        running.result(5), ahead.result(5), page.result(5)
+    assert order == ["page", "read-ahead"]
+    page_ended = worker.last_pass
+    behind("again")  # the read-ahead's own pass ...
+    assert worker.last_pass == page_ended  # ... is not a page's: the quiet clock runs on
+    assert worker.run(threading.current_thread) is not threading.current_thread()
+    assert worker.last_pass > page_ended

@@ -5,16 +5,18 @@ model with a mask, it queues `tour.plan` (the weights' pictures, the attention s
 Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
 a live class, from the class's stage on, queued again when the class reaches another stage. One
 thread runs the items, every session's next item before anyone's later ones (a class moves
-through the tour together), each only after the worker has been idle for QUIET_S, so a
-student's own request waits at most for the pass in progress. Items of a session that moved on,
-or queued more than STALE_S ago, are dropped; results go into the cache the pages read; a
-failed item is left to its page.
+through the tour together), starting once no page has asked the worker for QUIET_S; its passes
+queue behind every page's (ui/worker.Worker.behind), so they run back to back while no page
+asks and a student's own request waits at most for the read-ahead pass in progress. Items of a
+session that moved on, or queued more than STALE_S ago, are dropped; results go into the cache
+the pages read; a failed item is left to its page.
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import heapq
 import itertools
 import os
@@ -27,7 +29,7 @@ import streamlit as st
 from . import keys, session, state, tour
 
 ENV = "VIT_EXPLAINER_READ_AHEAD"
-QUIET_S = 1.0  # an item starts only after the worker has had nothing to do for this long
+QUIET_S = 1.0  # an item starts only after no page's pass has run for this long
 STALE_S = 120.0  # items queued longer ago are dropped: that student has read those pages by now
 
 
@@ -48,8 +50,10 @@ class _Interest:
 class ReadAhead:
     """A heap of (place in the plan, arrival, interest, item) and the thread that runs them."""
 
-    def __init__(self, idle: Callable[[], object]):
-        self._idle = idle
+    def __init__(self, idle: Callable[[], object],
+                 behind: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext):
+        """idle(): returns when an item may start; behind(): the context items run in."""
+        self._idle, self._behind = idle, behind
         self._items: list = []
         self._arrivals = itertools.count()
         self._lock = threading.Condition()
@@ -93,7 +97,8 @@ class ReadAhead:
                 if not interest.wanted() or self._stopping:
                     self.skipped += 1
                 else:
-                    item()
+                    with self._behind():
+                        item()
                     self.done += 1
             except Exception:  # a favour only: the page computes it and shows any error itself
                 self.failed += 1
@@ -105,7 +110,8 @@ class ReadAhead:
 @st.cache_resource(show_spinner=False)
 def shared() -> ReadAhead:
     """The one read-ahead queue of the server (its thread starts with the first session)."""
-    return ReadAhead(lambda: state.forward_worker().wait_idle(QUIET_S, timeout=STALE_S))
+    return ReadAhead(lambda: state.forward_worker().wait_idle(QUIET_S, timeout=STALE_S),
+                     lambda: state.forward_worker().behind())
 
 
 def schedule() -> None:

@@ -6,13 +6,17 @@ time (`stepwise(model)` for vit_core.generate); a one-pass call (a page's trace)
 waiting words, so a first view waits at most for the pass in progress, and after FRESH_IN_A_ROW
 of them a word goes next. A small model's pass (~10 ms) runs at once on its caller's thread.
 Past LIMIT_S (or `timeout=`) a wait raises `Busy`, whose message is one sentence for the page, and
-the job is dropped if it has not started. The server's one worker is ui/state.forward_worker();
-its thread stops at exit.
+the job is dropped if it has not started. Calls made inside `behind()` (the read-ahead's
+thread) wait behind every page's call and caption word, and do not count as passes for
+`wait_idle`: the read-ahead's items run back to back while no page asks, and a page that asks
+waits at most for the one read-ahead pass in progress. The server's one worker is
+ui/state.forward_worker(); its thread stops at exit.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import threading
 import time
@@ -40,9 +44,11 @@ class Worker:
     def __init__(self):
         self.fresh: deque[tuple] = deque()  # (future, call): one-pass calls
         self.steps: deque[tuple] = deque()  # captions' words
+        self.later: deque[tuple] = deque()  # calls made behind() (the read-ahead's)
         self.served_ahead = 0  # `run` calls served since a step started waiting
         self.running = self.stopping = False
-        self.last_pass = 0.0  # time.monotonic() when the last pass ended
+        self.last_pass = 0.0  # time.monotonic() when the last pass a page asked for ended
+        self._behind = threading.local()
         self.lock = threading.Condition()
         self.thread = threading.Thread(target=self._loop, name="vit-forward", daemon=True)
         self.thread.start()
@@ -55,12 +61,12 @@ class Worker:
         `step`: one word of a caption, behind the one-pass calls, in turn."""
         if model is not None and small(model):
             return fn(*args, **kwargs)
-        job = Future()
+        job, later = Future(), getattr(self._behind, "on", False)
+        queue = self.later if later else self.steps if step else self.fresh
         with self.lock:
             if self.stopping:
                 raise RuntimeError("The forward-pass worker has stopped (the server is exiting).")
-            (self.steps if step else self.fresh).append((job, functools.partial(fn, *args,
-                                                                                **kwargs)))
+            queue.append((job, functools.partial(fn, *args, **kwargs), later))
             self.lock.notify_all()
         limit = LIMIT_S if timeout is None else timeout
         if not wait([job], limit).done:
@@ -73,12 +79,24 @@ class Worker:
     def stepwise(self, model) -> Stepwise:
         return Stepwise(self, model)
 
+    @contextlib.contextmanager
+    def behind(self):
+        """Inside the block, this thread's calls wait until no page's call or caption word is
+        queued, and their passes leave `last_pass` alone (for a read-ahead)."""
+        self._behind.on = True
+        try:
+            yield
+        finally:
+            self._behind.on = False
+
     def wait_idle(self, quiet: float = 0.0, timeout: float | None = None) -> bool:
-        """Wait until nothing has run for `quiet` s; False if `timeout` s pass first."""
+        """Wait until nothing is queued or running and no page's pass has run for `quiet` s;
+        False if `timeout` s pass first."""
         end = None if timeout is None else time.monotonic() + timeout
         with self.lock:
             while True:
-                now, busy = time.monotonic(), self.fresh or self.steps or self.running
+                now = time.monotonic()
+                busy = self.fresh or self.steps or self.later or self.running
                 if not busy and (self.stopping or now >= self.last_pass + quiet):
                     return True
                 if end is not None and now >= end:
@@ -94,23 +112,27 @@ class Worker:
         self.thread.join(timeout)
 
     def _next(self) -> tuple | None:
-        """The next job (under the lock): a one-pass call unless a step has waited long enough."""
+        """The next job (under the lock): a one-pass call unless a step has waited long enough;
+        a call made behind() only when no other waits."""
         if self.fresh and (not self.steps or self.served_ahead < FRESH_IN_A_ROW):
             self.served_ahead += bool(self.steps)
             return self.fresh.popleft()
         self.served_ahead = 0
-        return self.steps.popleft() if self.steps else None
+        for queue in (self.steps, self.later):
+            if queue:
+                return queue.popleft()
+        return None
 
     def _loop(self) -> None:
         while True:
             with self.lock:
-                while not (self.fresh or self.steps or self.stopping):
+                while not (self.fresh or self.steps or self.later or self.stopping):
                     self.lock.wait()
                 nxt = self._next()
                 if nxt is None:  # stopping, and nothing left
                     return
                 self.running = True
-            job, call = nxt
+            job, call, later = nxt
             if job.set_running_or_notify_cancel():  # False: its caller gave up waiting
                 try:
                     job.set_result(call())
@@ -118,7 +140,8 @@ class Worker:
                     job.set_exception(e)
             with self.lock:
                 self.running = False
-                self.last_pass = time.monotonic()
+                if not later:
+                    self.last_pass = time.monotonic()
                 self.lock.notify_all()  # wait_idle
 
 

@@ -149,6 +149,9 @@ async def lesson(lb, redis_url: str, restart) -> None:
     acknowledged = {(query(s, keys.LIVE_ME), r.key, r.acknowledged)
                     for s, r in zip(students[:3], replies, strict=True)}
     assert all(r.acknowledged for r in replies), "an answer was not acknowledged"
+    # choosing and sending reran the answer box alone (a fragment), not the student's page
+    assert not any(r.chosen.full or r.after.full for r in replies)
+    assert all(student_at(r.after) is None and not r.after.uploaders for r in replies)
     again = await twin.click(f"{key}_send")
     assert any(t.startswith("You already answered this question") for t in again.alerts)
     assert sent(again) == replies[0].acknowledged

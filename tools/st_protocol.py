@@ -20,7 +20,9 @@ What Streamlit's frontend does, and this client does the same way (streamlit 1.6
   browser's timer: a `rerun_script` with that fragment id every interval, until a full run
   starts (its timers are set again by the run) or `stop_auto_rerun`; `tick` sends the due ones.
   A fragment that calls `st.rerun(scope="app")` makes the server run the whole script next: the
-  run is read through to the end of that full run (`Run.full`).
+  run is read through to the end of that full run (`Run.full`). A widget drawn inside a fragment
+  (the delta's `fragment_id`) reruns only that fragment when it changes, as in the browser: a
+  `rerun_script` with its fragment id, not an auto rerun.
 No rendering: the time from a BackMsg to `script_finished` is the server's. Every wait has a
 limit. Protobufs come from `streamlit.proto`; the websocket from `websockets` (a dependency of
 streamlit), HTTP from the standard library.
@@ -159,11 +161,12 @@ class Tab:
         return msg, data
 
     async def rerun(self, page: str | None = None, query: str | None = None,
-                    widgets: list[WidgetState] | None = None, fragment: str = "") -> Run:
+                    widgets: list[WidgetState] | None = None, fragment: str = "",
+                    auto: bool = False) -> Run:
         """Ask for a script run (on `page`, a url path, or the current one; with the address's
         query string unless `query` is given; with every widget's state unless `widgets` are
-        given; of one fragment if `fragment`) and read it to its end; the images it shows are
-        fetched afterwards."""
+        given; of one fragment if `fragment`, by its timer if `auto`) and read it to its end;
+        the images it shows are fetched afterwards."""
         if page is not None:
             if page not in self.pages:
                 raise ProtocolError(f"no page {page!r} in the app's navigation")
@@ -174,7 +177,7 @@ class Tab:
         msg.rerun_script.widget_states.widgets.extend(
             self.widgets.current() if widgets is None else widgets)
         if fragment:
-            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, True
+            msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, auto
         t0 = time.perf_counter()
         await self.send(msg)
         run = await self._read_run(t0)
@@ -239,7 +242,7 @@ class Tab:
         elif kind == "download_button":  # fetched when clicked, not with the page
             run.downloads[el.download_button.label] = el.download_button.url
             return
-        widget = self.widgets.saw(el)
+        widget = self.widgets.saw(el, msg.delta.fragment_id)
         if widget is not None:
             run.widgets.append(widget)
             text = widget.label
@@ -250,12 +253,14 @@ class Tab:
     # what a user does on the page
     async def click(self, name: str) -> Run:
         """Click the button whose key (or else label) is `name`."""
-        return await self.rerun(widgets=self.widgets.click(name))
+        fragment = self.widgets.find(name, "button").fragment
+        return await self.rerun(widgets=self.widgets.click(name), fragment=fragment)
 
     async def set(self, name: str, value) -> Run:
         """Give the widget `name` a value (an option, a number, a text; a chart: the patches
         clicked), as a browser does when the user changes it: a rerun."""
-        return await self.rerun(widgets=self.widgets.set(name, value))
+        fragment = self.widgets.find(name).fragment
+        return await self.rerun(widgets=self.widgets.set(name, value), fragment=fragment)
 
     # what the browser's timers do
     def next_tick(self) -> float:
@@ -275,7 +280,7 @@ class Tab:
             timer = self.timers[fragment]
             while timer[1] <= now:  # a timer that fired while the tab was busy fires once
                 timer[1] += timer[0]
-            runs.append(await self.rerun(fragment=fragment))
+            runs.append(await self.rerun(fragment=fragment, auto=True))
         return runs
 
     async def wait(self, seconds: float) -> list[Run]:

@@ -9,6 +9,7 @@ does the same, so a protocol client can click "Send" or choose a radio option as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ KINDS = {
     "checkbox": "bool_value",  # st.checkbox and st.toggle
     "radio": "string_value",  # the option as shown
     "selectbox": "string_value",
+    "multiselect": "string_array_value",  # the options chosen, as shown
     "text_input": "string_value",
     "text_area": "string_value",
     "number_input": "double_value",
@@ -39,6 +41,7 @@ class Widget:
     label: str
     options: tuple[str, ...] = ()
     disabled: bool = False
+    fragment: str = ""  # the fragment that drew it: its change reruns only that fragment
 
     @property
     def key(self) -> str | None:
@@ -72,6 +75,11 @@ def encode(widget: Widget, value) -> WidgetState:
             raise WidgetError(f"{value!r} is not an option of {widget.label!r}: "
                               f"{widget.options}")
         state.string_value = value
+    elif widget.kind == "multiselect":
+        unknown = [v for v in value if v not in widget.options]
+        if unknown:
+            raise WidgetError(f"{unknown} are not options of {widget.label!r}: {widget.options}")
+        state.string_array_value.data.extend(value)
     elif widget.kind == "number_input":
         state.double_value = float(value)
     elif widget.kind == "checkbox":
@@ -95,11 +103,13 @@ class Widgets:
         self.shown: dict[str, Widget] = {}  # id -> widget, as last drawn
         self.states: dict[str, WidgetState] = {}  # id -> the value this tab gave it
 
-    def saw(self, element) -> Widget | None:
-        """Note the widget an element draws (None: not a widget). A widget the app gave a value
-        (`set_value`, e.g. through session state) keeps the app's: this tab's is dropped."""
+    def saw(self, element, fragment: str = "") -> Widget | None:
+        """Note the widget an element draws (None: not a widget), inside `fragment` if one
+        drew it. A widget the app gave a value (`set_value`, e.g. through session state) keeps
+        the app's: this tab's is dropped."""
         widget = widget_of(element)
         if widget is not None:
+            widget = dataclasses.replace(widget, fragment=fragment)
             self.shown[widget.id] = widget
             if getattr(getattr(element, widget.kind), "set_value", False):
                 self.states.pop(widget.id, None)

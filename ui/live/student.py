@@ -189,16 +189,28 @@ KINDS = {replies.Choice: "choice", replies.Number: "number", replies.PatchPick: 
 def answer_box(stage: str, step: str, q, view) -> bool:
     """The question with an input that fits it; the answer once the teacher reveals it.
     False when the session is not in a class after all (the caller draws the usual box)."""
-    c = session.current()
-    if c is None:
+    if session.current() is None:
         return False
+    _answer(stage, step, q, view)
+    return True
+
+
+@st.fragment
+def _answer(stage: str, step: str, q, view) -> None:
+    """The box's inside, a fragment: choosing an answer and sending it rerun the box alone,
+    not the student's page (its figures are not built again for a click)."""
     ss = st.session_state
+    c = session.current()
+    if c is None:  # the class ended since the page was drawn: the page says so
+        st.rerun(scope="app")
+    if ss.get(keys.LIVE_NOTICE):  # from Send (the page's banner shows it on a full run)
+        st.warning(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
     st.markdown(f"**Question for the class:** {q.question}")
     try:
         mine = classes.answered(session.store(), c.code, ss[keys.LIVE_ME], stage, step)
     except StoreDown:
         st.caption(session.NOTICE_DOWN)
-        return True
+        return
     if mine is None:
         _input(stage, step, q, view)
     else:
@@ -213,7 +225,6 @@ def answer_box(stage: str, step: str, q, view) -> bool:
     else:
         st.caption("The answer, computed for your image, appears here when the teacher "
                    "reveals it.")
-    return True
 
 
 def _input(stage: str, step: str, q, view) -> None:

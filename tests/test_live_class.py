@@ -18,6 +18,7 @@ import pytest
 from tests.support import open_app
 from ui import inputs, keys
 from ui.live import classes, session
+from ui.routes import STAGES
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -275,3 +276,44 @@ def test_a_followers_read_ahead_starts_at_the_class_stage_and_again_when_it_move
     student.run()
     assert where(student)[0] == "masks"
     assert queued[-1][0].what[-1] == "masks" and first.cancelled
+
+
+def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare(monkeypatch):
+    """The teacher picks today's stages before starting: Next goes from the overview's last
+    step to the lesson's next stage (Attention, not Patches), the class holds the lesson, and a
+    follower's read-ahead is planned over the lesson's stages only."""
+    from ui import readahead, tour
+
+    queued = []
+
+    class Queue:
+        def add(self, interest, items):
+            queued.append((interest, len(items)))
+
+    monkeypatch.setenv(readahead.ENV, "1")
+    monkeypatch.setattr(readahead, "shared", Queue)
+    teacher = open_app("overview", params={"presenter": "1", "step": "6"})  # its last step
+    picker = teacher.multiselect(key=keys.LIVE_LESSON)
+    assert picker.value == list(STAGES)  # the whole tour unless the teacher picks
+    picker.set_value(["logits", "overview", "attention"]).run()  # in any order: the tour's
+    teacher.button(key=keys.LIVE_START).click().run()
+    code = teacher.session_state[keys.LIVE_CODE]
+    assert classes.get(session.store(), code).lesson == ("overview", "attention", "logits")
+    assert any("Today's stages: The whole pass → 4 · Attention heads → 7 · Logits" in c.value
+               for c in teacher.caption)
+    student = join(code, inputs.sample_seeds()[1])
+    teacher.button(key=keys.PRESENTER_NEXT).click().run()
+    assert where(teacher) == ("attention", 0) and step_line(teacher) == "step 1/6"
+    settle(code)
+    student.run()
+    assert where(student)[0] == "attention"
+    interest, n = queued[-1]
+    assert interest.what[-1] == "attention"
+    inp = inputs.make_input("a sample", inputs.sample_bytes(inputs.sample_seeds()[1]))
+    name, mask = student.session_state[keys.MODEL], interest.what[2]
+    whole = tour.plan(inp, name, mask, 0, start="attention")
+    assert n == len(tour.plan(inp, name, mask, 0, start="attention",
+                              lesson=("attention", "logits")))
+    assert n < len(whole)  # Masks, MLP and the rest are not prepared for anyone
+    teacher.button(key=keys.PRESENTER_PREV).click().run()  # Previous walks the lesson too
+    assert where(teacher)[0] == "overview"

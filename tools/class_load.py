@@ -6,12 +6,12 @@
 
 Every tab speaks Streamlit's protocol (tools/st_protocol.Tab), as tools/load_test.py does. The
 teacher opens presenter mode and starts a class; the students arrive evenly within --within
-seconds, each opening the join link on --model and uploading its own picture. Then the teacher
-makes a move every --every seconds: Next through each stage of --stages, and from a stage's last
-step to the next stage of the list (as a click in the sidebar would). A student learns of a move
-the way its browser does: the banner's fragment reruns every second (`auto_rerun`), sees that
-the class moved and asks for a full run. Every question a student is shown, it answers (the
-first option, a number, a patch of the grid, a word) and sends.
+seconds, each opening the join link on --model and uploading its own picture. The class's lesson
+is --stages (the teacher picks them under "Today's stages" before starting it); the teacher
+makes a move every --every seconds: Next, through each step of each of those stages. A student
+learns of a move the way its browser does: the banner's fragment reruns every second
+(`auto_rerun`), sees that the class moved and asks for a full run. Every question a student
+is shown, it answers (the first option, a number, a patch of the grid, a word) and sends.
 
 Measured, per student and move: the teacher's click sent -> that student's full run showing
 the new step finished (a move a student never showed is missed). Checked: every run of every
@@ -52,6 +52,7 @@ from tools.browser import ROOT, free_port, serve  # noqa: E402
 from tools.load_test import _own_cpu_s, check, pct, session_image, teacher  # noqa: E402
 from tools.st_protocol import Run, Tab  # noqa: E402
 from ui import keys  # noqa: E402
+from ui.routes import STAGES  # noqa: E402
 
 LESSON = ["overview", "attention", "masks", "logits"]
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"  # ui/live/store.ENV
@@ -127,9 +128,10 @@ async def answer(tab: Tab, run: Run, i: int, done=()) -> Reply | None:
     if chose is None:
         return None
     name, value, key = chose
-    chosen = await tab.set(name, value)
-    send = f"{key}_send"
-    if student_at(chosen) != student_at(run) or send not in {w.key for w in chosen.widgets}:
+    chosen = await tab.set(name, value)  # a run of the answer box alone (a fragment) ...
+    send = f"{key}_send"  # ... or of the page, if the class moved meanwhile
+    moved = chosen.full and student_at(chosen) != student_at(run)
+    if moved or send not in {w.key for w in chosen.widgets}:
         return Reply(key, chosen, None)  # the page changed meanwhile
     return Reply(key, chosen, await tab.click(send))
 
@@ -204,6 +206,9 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
                 return
             answers[reply.key] = (reply.after is not None, reply.acknowledged)
             run = reply.after or reply.chosen
+            if not run.full:  # the box alone ran: the page still shows this step
+                check(run, i, where, None, problems)
+                return
 
     try:
         run = await tab.open(f"{keys.LIVE_JOIN}={lesson.code}&{keys.MODEL}={model}")
@@ -229,19 +234,17 @@ async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves
     run = await tab.open(f"{keys.PRESENTER}=1&page={stages[0]}&{keys.MODEL}={model}")
     if not any(w.key == keys.LIVE_START for w in run.widgets):
         raise RuntimeError("no 'Start a class' button: " + " ".join(run.under("Class"))[:300])
+    await tab.set(keys.LIVE_LESSON, [STAGES[s][1] for s in stages])
     await tab.click(keys.LIVE_START)
     lesson.code = query(tab, keys.LIVE_CODE)
     await tab.wait(arrive)
-    plan = iter(stages[1:])
-    at = teacher_at(run)
+    at, stages_left = teacher_at(run), len(stages) - 1
     for _ in range(moves):
-        t0 = time.perf_counter()
-        if at[1] < at[2]:
-            run = await tab.click(keys.PRESENTER_NEXT)
-        elif (stage := next(plan, None)) is not None:
-            run = await tab.rerun(page=stage if stage in tab.pages else "")
-        else:
+        if at[1] == at[2] and not stages_left:
             break
+        stages_left -= at[1] == at[2]
+        t0 = time.perf_counter()
+        run = await tab.click(keys.PRESENTER_NEXT)  # the next step, or the lesson's next stage
         at = teacher_at(run)
         if at is None:
             raise RuntimeError(f"the teacher's page has no header: {run.errors or run.texts[:3]}")

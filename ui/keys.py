@@ -89,6 +89,7 @@ LIVE_NOTICE = "_live_notice"  # str: one sentence about the class (ended, refuse
 LIVE_CODE_INPUT = "live_code_input"  # text input: the code a student types
 LIVE_NICK = "live_nick"  # text input: an optional nickname
 LIVE_START = "live_start"  # button: the teacher starts a class
+LIVE_LESSON = "live_lesson"  # multiselect: the stages of today's lesson (before the start)
 LIVE_END = "live_end"  # button: the teacher ends it
 LIVE_CSV = "live_csv"  # download button: the class's answers
 LIVE_BANNER = "live_banner"  # container: "Following class ABC-DEF …" atop a student's page

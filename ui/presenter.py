@@ -188,9 +188,11 @@ def header(routes: dict, slug: str):
     st.html(CSS)
     with st.container(key=keys.PRESENTER_KEYS):
         st.iframe(KEYS_JS, height=1)
-    slugs = list(routes)
-    i = slugs.index(slug) if slug in slugs else 0
-    stage = stages.get(slugs[i])
+    tour = list(routes)
+    t = tour.index(slug) if slug in tour else 0
+    slugs = teacher.stages_walked(tour[t])  # Next / Previous: a class's lesson, else the whole tour
+    i = slugs.index(tour[t])
+    stage = stages.get(tour[t])
     titles = [s.title_for(config) for s in stage.steps_for(config)]
     k = min(steps.current(), len(titles) - 1)
     bar = st.container(horizontal=True, vertical_alignment="center", gap="small",
@@ -203,9 +205,9 @@ def header(routes: dict, slug: str):
                disabled=i == len(slugs) - 1 and k == len(titles) - 1,
                on_click=steps.move, args=(slugs, slug, config, +1),
                help="Next step, then the next stage (→ or PageDown)")
-    n = len(slugs) - 1  # the overview comes before stage 1
+    n = len(tour) - 1  # the overview comes before stage 1
     name = stage.title.split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
-    where = f"Stage {i}/{n}" if i else "Overview"
+    where = f"Stage {t}/{n}" if t else "Overview"
     with bar.container(key=keys.PRESENTER_WHERE, width="content"):
         st.markdown(f"**{where} · step {k + 1}/{len(titles)}** · {name}: *{titles[k]}*")
     notes = bar.popover("Notes", icon=":material/speaker_notes:",

@@ -3,7 +3,7 @@
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
 model with a mask, it queues `tour.plan` (the weights' pictures, the attention summary, the
 Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
-a live class, from the class's stage on, queued again when the class reaches another stage. One
+a live class, through the lesson's stages from the class's, queued again when the class moves. One
 thread runs the items, every session's next item before anyone's later ones (a class moves
 through the tour together), starting once no page has asked the worker for QUIET_S; its passes
 queue behind every page's (ui/worker.Worker.behind), so they run back to back while no page
@@ -121,7 +121,7 @@ def schedule() -> None:
         return
     inp, name = session.current()
     mask = state.same_mask(name, session.chosen_mask())
-    start = class_stage()
+    start, lesson = class_place()
     old = st.session_state.get(keys.READ_AHEAD)
     if old is not None and old.what == (inp.key, name, mask, start):
         return
@@ -133,13 +133,17 @@ def schedule() -> None:
     caption = st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)
     ss = st.session_state
     shared().add(interest, tour.plan(inp, name, mask, ss.get(keys.LAYER), caption,
-                                     ss.get(keys.PATCH), start=start))
+                                     ss.get(keys.PATCH), start=start, lesson=lesson))
 
 
-def class_stage() -> str | None:
-    """The stage of the live class this session follows (set by ui/live/student.follow on
-    every run), else None. A follower's read-ahead starts there and begins again when the class
-    moves to another stage: what the teacher left behind is not computed for anyone."""
+def class_place() -> tuple[str | None, tuple[str, ...]]:
+    """(the stage of the live class this session follows, set by ui/live/student.follow on
+    every run; the class's lesson), else (None, ()). A follower's read-ahead goes through the
+    lesson's stages from there and begins again when the class moves to another stage: what the
+    teacher left behind, or will skip, is computed for nobody."""
     from .live import session as live
 
-    return st.session_state.get(keys.PRESENTER_AT) if live.following() else None
+    if not live.following():
+        return None, ()
+    c = live.current()
+    return st.session_state.get(keys.PRESENTER_AT), (c.lesson if c else ())

@@ -18,6 +18,15 @@ STAGES = {
     "mae": ("pages/mae.py", "12 · Masked patches (MAE)", ":material/blur_on:"),
 }
 
+
+
+def walk(lesson: tuple[str, ...], here: str | None = None) -> list[str]:
+    """The stages a live class's Next and Previous go through: the lesson's, in the tour's
+    order, and the stage the teacher is on (one opened from the menu); the whole tour when the
+    lesson names none."""
+    return [s for s in STAGES if not lesson or s in lesson or s == here]
+
+
 # The model map's boxes name the stage of the pass they belong to (vit_core.explain.stages.STAGES);
 # a click opens the page that explains that stage.
 MAP_PAGES = {

@@ -152,19 +152,19 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
 
 def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
          caption: str = MASK_CAPTION, patch: int | None = None,
-         start: str | None = None) -> list[Callable]:
+         start: str | None = None, lesson: tuple[str, ...] = ()) -> list[Callable]:
     """What the stages' steps read beyond the trace, in the tour's order (each once): calls
     into ui.state's caches, runnable off a script run. `layer`: the session's layer; `caption`:
     the Masks stage's caption; `patch`: the session's patch; `start`: the stage to begin with
-    (a live class's: the stages before it are behind the class). Read from the steps'
-    declarations (`Step.reads`)."""
+    (a live class's: the stages before it are behind the class); `lesson`: the class's stages
+    (the others are skipped). Read from the steps' declarations (`Step.reads`)."""
     from . import stages
-    from .routes import STAGES
+    from .routes import walk
 
     config = state.get_model(name).config
     ask = Ask(inp, name, mask, layer, caption, patch)
     items, seen = [], set()
-    order = list(STAGES)
+    order = walk(lesson, start)
     for slug in order[order.index(start):] if start in order else order:
         stage = stages.get(slug)
         for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:

@@ -61,6 +61,7 @@ class Class:
     revealed: tuple[str, ...] = ()  # step ids ("attention/where") the teacher revealed
     started: float = 0.0
     secret_hash: str = field(default="", repr=False)
+    lesson: tuple[str, ...] = ()  # the stages of the lesson, in the tour's order; (): all
 
     def is_revealed(self, stage: str, step: str) -> bool:
         return step_id(stage, step) in self.revealed
@@ -112,17 +113,18 @@ def _dump(c: Class) -> str:
 def _load(text: str) -> Class:
     d = json.loads(text)
     return Class(**{**d, "position": Position(**d["position"]),
-                    "revealed": tuple(d["revealed"])})
+                    "revealed": tuple(d["revealed"]), "lesson": tuple(d.get("lesson", ()))})
 
 
 # ---------------------------------------------------------------- the teacher
-def start(store, position: Position) -> tuple[Class, str]:
-    """A new class at `position`: (the class, the teacher's secret). Only the secret's hash is
-    stored; the teacher's browser keeps the secret."""
+def start(store, position: Position, lesson: tuple[str, ...] = ()) -> tuple[Class, str]:
+    """A new class at `position` that walks the stages of `lesson` (() for the whole tour):
+    (the class, the teacher's secret). Only the secret's hash is stored; the teacher's browser
+    keeps the secret."""
     secret = secrets.token_urlsafe(18)
     for _ in range(20):
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-        c = Class(code, position, 1, (), time.time(), _hash(secret))
+        c = Class(code, position, 1, (), time.time(), _hash(secret), tuple(lesson))
         if store.create(_key("class", code), _dump(c), LIFETIME):
             return c, secret
     raise ClassError("No free class code was found; try again.")  # 20 collisions: never seen

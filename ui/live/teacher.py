@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .. import keys, share, stages, steps
+from ..routes import STAGES, walk
 from . import classes, session
 from .store import StoreDown
 
@@ -57,9 +58,11 @@ def _act(action):
 def _start(stage: str, step: str) -> None:
     """on_click of "Start a class"."""
     ss = st.session_state
+    chosen = ss.get(keys.LIVE_LESSON) or []
+    lesson = () if set(STAGES) <= set(chosen) else tuple(s for s in STAGES if s in chosen)
     try:
         c, secret = classes.start(session.store(), classes.Position(
-            stage, step, ss.get(keys.LAYER), ss.get(keys.HEAD), ss.get(keys.PATCH)))
+            stage, step, ss.get(keys.LAYER), ss.get(keys.HEAD), ss.get(keys.PATCH)), lesson)
     except StoreDown:
         ss[keys.LIVE_NOTICE] = session.NOTICE_DOWN
         return
@@ -107,13 +110,31 @@ def _offer(stage: str, config) -> None:
         return
     here = stages.get(stage).steps_for(config)
     step = here[steps.index_in(stage, len(here))].key
+    st.multiselect("Today's stages", list(STAGES), default=list(STAGES), key=keys.LIVE_LESSON,
+                   format_func=_stage_title,
+                   help="Next and Previous walk these, in the tour's order (a stage opened "
+                        "from the menu is walked too), and the students' laptops prepare "
+                        "them ahead: leave out the stages you will skip.")
     st.button("Start a class", key=keys.LIVE_START, type="primary", on_click=_start,
               args=(stage, step), icon=":material/play_circle:")
+
+
+def _stage_title(slug: str) -> str:
+    return STAGES[slug][1]
+
+
+def stages_walked(slug: str) -> list[str]:
+    """The stages the presenter's Next and Previous go through: in a class the teacher leads,
+    its lesson's (with this one); else the whole tour."""
+    c = session.current() if session.role() == "teacher" else None
+    return walk(c.lesson if c else (), slug)
 
 
 def _panel(c: classes.Class) -> None:
     link = join_link(c.code)
     st.markdown(f"### Code {classes.pretty(c.code)}")
+    if c.lesson:
+        st.caption("Today's stages: " + " → ".join(_stage_title(s) for s in c.lesson))
     st.markdown(f"Students open **{link}** or scan the code, or type the code under "
                 f"*Join a class* in the sidebar.")
     st.image(share.qr_png(link), width=180, caption="QR code of the class's link")

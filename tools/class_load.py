@@ -186,6 +186,7 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     tab = Tab(url, timeout=timeout)
     problems: dict[str, list[str]] = {k: [] for k in PROBLEMS}
     seen: dict[tuple, float] = {}  # where -> end of the first full run that showed it
+    took: dict[tuple, float] = {}  # where -> that run's own seconds (request -> its end)
     answers: dict[str, tuple[bool, str | None]] = {}  # answer key -> (Send clicked, the
     #                                                   answer the page acknowledged)
 
@@ -195,7 +196,8 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         if at is None:
             problems["failed sessions"].append(f"student {i}, {where}: no class banner")
             return False
-        seen.setdefault(at, run.ended)
+        if at not in seen:
+            seen[at], took[at] = run.ended, run.seconds
         return True
 
     async def look(run: Run, where: str) -> None:
@@ -224,7 +226,7 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         with contextlib.suppress(Exception):
             await tab.close()
     return {"student": i, "me": query(tab, keys.LIVE_ME), "replica": tab.cookies.get(COOKIE),
-            "seen": seen, "answers": answers, "problems": problems}
+            "seen": seen, "took": took, "answers": answers, "problems": problems}
 
 
 async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves: int,
@@ -317,7 +319,7 @@ def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
 
 def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) -> dict:
     """Latencies per student and move, and the answers: acknowledged against the CSV."""
-    follow, by_move = [], [[] for _ in lesson.moves]
+    follow, by_move, run_s = [], [[] for _ in lesson.moves], [[] for _ in lesson.moves]
     problems = {k: [p for r in results for p in r["problems"][k]] for k in PROBLEMS}
     failed = {int(p.split()[1].rstrip(":,")) for p in problems["failed sessions"]}
     for r in results:
@@ -327,6 +329,7 @@ def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) 
             if where in r["seen"] and r["seen"][where] > clicked:
                 follow.append(r["seen"][where] - clicked)
                 by_move[n - 1].append(r["seen"][where] - clicked)
+                run_s[n - 1].append(r["took"][where])
             else:
                 problems["missed moves"].append(f"student {r['student']}: move {n} {where}")
     by_student = {r["me"]: r["student"] for r in results}
@@ -351,9 +354,11 @@ def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) 
             "moves_table": [{"move": n, "stage": where[0], "step": where[1],
                              "runs": len(t), "p50_s": round(pct(t, 0.5), 2),
                              "p95_s": round(pct(t, 0.95), 2),
-                             "max_s": round(max(t, default=float("nan")), 2)}
-                            for n, (t, (_, where)) in enumerate(zip(by_move, lesson.moves,
-                                                                    strict=True), 1)],
+                             "max_s": round(max(t, default=float("nan")), 2),
+                             "run_p50_s": round(pct(r, 0.5), 2)}
+                            for n, (t, r, (_, where)) in enumerate(zip(by_move, run_s,
+                                                                       lesson.moves,
+                                                                       strict=True), 1)],
             "answers_sent": len(clicked),
             "answers_acknowledged": len(acknowledged), "answers_in_csv": len(rows),
             "students_per_replica": {k: sum(r["replica"] == k for r in results)
@@ -380,10 +385,10 @@ def report(s: dict) -> str:
            f"{' + '.join(map(str, s['server_peak_rss_mb']))} MB · client CPU "
            f"{s['client_cpu_s']} s · students per replica "
            f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}"]
-    out += ["", "| move | stage · step | runs | click → run p50 / p95 / max (s) |",
-            "|---|---|---|---|"]
+    out += ["", "| move | stage · step | runs | click → run p50 / p95 / max (s) | the run "
+            "itself p50 (s) |", "|---|---|---|---|---|"]
     out += [f"| {m['move']} | {m['stage']} · {m['step']} | {m['runs']} | {m['p50_s']} / "
-            f"{m['p95_s']} / {m['max_s']} |" for m in s["moves_table"]]
+            f"{m['p95_s']} / {m['max_s']} | {m['run_p50_s']} |" for m in s["moves_table"]]
     out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]
     return "\n".join(out)
 

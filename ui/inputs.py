@@ -6,6 +6,7 @@ composed scenes are drawn once by the scene world's own generator.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ def sample_bytes(seed: int) -> bytes:
     return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=64)
 def sample_caption(seed: int) -> str:
+    """The caption of sample scene `seed` (the sidebar's picker words every option each run)."""
     return world.scene_spec(seed).caption
 
 

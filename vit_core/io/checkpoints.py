@@ -9,6 +9,7 @@ torch.load(weights_only=True), which refuses code.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -29,8 +30,18 @@ FALLBACK_MODEL = "vit-b16"
 
 
 def bundled_models() -> list[str]:
-    """Names of the trained models shipped in BUNDLED_DIR."""
-    return sorted(p.stem for p in BUNDLED_DIR.glob("*.safetensors"))
+    """Names of the trained models shipped in BUNDLED_DIR (listed again when the folder
+    changes: a model trained meanwhile appears)."""
+    try:
+        stamp = BUNDLED_DIR.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    return list(_bundled(str(BUNDLED_DIR), stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _bundled(folder: str, stamp: int | None) -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in Path(folder).glob("*.safetensors")))
 
 
 def default_model_name() -> str:

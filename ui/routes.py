@@ -19,7 +19,6 @@ STAGES = {
 }
 
 
-
 def walk(lesson: tuple[str, ...], here: str | None = None) -> list[str]:
     """The stages a live class's Next and Previous go through: the lesson's, in the tour's
     order, and the stage the teacher is on (one opened from the menu); the whole tour when the

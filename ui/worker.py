@@ -42,7 +42,7 @@ class Worker:
     """A thread that runs submitted calls: one-pass calls first, captions' words in turn."""
 
     def __init__(self):
-        self.fresh: deque[tuple] = deque()  # (future, call): one-pass calls
+        self.fresh: deque[tuple] = deque()  # (future, call, made behind()): one-pass calls
         self.steps: deque[tuple] = deque()  # captions' words
         self.later: deque[tuple] = deque()  # calls made behind() (the read-ahead's)
         self.served_ahead = 0  # `run` calls served since a step started waiting

@@ -82,15 +82,15 @@ STILL_JS = """() => [...document.querySelectorAll(
 def settle(page, most_ms: int = 8000) -> None:
     """Wait until the layout holds still: plotly draws, and re-sizes to the slide, after the
     run has ended (and after a resize), pictures are fitted to their box."""
-    page.wait_for_timeout(200)
+    page.wait_for_timeout(100)
     last, still = None, 0
-    for _ in range(most_ms // 150):
+    for _ in range(most_ms // 100):
         now = page.evaluate(STILL_JS)
         still = still + 1 if now == last else 0
         if still >= 2:
             return
         last = now
-        page.wait_for_timeout(150)
+        page.wait_for_timeout(100)
 
 
 def problems_on(page, where: str) -> list[str]:

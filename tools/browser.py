@@ -116,11 +116,27 @@ def stop(proc: subprocess.Popen) -> None:
 IDLE_JS = ("() => document.querySelector('h1') && document.querySelector("
            "'[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')")
 
+# Streamlit's script state (stApp's data-test-script-state) changes when a run starts and ends;
+# the page keeps the time of the last change and of the last call to wait for a quiet page (a
+# new document starts both clocks afresh). Quiet: not running, an <h1> drawn, and neither a
+# change nor the call for QUIET_MS: the call's own clock covers a run that starts a moment after
+# the click that asked for it, and the quiet after the run's end gives plotly its time to draw.
+QUIET_MS = 450
+_WATCH = """
+  if (!window.__vitRuns) {
+    window.__vitRuns = {changed: performance.now(), since: performance.now()};
+    new MutationObserver(() => { window.__vitRuns.changed = performance.now(); }).observe(
+      document.documentElement,
+      {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+  }"""
+SINCE_JS = "() => {" + _WATCH + "\n  window.__vitRuns.since = performance.now();\n}"
+QUIET_JS = ("ms => {" + _WATCH + "\n  const r = window.__vitRuns;\n  return Boolean(("
+            + IDLE_JS + ")()) && performance.now() - Math.max(r.changed, r.since) >= ms;\n}")
+
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
-    """Wait until Streamlit has finished the script run: stApp says notRunning for 0.5 s."""
+    """Wait until Streamlit has finished the script run: stApp says notRunning, and nothing
+    changed for QUIET_MS since the last run's end and since this call."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
-    for _ in range(2):  # the state can read notRunning for a moment before a run starts
-        page.wait_for_timeout(500)
-        page.wait_for_function(IDLE_JS, timeout=timeout_ms)
-    page.wait_for_timeout(300)  # let plotly finish drawing
+    page.evaluate(SINCE_JS)
+    page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_ms, polling=50)

@@ -41,7 +41,7 @@ from math import nan
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.browser import CHROMIUM_ARGS, IDLE_JS, serve  # noqa: E402
+from tools.browser import CHROMIUM_ARGS, QUIET_JS, QUIET_MS, SINCE_JS, serve  # noqa: E402
 
 STAGES = ["patches", "embeddings", "qkv", "attention", "masks", "mlp", "logits", "shapes",
           "segmentation", "experiments"]
@@ -57,9 +57,11 @@ def session_image(i: int) -> bytes:
 
 
 async def idle(page, timeout=180_000):
-    for _ in range(2):  # as tools.browser.wait_idle: notRunning, and still so 0.5 s later
-        await page.wait_for_timeout(500)
-        await page.wait_for_function(IDLE_JS, timeout=timeout)
+    """As tools.browser.wait_idle: not running, and no change for QUIET_MS since the run's
+    end and since this call."""
+    await page.wait_for_selector("[data-testid='stApp']", timeout=timeout)
+    await page.evaluate(SINCE_JS)
+    await page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout, polling=50)
 
 
 async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0) -> dict:

@@ -1,8 +1,9 @@
 """ViT Explainer: routes to one page per stage and draws the shared sidebar. No math here."""
 
-from ui import process
+from ui import process, wakeups
 
 process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)
+wakeups.install()  # one wake-up of the server's loop for many drawn elements (ui/wakeups.py)
 
 import streamlit as st  # noqa: E402
 

@@ -4,7 +4,7 @@ starts with deploy/redis.conf, as the classroom recipe does (docs/deployment.md)
 
 The teacher and four students are tabs pinned to a replica by HAProxy's cookie, two students on
 each, each student on its own sample scene. A student learns of a move as its browser would: the
-banner's fragment reruns every second (`auto_rerun`) and asks for a full run when the class
+banner's fragment reruns every half second (`auto_rerun`) and asks for a full run when the class
 moved. What each page shows is read from its own text (the teacher's header, a student's
 banner, its fingerprint, "Your answer: … (sent)"); the answers are read back from Redis.
 Then a replica is killed (SIGKILL) and started again on its port: its tabs reopen their own

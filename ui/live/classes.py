@@ -268,7 +268,7 @@ def answered(store, code: str, student: str, stage: str, step: str) -> Answer | 
 class Watcher:
     """The classes this process's sessions follow, kept fresh by the store's messages.
 
-    A session asks `latest(code)` about once a second: that reads memory, and reads the store
+    A session asks `latest(code)` twice a second: that reads memory, and reads the store
     only after a message said the class changed, or RESYNC after the last read (a message lost
     while Redis restarted heals by itself).
     """

@@ -5,7 +5,7 @@ answer for their own image when the teacher reveals it.
 Following: every run applies the class's position before anything is drawn (`follow`): the
 stage (switching page), the step (by its key: a step this model does not have gives the nearest
 one before it), and the teacher's layer / head / patch, except those the student changed since
-(then theirs stay). A small fragment (`banner`) asks this process's Watcher once a second whether
+(then theirs stay). A small fragment (`banner`) asks this process's Watcher twice a second whether
 the class moved (memory only; the store is read when a message says so) and reruns the page
 when it did.
 """
@@ -20,7 +20,8 @@ from .. import figures, keys, replies, share, stages
 from . import classes, session
 from .store import StoreDown
 
-POLL_EVERY = 1.0  # s between looks at the class (a dict lookup unless it changed)
+POLL_EVERY = 0.5  # s between looks at the class (a dict lookup unless it changed; 1 s: p95
+# +0.2 s, max +0.4 s for 30 students on two replicas, docs/performance.md)
 SEEN_EVERY = 5.0  # s between "still here" marks (the teacher's count of who follows)
 CONTROLS = (("layer", keys.LAYER, "depth"), ("head", keys.HEAD, "num_heads"),
             ("patch", keys.PATCH, "num_patches"))

@@ -16,7 +16,7 @@ import re
 import pytest
 
 from tests.support import open_app
-from ui import inputs, keys
+from ui import inputs, keys, state
 from ui.live import classes, session
 from ui.routes import STAGES
 
@@ -315,9 +315,24 @@ def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare
     inp = inputs.make_input("a sample", inputs.sample_bytes(inputs.sample_seeds()[1]))
     name, mask = student.session_state[keys.MODEL], interest.what[2]
     assert name == "shapes-classifier"
-    # on a classifier, the one thing Attention and Logits read beyond the trace is the
-    # attention summary (the Logits stage's own reads are a captioner's and a typed caption's)
-    assert len(items) == 1 and "rollout" in items[0]()
+    # on a classifier, what Attention and Logits read beyond the trace: the internals of the
+    # student's layer (its first steps) and the attention summary (the Logits stage's own
+    # reads are a captioner's and a typed caption's)
+    from vit_core import trace as traces
+
+    recomputed = []
+    block = traces._Rerun.block
+    monkeypatch.setattr(traces._Rerun, "block",
+                        lambda self, layer, *a, **k: recomputed.append(layer) or block(
+                            self, layer, *a, **k))
+    layer = student.session_state[keys.LAYER]
+    tr = state.trace(inp, name, mask=mask)  # the student's: its page read the layer already;
+    tr[f"blocks.{(layer + 1) % tr.config.depth}.attn.scores"]  # another block read replaces it
+    recomputed.clear()
+    assert len(items) == 2 and items[0]() is None and recomputed == [layer]
+    assert tr[f"blocks.{layer}.attn.scores"].shape[0] == tr.config.num_heads
+    assert recomputed == [layer]  # the page's read found it done
+    assert "rollout" in items[1]()
     assert len(items) < len(tour.plan(inp, name, mask, 0, start="attention"))  # Masks, MLP, …
     teacher.button(key=keys.PRESENTER_PREV).click().run()  # Previous walks the lesson too
     assert where(teacher)[0] == "overview"

@@ -1,7 +1,8 @@
 """Read-ahead: while a student reads a page, compute what the tour's later pages will ask for.
 
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
-model with a mask, it queues `tour.plan` (the weights' pictures, the attention summary, the
+model with a mask, it queues `tour.plan` (the weights' pictures, the internals of the session's
+layer, the attention summary, the
 Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
 a live class, through the lesson's stages from the class's, queued again when the class moves. One
 thread runs the items, every session's next item before anyone's later ones (a class moves

@@ -357,6 +357,14 @@ def _attention_summary(key: str, model_name: str, mask: str | None, _trace) -> d
     return forward_worker().run(summarise, _trace, model=get_model(model_name))
 
 
+def layer_block(inp: Input, model_name: str, mask: str | None, layer: int) -> None:
+    """Block `layer`'s internals in the cached trace, recomputed now on the worker (a lean
+    trace keeps the block read last): the Attention stage's first steps read them."""
+    tr = trace(inp, model_name, mask=mask)
+    layer = min(max(int(layer), 0), tr.config.depth - 1)
+    forward_worker().run(tr.__getitem__, f"blocks.{layer}.attn.scores", model=get_model(model_name))
+
+
 def attention_summary(inp: Input, model_name: str, mask: str | None) -> dict:
     """Rollout, attention distance, entropy and the CLS / DIST rows of every layer of the
     trace (vit_core.explain.attention.summarise), computed once per trace."""

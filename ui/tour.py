@@ -130,6 +130,8 @@ def _grey_run(a: Ask) -> list[Callable]:
 READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "weight_views": lambda a: [lambda: state.weight_views(a.name)],
     "attention_summary": lambda a: [lambda: state.attention_summary(a.inp, a.name, a.mask)],
+    "layer_block": lambda a: ([] if a.layer is None else
+                              [lambda: state.layer_block(a.inp, a.name, a.mask, a.layer)]),
     "masks_runs": _masks_runs,
     "masks_scores": _masks_scores,
     "causal_classifier": _causal_classifier,

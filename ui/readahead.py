@@ -2,15 +2,14 @@
 
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
 model with a mask, it queues `tour.plan` (the weights' pictures, the internals of the session's
-layer, the attention summary, the
-Masks page's passes and captions, the MLP page's norms, an experiment); for a student following
-a live class, through the lesson's stages from the class's, queued again when the class moves. One
-thread runs the items, every session's next item before anyone's later ones (a class moves
-through the tour together), starting once no page has asked the worker for QUIET_S; its passes
-queue behind every page's (ui/worker.Worker.behind), so they run back to back while no page
-asks and a student's own request waits at most for the read-ahead pass in progress. Items of a
-session that moved on, or queued more than STALE_S ago, are dropped; results go into the cache
-the pages read; a failed item is left to its page.
+layer, the attention summary, the Masks page's passes and captions, the MLP page's norms, an
+experiment); for a student following a live class, through the lesson's stages from the class's,
+queued again when the class moves. One thread runs the items, every session's next item before
+anyone's later ones (a class moves through the tour together), starting once no page has asked
+the worker for QUIET_S; its passes queue behind every page's (ui/worker.Worker.behind), so they
+run back to back while no page asks and a student's own request waits at most for the read-ahead
+pass in progress. Items of a session that moved on, or queued more than STALE_S ago, are
+dropped; results go into the cache the pages read; a failed item is left to its page.
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: tests/conftest.py).
 """
 

@@ -555,31 +555,33 @@ def _windows_facts(x: Ctx) -> Windows:
 
 
 def _grid_figure(bands: np.ndarray, title: str, centre: int):
-    """The patch grid coloured by window (each window its colour), the centre patch outlined."""
+    """The patch grid coloured by window (each window its colour), the centre patch outlined.
+    One constructor call (plotly re-walks the figure on every update_* call)."""
     g = bands.shape[0]
-    order = {b: k for k, b in enumerate(dict.fromkeys(bands.ravel().tolist()))}
+    grid = bands.tolist()
+    order = {b: k for k, b in enumerate(dict.fromkeys(b for row in grid for b in row))}
     rows = {b: k for k, b in enumerate(sorted({b // (g + 1) for b in order}))}
     cols = {b: k for k, b in enumerate(sorted({b % (g + 1) for b in order}))}
-    tone = np.vectorize(lambda b: rows[b // (g + 1)] % 3 * 3 + cols[b % (g + 1)] % 3)(bands)
+    tone = np.array([[rows[b // (g + 1)] % 3 * 3 + cols[b % (g + 1)] % 3 for b in row]
+                     for row in grid])
+    text = [[str(order[b] + 1) for b in row] for row in grid]
     k = len(WINDOW_COLOURS)
     scale = [[v / (k - 1), colour] for v, colour in enumerate(WINDOW_COLOURS)]  # z = v: colour v
-    text = np.vectorize(lambda b: str(order[b] + 1))(bands)
-    fig = go.Figure(go.Heatmap(
-        z=tone, colorscale=scale, zmin=0, zmax=k - 1, showscale=False, text=text,
-        texttemplate="%{text}", textfont=dict(size=10, color="white"), xgap=1, ygap=1,
-        hovertemplate="patch row %{y}, column %{x}: window %{text}<extra></extra>"))
     r, col = divmod(centre, g)
-    fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=r - 0.5, y1=r + 0.5,
-                  line=dict(color="white", width=3))
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), margin=dict(l=0, r=0, t=30,
-                                                                               b=0))
     # both axes span the grid alone and give up the rest of their box: square cells, no empty
     # columns either side when the grid sits in a wide subplot
-    fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=1,
-                     range=[-0.5, g - 0.5], constrain="domain")
-    fig.update_yaxes(title=dict(text="patch row", font=dict(size=12)), dtick=1,
-                     range=[g - 0.5, -0.5], scaleanchor="x", constrain="domain")
-    return fig
+    return go.Figure(data=[dict(
+        type="heatmap", z=tone, colorscale=scale, zmin=0, zmax=k - 1, showscale=False, text=text,
+        texttemplate="%{text}", textfont=dict(size=10, color="white"), xgap=1, ygap=1,
+        hovertemplate="patch row %{y}, column %{x}: window %{text}<extra></extra>")],
+        layout=dict(
+            shapes=[dict(type="rect", x0=col - 0.5, x1=col + 0.5, y0=r - 0.5, y1=r + 0.5,
+                         line=dict(color="white", width=3))],
+            title=dict(text=title, font=dict(size=14)), margin=dict(l=0, r=0, t=30, b=0),
+            xaxis=dict(title=dict(text="patch column", font=dict(size=12)), dtick=1,
+                       range=[-0.5, g - 0.5], constrain="domain"),
+            yaxis=dict(title=dict(text="patch row", font=dict(size=12)), dtick=1,
+                       range=[g - 0.5, -0.5], scaleanchor="x", constrain="domain")))
 
 
 def _mark_prefix(fig, c) -> None:

@@ -4,8 +4,6 @@ loop that went back to sleep wakes for the next one."""
 from __future__ import annotations
 
 import asyncio
-import asyncio.selector_events
-import asyncio.unix_events
 import threading
 
 import pytest
@@ -29,11 +27,11 @@ class _CountingSocket:
 
 @pytest.fixture
 def loop(monkeypatch):
-    """A selector loop running in its own thread, with the wake-ups coalesced (undone after)."""
-    monkeypatch.setattr(asyncio.selector_events.BaseSelectorEventLoop, "_write_to_self",
-                        asyncio.selector_events.BaseSelectorEventLoop._write_to_self)
-    monkeypatch.setattr(asyncio.unix_events._UnixSelectorEventLoop, "_process_self_data",
-                        asyncio.unix_events._UnixSelectorEventLoop._process_self_data)
+    """A selector loop running in its own thread, with the wake-ups coalesced: from asyncio's
+    own methods (an AppTest run of app.py in this process installed them already), and put
+    back as they were after."""
+    for (cls, name), own in wakeups.ASYNCIO.items():
+        monkeypatch.setattr(cls, name, own)
     assert wakeups.install()
     assert not wakeups.install()  # once
     lp = asyncio.new_event_loop()

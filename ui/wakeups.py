@@ -18,27 +18,28 @@ import asyncio.selector_events
 import asyncio.unix_events
 
 _PENDING = "_vit_wake_pending"  # on the loop: a wake-up byte is written and not yet read
+BASE = asyncio.selector_events.BaseSelectorEventLoop
+UNIX = asyncio.unix_events._UnixSelectorEventLoop
+ASYNCIO = {(BASE, "_write_to_self"): BASE._write_to_self,  # asyncio's own, as imported
+           (UNIX, "_process_self_data"): UNIX._process_self_data}
 
 
-def _write_to_self(loop, _write=asyncio.selector_events.BaseSelectorEventLoop._write_to_self):
+def _write_to_self(loop):
     if loop.__dict__.get(_PENDING):
         return  # the loop will wake for the byte already in the pipe and run this callback too
     loop.__dict__[_PENDING] = True  # before the byte: a caller that sees it can rely on it
-    _write(loop)
+    ASYNCIO[BASE, "_write_to_self"](loop)
 
 
-def _process_self_data(loop, data,
-                       _process=asyncio.unix_events._UnixSelectorEventLoop._process_self_data):
+def _process_self_data(loop, data):
     loop.__dict__[_PENDING] = False  # read: the next callback writes its own byte
-    _process(loop, data)
+    ASYNCIO[UNIX, "_process_self_data"](loop, data)
 
 
 def install() -> bool:
     """Coalesce the wake-ups of this process's selector loops; True the first time."""
-    base = asyncio.selector_events.BaseSelectorEventLoop
-    unix = asyncio.unix_events._UnixSelectorEventLoop
-    if base._write_to_self is _write_to_self:
+    if BASE._write_to_self is _write_to_self:
         return False
-    base._write_to_self = _write_to_self
-    unix._process_self_data = _process_self_data
+    BASE._write_to_self = _write_to_self
+    UNIX._process_self_data = _process_self_data
     return True

@@ -30,8 +30,8 @@ def loop(monkeypatch):
     """A selector loop running in its own thread, with the wake-ups coalesced: from asyncio's
     own methods (an AppTest run of app.py in this process installed them already), and put
     back as they were after."""
-    for (cls, name), own in wakeups.ASYNCIO.items():
-        monkeypatch.setattr(cls, name, own)
+    monkeypatch.setattr(wakeups.BASE, "_write_to_self", wakeups.WRITE)
+    monkeypatch.setattr(wakeups.UNIX, "_process_self_data", wakeups.PROCESS)
     assert wakeups.install()
     assert not wakeups.install()  # once
     lp = asyncio.new_event_loop()

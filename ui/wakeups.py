@@ -20,20 +20,19 @@ import asyncio.unix_events
 _PENDING = "_vit_wake_pending"  # on the loop: a wake-up byte is written and not yet read
 BASE = asyncio.selector_events.BaseSelectorEventLoop
 UNIX = asyncio.unix_events._UnixSelectorEventLoop
-ASYNCIO = {(BASE, "_write_to_self"): BASE._write_to_self,  # asyncio's own, as imported
-           (UNIX, "_process_self_data"): UNIX._process_self_data}
+WRITE, PROCESS = BASE._write_to_self, UNIX._process_self_data  # asyncio's own, as imported
 
 
 def _write_to_self(loop):
     if loop.__dict__.get(_PENDING):
         return  # the loop will wake for the byte already in the pipe and run this callback too
     loop.__dict__[_PENDING] = True  # before the byte: a caller that sees it can rely on it
-    ASYNCIO[BASE, "_write_to_self"](loop)
+    WRITE(loop)
 
 
 def _process_self_data(loop, data):
     loop.__dict__[_PENDING] = False  # read: the next callback writes its own byte
-    ASYNCIO[UNIX, "_process_self_data"](loop, data)
+    PROCESS(loop, data)
 
 
 def install() -> bool:

@@ -305,8 +305,12 @@ def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare
     assert any("Today's stages: The whole pass → 4 · Attention heads → 7 · Logits" in c.value
                for c in teacher.caption)
     student = join(code, inputs.sample_seeds()[1])
+    before = len(queued)
     teacher.button(key=keys.PRESENTER_NEXT).click().run()
     assert where(teacher) == ("attention", 0) and step_line(teacher) == "step 1/6"
+    mine, items = queued[-1]  # the teacher's own read-ahead walks the lesson too: its later
+    assert len(queued) == before + 1 and mine.what[-1] == "attention"  # stages would load
+    assert len(items) == 2  # models nobody is shown (the layer's internals, the summary)
     settle(code)
     student.run()
     assert where(student)[0] == "attention"

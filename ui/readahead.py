@@ -3,13 +3,14 @@
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
 model with a mask, it queues `tour.plan` (the weights' pictures, the internals of the session's
 layer, the attention summary, the Masks page's passes and captions, the MLP page's norms, an
-experiment); for a student following a live class, through the lesson's stages from the class's,
-queued again when the class moves. One thread runs the items, every session's next item before
-anyone's later ones (a class moves through the tour together), starting once no page has asked
-the worker for QUIET_S; its passes queue behind every page's (ui/worker.Worker.behind), so they
-run back to back while no page asks and a student's own request waits at most for the read-ahead
-pass in progress. Items of a session that moved on, or queued more than STALE_S ago, are
-dropped; results go into the cache the pages read; a failed item is left to its page.
+experiment); for a student following a live class, and for its teacher, through the lesson's
+stages from the class's, queued again when the class moves. One thread runs the items, every
+session's next item before anyone's later ones (a class moves through the tour together),
+starting once no page has asked the worker for QUIET_S; its passes queue behind every page's
+(ui/worker.Worker.behind), so they run back to back while no page asks and a student's own
+request waits at most for the read-ahead pass in progress. Items of a session that moved on, or
+queued more than STALE_S ago, are dropped; results go into the cache the pages read; a failed
+item is left to its page.
 Off with VIT_EXPLAINER_READ_AHEAD=0 (the test suite's default: tests/conftest.py).
 """
 
@@ -138,12 +139,13 @@ def schedule() -> None:
 
 def class_place() -> tuple[str | None, tuple[str, ...]]:
     """(the stage of the live class this session follows, set by ui/live/student.follow on
-    every run; the class's lesson), else (None, ()). A follower's read-ahead goes through the
-    lesson's stages from there and begins again when the class moves to another stage: what the
-    teacher left behind, or will skip, is computed for nobody."""
+    every run, or the teacher's stage; the class's lesson), else (None, ()). A follower's, and
+    the teacher's, read-ahead goes through the lesson's stages from there and begins again when
+    the class moves to another stage: what the teacher left behind, or will skip, is computed
+    for nobody (a teacher's whole tour would load models the lesson never shows)."""
     from .live import session as live
 
-    if not live.following():
+    if not (live.following() or live.role() == "teacher"):
         return None, ()
     c = live.current()
     return st.session_state.get(keys.PRESENTER_AT), (c.lesson if c else ())

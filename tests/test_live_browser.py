@@ -1,6 +1,7 @@
 """A live class in Chromium: what AppTest cannot do. The student's page moves by itself (the
-frontend's fragment timer, `run_every`), a patch is answered by clicking the student's own
-image, and the teacher's Reveal reaches the student's screen without a click there.
+server reruns it: ui/live/push.py, drawn by Streamlit's own frontend), a patch is answered by
+clicking the student's own image, and the teacher's Reveal reaches the student's screen
+without a click there.
 
 One server, two browser contexts (two tabs with their own cookies: two sessions)."""
 
@@ -51,7 +52,7 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
     assert re.search(r"[?&]me=[\w-]{8,}", student.url)  # a reload keeps the same student
 
     # the teacher moves to the step asking where CLS looks; the student's page follows alone
-    # (its fragment timer) within a few seconds
+    # (the server reruns it) within a few seconds
     for k in (2, 3):
         teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
         teacher.locator(f".st-key-{keys.PRESENTER_WHERE}").get_by_text(f"step {k}/").wait_for()

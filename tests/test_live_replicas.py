@@ -4,9 +4,10 @@ starts with deploy/redis.conf, as the classroom recipe does (docs/deployment.md)
 
 The teacher and four students are tabs pinned to a replica by HAProxy's cookie, two students on
 each, each student on its own sample scene. A student learns of a move as its browser would: the
-banner's fragment reruns every half second (`auto_rerun`) and asks for a full run when the class
-moved. What each page shows is read from its own text (the teacher's header, a student's
-banner, its fingerprint, "Your answer: … (sent)"); the answers are read back from Redis.
+server reruns its page (ui/live/push.py) within FOLLOW_WITHIN of the teacher's click (nothing on
+the page polls; the server's own round of checks, every KEEP_EVERY, would come too late).
+What each page shows is read from its own text (the teacher's header, a student's banner, its
+fingerprint, "Your answer: … (sent)"); the answers are read back from Redis.
 Then a replica is killed (SIGKILL) and started again on its port: its tabs reopen their own
 address and land in the same class, at its step, with their answers.
 
@@ -31,11 +32,13 @@ from tools.browser import serve
 from tools.class_load import answer, choice, query, redis_server, sent, student_at, teacher_at
 from tools.st_protocol import Tab
 from ui import keys
+from ui.live.push import KEEP_EVERY
 
 pytestmark = pytest.mark.load
 
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"
-FOLLOW_WITHIN = 5.0  # s from the teacher's click to every student's run on the new step
+FOLLOW_WITHIN = 2.5  # s from the teacher's click to every student's run on the new step
+assert FOLLOW_WITHIN < KEEP_EVERY  # only a push from the server gets them there in time
 SHARED_STORE = "Classes need the shared store"
 
 
@@ -70,8 +73,8 @@ def pinned(url: str, replica: str) -> Tab:
 
 async def follow(tabs: list[Tab], where: tuple, clicked: float) -> list:
     """Each tab's first full run that shows the class at `where`, waiting as its browser does
-    (fragment ticks) until FOLLOW_WITHIN after the teacher's click; None for a tab that did
-    not get there."""
+    (runs the server starts) until FOLLOW_WITHIN after the teacher's click; None for a tab that
+    did not get there."""
     async def one(tab):
         while time.perf_counter() - clicked < FOLLOW_WITHIN:
             for run in await tab.wait(0.1):

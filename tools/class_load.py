@@ -9,8 +9,8 @@ teacher opens presenter mode and starts a class; the students arrive evenly with
 seconds, each opening the join link on --model and uploading its own picture. The class's lesson
 is --stages (the teacher picks them under "Today's stages" before starting it); the teacher
 makes a move every --every seconds: Next, through each step of each of those stages. A student
-learns of a move the way its browser does: the banner's fragment reruns every half second
-(`auto_rerun`), sees that the class moved and asks for a full run. Every question a student
+learns of a move the way its browser does: the server reruns its page (ui/live/push.py) and
+the tab reads the run (tools/st_protocol.Tab.wait). Every question a student
 is shown, it answers (the first option, a number, a patch of the grid, a word) and sends.
 
 Measured, per student and move: the teacher's click sent -> that student's full run showing

@@ -16,6 +16,8 @@ What Streamlit's frontend does, and this client does the same way (streamlit 1.6
   `page_info_changed`), the current page (the server's `new_session` says which, also after an
   `st.switch_page`) and the state of every widget on the page (tools/st_widgets.py): a click is
   a button's trigger, a choice the widget's value;
+- a run the server starts by itself (a page it reruns when a live class moves) is read while
+  the tab waits (`wait`, `pushed`), as the browser draws it;
 - a fragment with `run_every` (ForwardMsg `auto_rerun`: interval, fragment id) is rerun by the
   browser's timer: a `rerun_script` with that fragment id every interval, until a full run
   starts (its timers are set again by the run) or `stop_auto_rerun`; `tick` sends the due ones.
@@ -49,6 +51,7 @@ from tools.st_widgets import Widget, Widgets
 MEDIA = re.compile(rb"/media/[0-9a-f]+\.[a-z0-9]+")
 DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}  # FINISHED_EARLY_FOR_RERUN: another follows
+FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 ALERTS = {"alert", "toast"}
 
 
@@ -180,16 +183,20 @@ class Tab:
             msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, auto
         t0 = time.perf_counter()
         await self.send(msg)
-        run = await self._read_run(t0)
+        return await self._fetched(await self._read_run(t0))
+
+    async def _fetched(self, run: Run) -> Run:
+        """The run, its new images fetched (once per tab, as a browser's cache)."""
         for path in run.media - self.fetched:
             await self.http("GET", path.decode())
             self.fetched.add(path)
         return run
 
-    async def _read_run(self, t0: float) -> Run:
+    async def _read_run(self, t0: float, first: tuple[ForwardMsg, bytes] | None = None) -> Run:
         run = Run(0.0)
         for _ in range(100_000):  # a page is a few hundred messages
-            msg, data = await self.receive()
+            msg, data = first or await self.receive()
+            first = None
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 self.session_id = msg.new_session.initialize.session_id
@@ -211,6 +218,9 @@ class Tab:
             elif kind == "delta":
                 self._read_delta(msg, data, run)
             elif kind == "script_finished" and msg.script_finished in DONE:
+                if run.full and msg.script_finished == FRAGMENT_DONE:
+                    continue  # a fragment run amid a full one (the server runs them side by
+                    #           side): the full run goes on
                 run.ended = time.perf_counter()
                 run.seconds = run.ended - t0
                 if run.full:
@@ -284,14 +294,33 @@ class Tab:
         return runs
 
     async def wait(self, seconds: float) -> list[Run]:
-        """Stay on the page for `seconds` as an open tab does: its fragment ticks when due.
-        The full runs they caused."""
+        """Stay on the page for `seconds` as an open tab does: its fragment ticks when due, and
+        a run the server starts on its own (a pushed rerun) is drawn. The full runs seen."""
         end = time.monotonic() + seconds
         full = []
         while (left := end - time.monotonic()) > 0:
-            await asyncio.sleep(min(left, self.next_tick()))
+            pushed = await self.pushed(min(left, self.next_tick()))
+            if pushed is not None:
+                full += [pushed] if pushed.full else []
+                continue
             full += [r for r in await self.tick() if r.full]
         return full
+
+    async def pushed(self, seconds: float) -> Run | None:
+        """The run the server starts within `seconds` without being asked (ui/live/push.py),
+        read to its end (its images fetched); None if none starts. Other messages between runs
+        (`session_status_changed`) are passed over. Run.seconds counts from its first message."""
+        end = time.monotonic() + max(seconds, 0.0)
+        while True:
+            try:  # (a cancelled recv loses no message: websockets' asyncio client)
+                data = await asyncio.wait_for(self.ws.recv(), max(end - time.monotonic(), 0.0))
+            except TimeoutError:
+                return None
+            msg = ForwardMsg()
+            msg.ParseFromString(data)
+            if msg.WhichOneof("type") == "new_session":
+                run = await self._read_run(time.perf_counter(), (msg, data))
+                return await self._fetched(run)
 
     async def upload(self, uploader_id: str, name: str, data: bytes, mime: str) -> Run:
         """Choose a file in the uploader: its URL, the PUT, the run that takes it. Run.seconds

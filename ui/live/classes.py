@@ -22,10 +22,14 @@ import hashlib
 import hmac
 import io
 import json
+import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+
+_log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a projector
 CODE_LENGTH = 6  # 32**6 = 1.07e9 codes, for a handful of classes at a time
@@ -268,13 +272,14 @@ def answered(store, code: str, student: str, stage: str, step: str) -> Answer | 
 class Watcher:
     """The classes this process's sessions follow, kept fresh by the store's messages.
 
-    A session asks `latest(code)` twice a second: that reads memory, and reads the store
-    only after a message said the class changed, or RESYNC after the last read (a message lost
-    while Redis restarted heals by itself).
+    A session asks `latest(code)` on every run: that reads memory, and reads the store only
+    after a message said the class changed, or RESYNC after the last read (a message lost
+    while Redis restarted heals by itself). `then(code)` is called after each message (on the
+    store's listener thread; code None: any class may have changed).
     """
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, store, then: Callable[[str | None], None] | None = None):
+        self.store, self.then = store, then
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, Class | None]] = {}
         self._changes = 0  # messages so far: a read that raced with one is not kept
@@ -287,6 +292,11 @@ class Watcher:
                 self._seen.clear()
             else:
                 self._seen.pop(code, None)
+        if self.then is not None:
+            try:
+                self.then(code)
+            except Exception:  # never the listener's end: the pages' own checks still run
+                _log.exception("after a change of class %s", code)
 
     def latest(self, code: str) -> Class | None:
         if not self._listening:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import keys
-from . import classes
+from . import classes, push
 from .store import StoreDown, open_store
 
 NOTICE_DOWN = ("The class store is not answering, so the class cannot be reached right now; "
@@ -24,9 +24,19 @@ def store():
 
 
 @st.cache_resource(show_spinner=False)
+def pages() -> push.Pages:
+    """This process's students' pages, rerun when their class changes (ui/live/push.py)."""
+    return push.Pages(mark=lambda code, student: classes.seen(open_store(), code, student))
+
+
+@st.cache_resource(show_spinner=False)
 def watcher() -> classes.Watcher:
-    """One per process: every session of this process asks it about its class."""
-    return classes.Watcher(open_store())
+    """One per process: every session of this process asks it about its class; each change
+    reruns the pages that show an older state of it."""
+    p = pages()
+    w = classes.Watcher(open_store(), then=p.changed)
+    p.latest = w.latest
+    return w
 
 
 def load_once() -> None:

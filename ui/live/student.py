@@ -5,9 +5,9 @@ answer for their own image when the teacher reveals it.
 Following: every run applies the class's position before anything is drawn (`follow`): the
 stage (switching page), the step (by its key: a step this model does not have gives the nearest
 one before it), and the teacher's layer / head / patch, except those the student changed since
-(then theirs stay). A small fragment (`banner`) asks this process's Watcher twice a second whether
-the class moved (memory only; the store is read when a message says so) and reruns the page
-when it did.
+(then theirs stay). The server reruns the page when the class moves or reveals an answer
+(ui/live/push.py: the banner notes what the page shows), and marks the student as still there
+while the page is open: nothing on the page polls.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ import time
 import streamlit as st
 
 from .. import figures, keys, replies, share, stages
-from . import classes, session
+from . import classes, push, session
 from .store import StoreDown
 
-POLL_EVERY = 0.5  # s between looks at the class (a dict lookup unless it changed; 1 s: p95
-# +0.2 s, max +0.4 s for 30 students on two replicas, docs/performance.md)
-SEEN_EVERY = 5.0  # s between "still here" marks (the teacher's count of who follows)
 CONTROLS = (("layer", keys.LAYER, "depth"), ("head", keys.HEAD, "num_heads"),
             ("patch", keys.PATCH, "num_patches"))
 
@@ -82,6 +79,7 @@ def banner(config) -> None:
     if ss.get(keys.LIVE_NOTICE):
         st.info(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
     if session.role() != "student":
+        session.pages().forget(push.here())
         return
     c = session.current()
     if c is None:
@@ -106,32 +104,15 @@ def banner(config) -> None:
             st.button("Follow again", on_click=session.follow_afresh, type="primary",
                       icon=":material/groups:", help="Back to the class's step.")
         ss[keys.LIVE_WATCH] = (c.version, c.revealed)
-        _watch()
-
-
-@st.fragment(run_every=POLL_EVERY)
-def _watch() -> None:
-    """Rerun the page when the class moved (following) or revealed an answer (exploring)."""
-    ss = st.session_state
-    code, me = ss.get(keys.LIVE_JOIN), ss.get(keys.LIVE_ME)
-    if not code:
-        return
-    try:
-        now = time.time()
-        if now - ss.get(keys.LIVE_SEEN, 0.0) >= SEEN_EVERY and session.following():
-            classes.seen(session.store(), code, me)
+    me = ss.get(keys.LIVE_ME)
+    session.pages().note(push.here(), c.code, session.following(), ss[keys.LIVE_WATCH], me)
+    now = time.time()
+    if session.following() and now - ss.get(keys.LIVE_SEEN, 0.0) >= push.KEEP_EVERY:
+        try:
+            classes.seen(session.store(), c.code, me)  # (then the server's, while it is open)
             ss[keys.LIVE_SEEN] = now
-        c = session.watcher().latest(code)
-    except StoreDown:
-        return
-    shown = ss.get(keys.LIVE_WATCH)
-    if c is None:
-        st.rerun(scope="app")
-    if shown is None:
-        return
-    moved = c.version != shown[0] if session.following() else c.revealed != shown[1]
-    if moved:
-        st.rerun(scope="app")
+        except StoreDown:
+            pass
 
 
 # ---------------------------------------------------------------- joining (the sidebar)

@@ -1,0 +1,125 @@
+"""Server push (ui/live/push.py): on each of the store's messages, the pages of this process's
+students that show an older state of their class are rerun, once per state: a follower's when
+the class moved, an explorer's when an answer was revealed, every page of an ended class; and
+the keeper's rounds mark the open pages' followers as still here and heal a lost message. The
+class changes through ui/live/classes on a memory store, whose messages reach a real Watcher on
+its listener thread; the reruns are recorded instead of asked of a server. (Over a server, the
+push is what tests/test_live_replicas.py times: nothing else gets students there in time.)"""
+
+import dataclasses
+import time
+
+import pytest
+
+from ui.live import classes, push
+from ui.live.memory import MemoryStore
+
+WHERE = classes.Position("overview", "model")
+THERE = classes.Position("overview", "pipeline")
+
+
+class Reached(list):
+    """The sessions asked to rerun; `gone` are no longer on the server."""
+
+    def __init__(self, gone=()):
+        super().__init__()
+        self.gone = set(gone)
+
+    def __call__(self, session_id: str) -> bool:
+        self.append(session_id)
+        return session_id not in self.gone
+
+
+def wired(gone=(), **keeper):
+    store = MemoryStore()
+    reached = Reached(gone)
+    pages = push.Pages(reach=reached, **keeper)
+    watcher = classes.Watcher(store, then=pages.changed)
+    pages.latest = watcher.latest
+    c, secret = classes.start(store, WHERE)
+    watcher.latest(c.code)  # listening from now on
+    return store, pages, reached, c, secret
+
+
+def settle(reached: Reached, n: int, timeout: float = 5.0) -> None:
+    """Wait until `n` reruns were asked (the messages arrive on the store's thread), and a
+    little longer for any that should not come."""
+    end = time.monotonic() + timeout
+    while len(reached) < n and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(0.1)
+
+
+def test_a_move_reruns_the_followers_of_that_class_once_and_a_reveal_the_explorers():
+    store, pages, reached, c, secret = wired()
+    shown = (c.version, c.revealed)
+    pages.note("follower", c.code, True, shown)
+    pages.note("explorer", c.code, False, shown)
+    pages.note("elsewhere", "ZZZZZZ", True, (0, ()))  # another class's student
+    pages.note("done", c.code, True, shown)
+    pages.forget("done")  # left the class
+
+    classes.move(store, c.code, secret, THERE)
+    settle(reached, 1)
+    assert reached == ["follower"]  # the explorer stays where it chose to be
+
+    store.publish(classes.CHANNEL, c.code)  # a message with nothing new: no rerun
+    settle(reached, 2, timeout=0.3)
+    assert reached == ["follower"]
+
+    moved = classes.get(store, c.code)
+    pages.note("follower", c.code, True, (moved.version, moved.revealed))  # its rerun drew it
+    classes.reveal(store, c.code, secret, THERE.stage, THERE.step)
+    settle(reached, 3)
+    assert sorted(reached[1:]) == ["explorer", "follower"]  # the reveal bumps the version too
+    assert pages.pushed == 3
+
+    classes.end(store, c.code, secret)  # every page of the class says it ended, once
+    settle(reached, 5)
+    store.publish(classes.CHANNEL, c.code)
+    settle(reached, 6, timeout=0.3)
+    assert sorted(reached[3:]) == ["explorer", "follower"]
+
+
+def test_a_session_the_server_no_longer_has_is_forgotten():
+    store, pages, reached, c, secret = wired(gone={"closed"})
+    pages.note("closed", c.code, True, (c.version, c.revealed))
+    classes.move(store, c.code, secret, THERE)
+    settle(reached, 1)
+    classes.move(store, c.code, secret, WHERE)
+    settle(reached, 2, timeout=0.3)
+    assert reached == ["closed"] and pages.pushed == 0
+
+
+def test_without_a_server_nothing_is_rerun():
+    assert push.here() is None  # no script run on this thread
+    assert push.rerun("a-session-id") is False
+
+
+def test_the_keeper_marks_open_followers_and_heals_a_lost_message(monkeypatch):
+    monkeypatch.setattr(classes, "RESYNC", 0.0)  # the Watcher reads the store every time
+    marked, open_ = [], {"here", "exploring"}
+    store, pages, reached, c, secret = wired(
+        mark=lambda code, student: marked.append((code, student)),
+        open_=lambda sid: sid in open_, every=0.05)
+    shown = (c.version, c.revealed)
+    pages.note("here", c.code, True, shown, "student-1")
+    pages.note("exploring", c.code, False, shown, "student-2")
+    pages.note("closed", c.code, True, shown, "student-3")
+    time.sleep(0.3)
+    assert set(marked) == {(c.code, "student-1")}  # not the explorer, not the closed tab
+    assert reached == []
+    store.put(classes._key("class", c.code), classes._dump(  # a move whose message was lost
+        dataclasses.replace(c, version=c.version + 1)), classes.LIFETIME)
+    settle(reached, 1)
+    assert reached == ["here"]
+    pages.note("closed", c.code, True, shown, "student-3")  # forgotten: a round sees it shut
+    time.sleep(0.3)
+    assert "closed" not in pages._pages
+
+
+@pytest.mark.parametrize("student", [None, "student-1"])
+def test_a_page_noted_without_a_keeper_starts_none(student):
+    pages = push.Pages(reach=Reached())
+    pages.note("s", "ABCDEF", True, (0, ()), student)
+    assert pages._keeper is None

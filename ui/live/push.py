@@ -1,0 +1,173 @@
+"""Server push for a live class: when this process hears that a class moved (or revealed an
+answer), it reruns the pages of that class's students on this process at once, as Streamlit
+reruns a page whose source changed; nothing on a student's page polls.
+
+Each run of a student's banner notes what its page shows (`Pages.note`): the class, whether it
+follows, the version and reveals it drew, the student's id. On each of the store's messages
+the Watcher (ui/live/classes.py, on the store's listener thread) calls `Pages.changed`, which
+reads the class once and reruns every noted page that shows an older state of it: a follower's
+when the class moved, an explorer's when an answer was revealed, every page of a class that
+ended. A page is rerun with its session's last address and page but none of its widget values,
+so that nothing the student just did is undone, and a run in progress is asked to run again as
+`st.rerun` asks it (a run replaced instead would lose its last messages). Every KEEP_EVERY a
+thread marks the followers whose page is still open as seen (the teacher's count) and checks
+every page again (a message lost while Redis restarted heals). Reaching a session uses
+Streamlit's runtime (the pinned 1.65: its `AppSession` and `ScriptRunner`, on the server's
+event loop). Without a server (AppTest) nothing is pushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
+FINISHING_WAIT = 0.05  # s between looks at a session whose last run is still being sent
+FINISHING_TRIES = 40
+
+_log = logging.getLogger(__name__)
+
+
+def here() -> str | None:
+    """The id of the session whose script runs on this thread (None outside a script run)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
+def _session(session_id: str):
+    """This server's AppSession with that id, if its browser is connected (else None)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return None
+    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
+    return None if info is None else info.session
+
+
+def alive(session_id: str) -> bool:
+    return _session(session_id) is not None
+
+
+def rerun(session_id: str) -> bool:
+    """Ask the server to run that session's page again (from any thread); False when there is
+    no such session on this server (closed, or no server)."""
+    session = _session(session_id)
+    if session is None:
+        return False
+    session._event_loop.call_soon_threadsafe(_rerun_now, session, FINISHING_TRIES)
+    return True
+
+
+def _rerun_now(session, tries: int) -> None:
+    """On the server's event loop: a full run with the session's last address and page and no
+    widget value (each keeps the value the session holds), as `st.rerun` asks for one. A run in
+    progress takes it as st.rerun's request (it stops at its next element and runs again; a
+    widget change the browser sent meanwhile is kept); a session whose last run ended but is
+    still being sent is asked again shortly (starting a run now would drop that run's last
+    messages); an idle session starts a run."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+
+    last = session._client_state
+    runner = session._scriptrunner
+    if runner is not None:
+        if runner.request_rerun(RerunData(query_string=last.query_string,
+                                          page_script_hash=last.page_script_hash,
+                                          context_info=last.context_info)):
+            return
+        if tries > 0:  # it has finished: its SHUTDOWN, once handled, clears _scriptrunner
+            session._event_loop.call_later(FINISHING_WAIT, _rerun_now, session, tries - 1)
+            return
+    state = ClientState()
+    state.CopyFrom(last)
+    state.ClearField("widget_states")
+    state.fragment_id, state.is_auto_rerun = "", False
+    session.request_rerun(state)
+
+
+class Pages:
+    """This process's students' pages: session id -> (class code, following, (version,
+    revealed) shown); and each one's student id."""
+
+    def __init__(self, reach: Callable[[str], bool] = rerun,
+                 mark: Callable[[str, str], None] | None = None,
+                 open_: Callable[[str], bool] = alive, every: float = KEEP_EVERY):
+        """reach(session id): rerun it (False: gone); mark(code, student): "still here";
+        open_(session id): its page is open."""
+        self.latest: Callable | None = None  # code -> Class | None (the Watcher's, set by it)
+        self._reach, self._mark, self._open, self._every = reach, mark, open_, every
+        self._lock = threading.Lock()
+        self._pages: dict[str, tuple[str, bool, tuple]] = {}
+        self._students: dict[str, str | None] = {}
+        self._keeper: threading.Thread | None = None
+        self.pushed = 0  # reruns asked for (tests and benchmarks read it)
+
+    def note(self, session_id: str | None, code: str, following: bool, shown: tuple,
+             student: str | None = None) -> None:
+        if session_id is None:
+            return
+        with self._lock:
+            self._pages[session_id] = (code, following, shown)
+            self._students[session_id] = student
+            if self._keeper is None and self._mark is not None:
+                self._keeper = threading.Thread(target=self._keep, daemon=True,
+                                                name="live-class-keeper")
+                self._keeper.start()
+
+    def _keep(self) -> None:
+        """Every `every` s: the open pages' followers are still here; every page checked."""
+        while True:
+            time.sleep(self._every)
+            with self._lock:
+                noted = [(sid, page, self._students.get(sid)) for sid, page in self._pages.items()]
+            for sid, (code, following, _), student in noted:
+                if not self._open(sid):
+                    self.forget(sid)
+                elif following and student:
+                    try:
+                        self._mark(code, student)
+                    except Exception:  # the store is down: the pages say so on their next run
+                        _log.debug("no mark for %s", code, exc_info=True)
+            self.changed(None)
+
+    def forget(self, session_id: str | None) -> None:
+        with self._lock:
+            self._pages.pop(session_id, None)
+            self._students.pop(session_id, None)
+
+    def changed(self, code: str | None) -> None:
+        """Rerun the noted pages of class `code` (None: of every class) that show an older
+        state of it than the store's."""
+        if self.latest is None:
+            return
+        with self._lock:
+            noted = [(sid, page) for sid, page in self._pages.items()
+                     if code is None or page[0] == code]
+        now: dict[str, object] = {}
+        for sid, (c, following, shown) in noted:
+            try:
+                if c not in now:
+                    now[c] = self.latest(c)
+            except Exception:  # the store is down: the pages' own checks tell the students
+                _log.debug("class %s not read for a push", c, exc_info=True)
+                return
+            cls = now[c]
+            if cls is None:  # ended: the page says so
+                state, same = (None, None), shown == (None, None)
+            else:
+                state = (cls.version, cls.revealed)
+                same = state[0] == shown[0] if following else state[1] == shown[1]
+            if same:
+                continue
+            with self._lock:  # pushed once per state: the rerun's banner notes it again
+                if self._pages.get(sid) != (c, following, shown):
+                    continue
+                self._pages[sid] = (c, following, state)
+            if self._reach(sid):
+                self.pushed += 1
+            else:
+                self.forget(sid)

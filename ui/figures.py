@@ -21,7 +21,7 @@ def add_shapes(fig: go.Figure, shapes: list[dict]) -> go.Figure:
 
 def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
            axis_keys: tuple[str, ...] | None = None, coloraxis: bool = False,
-           own_colorbars: bool = False) -> go.Figure:
+           own_colorbars: bool = False, more: dict | None = None) -> go.Figure:
     """Single-plot figures side by side as one figure, each under its title: their traces,
     axes (square cells kept through scaleanchor), lines and labels, moved onto subplot i's axes.
     Built from the figures' dicts in one constructor call (make_subplots, add_trace(row=...) and
@@ -30,7 +30,8 @@ def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
     Args:
         axis_keys: keep only these axis properties (default: all but the domain and anchor).
         coloraxis: the traces share the layout's colour axis (the caller sets its scale).
-        own_colorbars: each trace's colour bar sits just right of its own panel."""
+        own_colorbars: each trace's colour bar sits just right of its own panel.
+        more: more of the layout (title, height, margin, ...), in the same call."""
     n = len(figs)
     width = (1 - spacing * (n - 1)) / n
     data, shapes, notes = [], [], []
@@ -67,7 +68,8 @@ def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
         notes.append(dict(text=panel_title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=13)))
-    return go.Figure(data=data, layout={**layout, "shapes": shapes, "annotations": notes})
+    return go.Figure(data=data, layout={**layout, "shapes": shapes, "annotations": notes,
+                                        **(more or {})})
 
 
 def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
@@ -181,18 +183,19 @@ def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | Non
         title, x_title: the chart's title and the x axis's name (none by default).
         y_title: what the bars are named by ("class" by default; "word" for a vocabulary)."""
     order = np.argsort(-probs)[:k][::-1]
-    fig = go.Figure(go.Bar(x=probs[order], y=[names[i] for i in order], orientation="h",
-                           text=[f"{probs[i]:.1%}" for i in order], textposition="auto"))
-    fig.update_layout(margin=dict(l=0, r=0, t=30 if title else 10, b=0),
-                      height=40 + 36 * len(order) + (20 if title else 0) + (20 if x_title else 0),
-                      xaxis=dict(range=[0, 1], tickformat=".0%"))
+    layout = dict(margin=dict(l=0, r=0, t=30 if title else 10, b=0),
+                  height=40 + 36 * len(order) + (20 if title else 0) + (20 if x_title else 0),
+                  xaxis=dict(range=[0, 1], tickformat=".0%"), yaxis={})
     if title:
-        fig.update_layout(title=dict(text=title, font=dict(size=14)))
+        layout["title"] = _title(title)
     if x_title:
-        fig.update_xaxes(title=dict(text=x_title, font=dict(size=12)))
+        layout["xaxis"]["title"] = _title(x_title, 12)
     if y_title:
-        fig.update_yaxes(title=dict(text=y_title, font=dict(size=12)))
-    return fig
+        layout["yaxis"]["title"] = _title(y_title, 12)
+    return go.Figure(  # one constructor call: each update_* re-walks plotly's property tree
+        data=[go.Bar(x=probs[order], y=[names[i] for i in order], orientation="h",
+                     text=[f"{probs[i]:.1%}" for i in order], textposition="auto")],
+        layout=layout)
 
 
 def logit_bars(logits: np.ndarray, names: list[str], k: int = 15,
@@ -202,16 +205,14 @@ def logit_bars(logits: np.ndarray, names: list[str], k: int = 15,
     z = np.asarray(logits, dtype=np.float64)
     K = len(z)
     order = np.argsort(-z)[:min(k, K)][::-1]
-    fig = go.Figure(go.Bar(x=z[order], y=[names[i] for i in order], orientation="h",
-                           text=[f"{z[i]:.2f}" for i in order], textposition="auto",
-                           marker_color=np.where(z[order] >= 0, "#4c78a8", "#e45756")))
+    bars = go.Bar(x=z[order], y=[names[i] for i in order], orientation="h",
+                  text=[f"{z[i]:.2f}" for i in order], textposition="auto",
+                  marker_color=np.where(z[order] >= 0, "#4c78a8", "#e45756"))
     shown = f"all {K} classes" if K <= k else f"the {len(order)} largest of {K}"
-    fig.update_layout(title=dict(text=f"the raw logits ({shown})", font=dict(size=14)),
-                      margin=dict(l=0, r=0, t=30, b=0), height=80 + 24 * len(order),
-                      yaxis=dict(tickfont=dict(size=11)))
-    fig.update_xaxes(title=dict(text="logit (score before the softmax)", font=dict(size=12)))
-    fig.update_yaxes(title=dict(text=y_title, font=dict(size=12)))
-    return fig
+    return go.Figure(data=[bars], layout=dict(
+        title=_title(f"the raw logits ({shown})"), margin=dict(l=0, r=0, t=30, b=0),
+        height=80 + 24 * len(order), yaxis=dict(tickfont=dict(size=11), title=_title(y_title, 12)),
+        xaxis=dict(title=_title("logit (score before the softmax)", 12))))
 
 
 def word_bars(words: list[str], probs: list[float]) -> go.Figure:
@@ -568,18 +569,18 @@ def distance_chart(dist: np.ndarray, baseline: float, title: str) -> go.Figure:
     """
     d = np.asarray(dist, dtype=np.float32)
     L, H = d.shape
-    fig = go.Figure([go.Scatter(x=list(range(L)), y=d[:, h], name=f"head {h}", mode="markers",
-                                marker=dict(size=8)) for h in range(H)])
-    fig.add_trace(go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
-                             name=f"spread evenly: {baseline:.1f} px",
-                             line=dict(color="#555", dash="dash", width=2)))
     top = max(float(d.max()), baseline) * 1.08
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=340,
-                      margin=dict(l=0, r=0, t=30, b=0), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(title="layer", tickmode="array", tickvals=list(range(L)),
-                                 range=[-0.5, L - 0.5]),
-                      yaxis=dict(title="mean distance (pixels)", range=[0, top]))
-    return fig
+    return go.Figure(  # one constructor call (add_trace and update_layout re-walk the figure)
+        data=[*(go.Scatter(x=list(range(L)), y=d[:, h], name=f"head {h}", mode="markers",
+                           marker=dict(size=8)) for h in range(H)),
+              go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
+                         name=f"spread evenly: {baseline:.1f} px",
+                         line=dict(color="#555", dash="dash", width=2))],
+        layout=dict(title=_title(title), height=340, margin=dict(l=0, r=0, t=30, b=0),
+                    legend=dict(orientation="h", y=-0.25),
+                    xaxis=dict(title="layer", tickmode="array", tickvals=list(range(L)),
+                               range=[-0.5, L - 0.5]),
+                    yaxis=dict(title="mean distance (pixels)", range=[0, top])))
 
 
 def gelu_scatter(u: np.ndarray, gelu_u: np.ndarray, curve_x: np.ndarray, curve_y: np.ndarray,
@@ -749,22 +750,22 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
     """How many keys each query may see under each mask (one line per mask), the queries named
     on the x axis and the start of the text marked."""
     S = len(labels)
-    fig = go.Figure([go.Scatter(x=list(range(S)), y=np.asarray(v, np.float32), name=f"{k} mask",
-                                mode="lines+markers", marker=dict(size=4),
-                                customdata=labels, hovertemplate="%{customdata}: %{y} keys"
-                                "<extra>%{fullData.name}</extra>") for k, v in visible.items()])
+    fig = go.Figure(  # the lines and the layout in one constructor call
+        data=[go.Scatter(x=list(range(S)), y=np.asarray(v, np.float32), name=f"{k} mask",
+                         mode="lines+markers", marker=dict(size=4), customdata=labels,
+                         hovertemplate="%{customdata}: %{y} keys<extra>%{fullData.name}</extra>")
+              for k, v in visible.items()],
+        layout=dict(title=_title("How many keys each query may see"), height=320,
+                    margin=dict(l=0, r=0, t=30, b=0),
+                    legend=dict(orientation="h", y=1.12, x=1, xanchor="right"),
+                    yaxis=dict(title=dict(text="visible keys")),
+                    xaxis=dict(title=_title("query token (image tokens first, then text)", 12),
+                               tickmode="array", tickvals=[labels.index(t) for t in ticks],
+                               ticktext=[_short(t) for t in ticks], tickfont=dict(size=10),
+                               tickangle=-90)))
     if 0 < n_image < S:
         fig.add_vline(x=n_image - 0.5, line=dict(color="#ff9500", width=1, dash="dot"),
                       annotation_text="text starts", annotation_position="top left")
-    fig.update_layout(title=dict(text="How many keys each query may see", font=dict(size=14)),
-                      height=320, margin=dict(l=0, r=0, t=30, b=0),
-                      legend=dict(orientation="h", y=1.12, x=1, xanchor="right"),
-                      yaxis_title="visible keys")
-    fig.update_xaxes(title=dict(text="query token (image tokens first, then text)",
-                                font=dict(size=12)), tickmode="array",
-                     tickvals=[labels.index(t) for t in ticks],
-                     ticktext=[_short(t) for t in ticks], tickfont=dict(size=10),
-                     tickangle=-90)
     return fig
 
 

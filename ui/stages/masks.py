@@ -128,12 +128,11 @@ def side_by_side(figs: list, titles: list[str], title: str, height: int,
     their traces, axes (square cells kept), lines and labels. `colour`: a colour axis the
     heatmaps share (one scale for maps that are compared), e.g. {"colorscale": ..., "cmin": ...,
     "colorbar": ...}."""
-    out = figures.panels(figs, titles, spacing=spacing, coloraxis=colour is not None)
-    out.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
-                      margin=dict(l=0, r=0, t=60, b=0), showlegend=False)
+    more = dict(title=dict(text=title, font=dict(size=14)), height=height,
+                margin=dict(l=0, r=0, t=60, b=0), showlegend=False)
     if colour is not None:
-        out.update_layout(coloraxis=colour)
-    return out
+        more["coloraxis"] = colour
+    return figures.panels(figs, titles, spacing=spacing, coloraxis=colour is not None, more=more)
 
 
 # ---------------------------------------------------------------- the three masks

@@ -174,3 +174,24 @@ def test_a_classifier_without_cls_keeps_seeing_the_image_under_a_causal_mask():
     assert gap > 1e-3 and f"different (by up to {gap:.2f})" in said
     assert "This model has no CLS token" in said and "for any picture" not in said
 
+
+
+@pytest.mark.parametrize("step, title", [(1, "Three masks"), (6, "Windows on the patch grid")])
+def test_a_figure_shared_by_every_image_is_drawn_the_same_and_a_slide_does_not_change_it(
+        step, title):
+    """The masks and windows figures depend on no image: one is built for every student
+    (masks._same_for_every_image). A slide fits it to the projector on its own copy: a page
+    opened after the slide still has the figure's own height; and the causal mask shown is the
+    rule computed here (query i may read key j when j <= i), whoever's image it is drawn for."""
+    slide = presenter(step)
+    assert chart_titled(slide, title)["layout"].get("height") is None  # fitted to the slide
+    pages = [open_app("masks", model="shapes-classifier", upload=photo_bytes(*size),
+                      no_error=True) for size in ((640, 480), (500, 700))]
+    specs = [chart_titled(at, title) for at in pages]
+    assert specs[0] == specs[1]  # another image, the same figure
+    assert specs[0]["layout"]["height"] == (360 if step == 1 else 370)
+    if step == 1:
+        titles = subplot_titles(specs[0])
+        panel = next(i for i, t in enumerate(titles) if t.startswith("causal"))
+        z = arr(specs[0]["data"][panel]["z"])
+        assert np.array_equal(z, np.tril(np.ones_like(z)))

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from . import controls, keys
@@ -216,9 +217,10 @@ def speaker_notes(texts: list[str]) -> None:
 
 def chart(fig, key: str, **kwargs) -> Any:
     """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
-    the slide leaves it (the figure's container sets it: ui/presenter.CSS)."""
+    the slide leaves it (the figure's container sets it: ui/presenter.CSS), on a copy (a figure
+    may be shared by every session: ui/stages/masks._same_for_every_image)."""
     if presenting():
-        fig.update_layout(height=None, autosize=True)
+        fig = go.Figure(fig).update_layout(height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
     return st.plotly_chart(fig, key=key, **kwargs)
 

@@ -152,6 +152,14 @@ def _tokens(x: Ctx) -> Tokens:
     return Tokens(cc.num_image_tokens, len(x.enc.ids), figures.token_labels(cc, x.fed))
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _same_for_every_image(what: str, key: tuple, _build):
+    """A key figure that depends on the model's shape, the caption and the controls in `key`,
+    never on the image: built once for every student of the class (a big heatmap is most of
+    a run's time). Shared and read-only: deck.chart copies a figure before changing it."""
+    return _build()
+
+
 def _three_figure(x: Ctx, f: Tokens) -> None:
     left, right = st.columns([2, 3], vertical_alignment="center")
     with left:
@@ -159,13 +167,18 @@ def _three_figure(x: Ctx, f: Tokens) -> None:
     with right:
         st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\quad "
                  r"M_{ij}\in\{0, -\infty\}")
-    ticks = figures.spaced_ticks(f.labels, x.cap.config.grid, 190)
-    figs = [figures.mask_figure(allowed_keys(k, f.n_img, f.n_txt).numpy(), f.n_img, k,
-                                labels=f.labels, ticks=ticks) for k in KINDS]
-    deck.chart(side_by_side(figs, [f"{k}: {f.S}×{f.S}" for k in KINDS],
+    grid = x.cap.config.grid
+
+    def build():
+        ticks = figures.spaced_ticks(f.labels, grid, 190)
+        figs = [figures.mask_figure(allowed_keys(k, f.n_img, f.n_txt).numpy(), f.n_img, k,
+                                    labels=f.labels, ticks=ticks) for k in KINDS]
+        return side_by_side(figs, [f"{k}: {f.S}×{f.S}" for k in KINDS],
                             "Three masks over the same tokens (light: may look; dark: −∞)", 360,
-                            spacing=0.12),
-               key=keys.MASKS_THREE)
+                            spacing=0.12)
+
+    key = (f.n_img, f.n_txt, tuple(f.labels), grid)
+    deck.chart(_same_for_every_image("three masks", key, build), key=keys.MASKS_THREE)
 
 
 def _three_words(x: Ctx, f: Tokens) -> str:
@@ -599,25 +612,31 @@ def _windows_figure(x: Ctx, f: Windows) -> None:
     st.select_slider("Window side M (patches)", window_sizes(c), key=keys.MASK_WINDOW,
                      help=f"Windows of M×M patches on this model's {c.grid}×{c.grid} grid; "
                           f"block 1 moves them by M // 2 patches.")
-    ticks = figures.spaced_ticks(f.labels, c.grid, 230)
-    shift = M // 2
-    masks = []
-    for b in (0, 1):
-        fig = figures.mask_figure(f.allowed[b], c.num_image_tokens, "", labels=f.labels,
-                                  ticks=ticks)
-        _mark_prefix(fig, c)
-        masks.append(fig)
-    grids = [_grid_figure(f.bands[0], "", f.centre), _grid_figure(f.bands[1], "", f.centre)]
-    moved = f"moved by {shift}" if shift else "a 1×1 window moves by 0: the same"
-    titles = [f"block 0: {M}×{M} windows", "block 0: its mask (query → key)",
-              f"block 1: windows {moved}", "block 1: its mask"]
-    fig = side_by_side(
-        [grids[0], masks[0], grids[1], masks[1]], titles,
-        "Windows on the patch grid (number = window; white square: the middle patch) and the "
-        "masks they make (light: may look; dark: −∞; CLS is the first row and column)", 370,
-        spacing=0.06)
-    fig.update_layout(margin=dict(l=30, b=30))  # room for the first grid's row numbers
-    deck.chart(fig, key=keys.MASK_WINDOWS)
+
+    def build():
+        ticks = figures.spaced_ticks(f.labels, c.grid, 230)
+        shift = M // 2
+        masks = []
+        for b in (0, 1):
+            fig = figures.mask_figure(f.allowed[b], c.num_image_tokens, "", labels=f.labels,
+                                      ticks=ticks)
+            _mark_prefix(fig, c)
+            masks.append(fig)
+        grids = [_grid_figure(f.bands[0], "", f.centre), _grid_figure(f.bands[1], "", f.centre)]
+        moved = f"moved by {shift}" if shift else "a 1×1 window moves by 0: the same"
+        titles = [f"block 0: {M}×{M} windows", "block 0: its mask (query → key)",
+                  f"block 1: windows {moved}", "block 1: its mask"]
+        fig = side_by_side(
+            [grids[0], masks[0], grids[1], masks[1]], titles,
+            "Windows on the patch grid (number = window; white square: the middle patch) and "
+            "the masks they make (light: may look; dark: −∞; CLS is the first row and column)",
+            370, spacing=0.06)
+        fig.update_layout(margin=dict(l=30, b=30))  # room for the first grid's row numbers
+        return fig
+
+    # the windows, and so the masks, follow from the model's shape, M and the caption's length
+    key = (repr(c), M, f.n_text, tuple(f.labels))
+    deck.chart(_same_for_every_image("windows", key, build), key=keys.MASK_WINDOWS)
 
 
 def _windows_words(x: Ctx, f: Windows) -> str:

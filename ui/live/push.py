@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
 FINISHING_WAIT = 0.05  # s between looks at a session whose last run is still being sent
-FINISHING_TRIES = 40
+FINISHING_TRIES = 40  # (2 s) then a run starts anyway
 
 _log = logging.getLogger(__name__)
 
@@ -152,7 +152,8 @@ class Pages:
             try:
                 if c not in now:
                     now[c] = self.latest(c)
-            except Exception:  # the store is down: the pages' own checks tell the students
+            except Exception:
+                # the store is down: the keeper's next round tries again; a page's run says so
                 _log.debug("class %s not read for a push", c, exc_info=True)
                 return
             cls = now[c]

@@ -106,8 +106,10 @@ def test_the_keeper_marks_open_followers_and_heals_a_lost_message(monkeypatch):
     pages.note("here", c.code, True, shown, "student-1")
     pages.note("exploring", c.code, False, shown, "student-2")
     pages.note("closed", c.code, True, shown, "student-3")
+    assert {s for _, s in marked} == {"student-1", "student-3"}  # the followers' first runs
+    marked.clear()
     time.sleep(0.3)
-    assert set(marked) == {(c.code, "student-1")}  # not the explorer, not the closed tab
+    assert set(marked) == {(c.code, "student-1")}  # rounds: not the explorer, not the closed tab
     assert reached == []
     store.put(classes._key("class", c.code), classes._dump(  # a move whose message was lost
         dataclasses.replace(c, version=c.version + 1)), classes.LIFETIME)
@@ -123,3 +125,15 @@ def test_a_page_noted_without_a_keeper_starts_none(student):
     pages = push.Pages(reach=Reached())
     pages.note("s", "ABCDEF", True, (0, ()), student)
     assert pages._keeper is None
+
+
+def test_a_page_that_starts_following_is_marked_still_here_at_once_and_only_then():
+    marked = []
+    pages = push.Pages(reach=Reached(), mark=lambda code, student: marked.append(student),
+                       open_=lambda sid: True, every=3600)  # no round within the test
+    pages.note("tab", "ABCDEF", True, (0, ()), "student-1")  # joins: the teacher counts them
+    pages.note("tab", "ABCDEF", True, (1, ()), "student-1")  # the next runs: the rounds' job
+    pages.note("tab", "ABCDEF", False, (1, ()), "student-1")  # explores: not counted
+    pages.note("tab", "ABCDEF", True, (1, ()), "student-1")  # follows again
+    pages.note("tab", "ABCDEF", True, (1, ()), "student-2")  # another student on that session
+    assert marked == ["student-1", "student-1", "student-2"]

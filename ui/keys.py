@@ -82,7 +82,6 @@ LIVE_FOLLOW = "_live_follow"  # bool: the student follows the teacher (else expl
 LIVE_VERSION = "_live_version"  # int: the class's version this session last showed
 LIVE_APPLIED = "_live_applied"  # dict: layer/head/patch last taken from the teacher
 LIVE_OWN = "_live_own"  # set: the controls the student changed (the teacher's no longer apply)
-LIVE_SEEN = "_live_seen"  # float: when this student last said "still here" (ui/live/student)
 LIVE_LOADED = "_live_loaded"  # bool: the address's class was read (ui/live/session.load_once)
 LIVE_WATCH = "_live_watch"  # (version, revealed): what this page shows of the class (student)
 LIVE_NOTICE = "_live_notice"  # str: one sentence about the class (ended, refused, store down)

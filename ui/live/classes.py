@@ -295,7 +295,7 @@ class Watcher:
         if self.then is not None:
             try:
                 self.then(code)
-            except Exception:  # never the listener's end: the pages' own checks still run
+            except Exception:  # never the listener's end: the keeper's round checks again
                 _log.exception("after a change of class %s", code)
 
     def latest(self, code: str) -> Class | None:

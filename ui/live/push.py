@@ -108,15 +108,29 @@ class Pages:
 
     def note(self, session_id: str | None, code: str, following: bool, shown: tuple,
              student: str | None = None) -> None:
+        """What the page of `session_id` shows (each run of its banner); a page that starts
+        following this class is marked as still here at once (then every round)."""
         if session_id is None:
             return
         with self._lock:
+            before = self._pages.get(session_id), self._students.get(session_id)
             self._pages[session_id] = (code, following, shown)
             self._students[session_id] = student
             if self._keeper is None and self._mark is not None:
                 self._keeper = threading.Thread(target=self._keep, daemon=True,
                                                 name="live-class-keeper")
                 self._keeper.start()
+        page, who = before
+        if following and (page is None or page[:2] != (code, True) or who != student):
+            self._still_here(code, student)
+
+    def _still_here(self, code: str, student: str | None) -> None:
+        if self._mark is None or not student:
+            return
+        try:
+            self._mark(code, student)
+        except Exception:  # the store is down: the pages say so on their next run
+            _log.debug("no mark for %s", code, exc_info=True)
 
     def _keep(self) -> None:
         """Every `every` s: the open pages' followers are still here; every page checked."""
@@ -127,11 +141,8 @@ class Pages:
             for sid, (code, following, _), student in noted:
                 if not self._open(sid):
                     self.forget(sid)
-                elif following and student:
-                    try:
-                        self._mark(code, student)
-                    except Exception:  # the store is down: the pages say so on their next run
-                        _log.debug("no mark for %s", code, exc_info=True)
+                elif following:
+                    self._still_here(code, student)
             self.changed(None)
 
     def forget(self, session_id: str | None) -> None:

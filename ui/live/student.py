@@ -12,8 +12,6 @@ while the page is open: nothing on the page polls.
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
 from .. import figures, keys, replies, share, stages
@@ -104,15 +102,8 @@ def banner(config) -> None:
             st.button("Follow again", on_click=session.follow_afresh, type="primary",
                       icon=":material/groups:", help="Back to the class's step.")
         ss[keys.LIVE_WATCH] = (c.version, c.revealed)
-    me = ss.get(keys.LIVE_ME)
-    session.pages().note(push.here(), c.code, session.following(), ss[keys.LIVE_WATCH], me)
-    now = time.time()
-    if session.following() and now - ss.get(keys.LIVE_SEEN, 0.0) >= push.KEEP_EVERY:
-        try:
-            classes.seen(session.store(), c.code, me)  # (then the server's, while it is open)
-            ss[keys.LIVE_SEEN] = now
-        except StoreDown:
-            pass
+    session.pages().note(push.here(), c.code, session.following(), ss[keys.LIVE_WATCH],
+                         ss.get(keys.LIVE_ME))  # (marks a new follower as still here)
 
 
 # ---------------------------------------------------------------- joining (the sidebar)

@@ -9,9 +9,10 @@ reads the class once and reruns every noted page that shows an older state of it
 when the class moved, an explorer's when an answer was revealed, every page of a class that
 ended. A page is rerun with its session's last address and page but none of its widget values,
 so that nothing the student just did is undone, and a run in progress is asked to run again as
-`st.rerun` asks it (a run replaced instead would lose its last messages). Every KEEP_EVERY a
-thread marks the followers whose page is still open as seen (the teacher's count) and checks
-every page again (a message lost while Redis restarted heals). Reaching a session uses
+`st.rerun` asks it (a run replaced instead would lose its last messages). A page that starts
+following is marked as seen (the teacher's count) when it is noted; after that, every
+KEEP_EVERY a thread marks the followers whose page is still open and checks every page again
+(a message lost while Redis restarted heals). Reaching a session uses
 Streamlit's runtime (the pinned 1.65: its `AppSession` and `ScriptRunner`, on the server's
 event loop). Without a server (AppTest) nothing is pushed.
 """

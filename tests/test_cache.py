@@ -133,24 +133,46 @@ def test_an_exception_is_not_cached():
     assert "k" not in lru and lru.get("k", lambda: torch.ones(3)).tolist() == [1, 1, 1]
 
 
-def test_many_threads_compute_a_key_once_and_share_the_same_object():
-    lru = cache.ByteLRU(40 * 4000)
-    calls = []
-    lock = threading.Lock()
+class Asked:
+    """A key as one thread asks for it: equal to the others for the same key, and noting that
+    the cache has looked it up (hashed it: the thread is inside `get`)."""
 
-    def slow(i):
-        with lock:
-            calls.append(i)
-        time.sleep(0.05)
-        return torch.full((1000,), float(i))
+    def __init__(self, key: int, looked: dict, cond: threading.Condition):
+        self.key, self._looked, self._cond = key, looked, cond
+
+    def __hash__(self):
+        with self._cond:
+            self._looked.setdefault(self.key, set()).add(id(self))
+            self._cond.notify_all()
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, Asked) and other.key == self.key
+
+
+def test_many_threads_compute_a_key_once_and_share_the_same_object():
+    """16 threads ask for 4 keys at once. Each key's computation goes on until all 4 threads
+    asking for it are inside `get`, so a cache that lets a second thread compute a key already
+    being computed runs it again (red); the budget holds every value, so nothing is evicted and
+    a thread that comes late gets the same object."""
+    lru = cache.ByteLRU(100 * 4000)
+    calls, looked = [], {}
+    cond = threading.Condition()
+
+    def slow(key):
+        with cond:
+            calls.append(key)
+            asked = cond.wait_for(lambda: len(looked.get(key, ())) == 4, timeout=120)
+        assert asked, f"the threads asking for {key} never all reached the cache"
+        return torch.full((1000,), float(key))
 
     results = {}
 
     def ask(t):
         key = t % 4
-        results[t] = (key, lru.get(key, lambda: slow(key)))
-        for j in range(100):  # and many other keys, so eviction runs while others read
-            lru.get(100 + (t * 7 + j) % 60, lambda j=j: torch.zeros(1000))
+        results[t] = (key, lru.get(Asked(key, looked, cond), lambda: slow(key)))
+        for j in range(20):  # and other keys meanwhile (60 values of 4000 bytes all fit)
+            lru.get(100 + (t * 7 + j) % 60, lambda: torch.zeros(1000))
 
     threads = [threading.Thread(target=ask, args=(t,)) for t in range(16)]
     for th in threads:
@@ -161,7 +183,38 @@ def test_many_threads_compute_a_key_once_and_share_the_same_object():
     for key in range(4):
         same = [v for k, v in results.values() if k == key]
         assert len(same) == 4 and all(v is same[0] for v in same)
-    assert lru.held <= lru.budget and lru.held == 4000 * len(lru.keys())
+    assert lru.held == 4000 * len(lru.keys()) <= lru.budget
+
+
+def test_many_threads_reading_past_the_budget_never_compute_one_key_twice_at_once():
+    """Under eviction a key may be computed again after it was dropped, but never while its
+    computation is still running, and the bytes held always match what is kept."""
+    lru = cache.ByteLRU(40 * 4000)
+    running, overlaps, wrong, lock = set(), [], [], threading.Lock()
+
+    def compute(key):
+        with lock:
+            if key in running:
+                overlaps.append(key)
+            running.add(key)
+        time.sleep(0.001)  # let another thread in while this one computes
+        with lock:
+            running.discard(key)
+        return torch.full((1000,), float(key))
+
+    def ask(t):
+        for j in range(200):
+            key = (t * 7 + j) % 60
+            if lru.get(key, lambda key=key: compute(key))[0] != key:
+                wrong.append(key)
+
+    threads = [threading.Thread(target=ask, args=(t,)) for t in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert overlaps == [] and wrong == []
+    assert len(lru.keys()) <= 40 and lru.held == 4000 * len(lru.keys()) <= lru.budget
 
 
 @pytest.mark.parametrize("argv,env,mb", [

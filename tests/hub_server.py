@@ -87,6 +87,7 @@ class HubStandIn:
     def __init__(self, root: str | Path, *, bytes_per_second: float | None = None):
         self.root = Path(root)
         self.bytes_per_second = bytes_per_second  # throttles file bodies; None = full speed
+        self.sizes = True  # False: model_info lists the files without their sizes
         self.port = 0
         self.log: list[Request] = []
         self._lock = threading.Lock()
@@ -236,7 +237,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _api(self, hub: HubStandIn, org: str, name: str, rest: list[str], query: dict) -> None:
         if not rest or (rest[0] == "revision" and len(rest) == 2):
             commit, files = hub._snapshot(org, name, rest[1] if rest else "main")
-            siblings = [self._sibling(f, query.get("blobs") == "true") for f in files.values()]
+            blobs = query.get("blobs") == "true" and hub.sizes
+            siblings = [self._sibling(f, blobs) for f in files.values()]
             self._json({"id": f"{org}/{name}", "modelId": f"{org}/{name}", "sha": commit,
                         "private": False, "gated": False, "disabled": False, "tags": [],
                         "siblings": siblings})

@@ -153,9 +153,7 @@ def fetch_into_session(name: str, bar) -> str | None:
                 f"`-- --allow-fetch`, or fetch before class with `{hub.FETCH_COMMAND}`.")
 
     def show(p: hub.Progress) -> None:
-        left = f", about {p.left_s:.0f} s left" if p.left_s is not None else ""
-        bar.progress(min(1.0, p.done / p.total) if p.total else 1.0,
-                     text=f"{p.done / 1e6:.1f} of {p.total / 1e6:.1f} MB{left}")
+        bar.progress(*fetch_progress(p))
 
     try:
         hub.fetch(name, progress=show)
@@ -166,6 +164,16 @@ def fetch_into_session(name: str, bar) -> str | None:
     except Exception as e:  # noqa: BLE001  anything else still ends in one sentence
         return f"Could not fetch '{name}': {type(e).__name__}: {str(e).splitlines()[0][:160]}"
     return None
+
+
+def fetch_progress(p: hub.Progress) -> tuple[float, str]:
+    """The bar's fill and words for a fetch: '3.1 of 22.9 MB, about 4 s left'; when the Hub
+    gave no sizes, what has arrived (an empty bar: how much is left is not known)."""
+    if p.total is None:
+        return 0.0, f"{p.done / 1e6:.1f} MB so far (the Hub did not give the size)"
+    left = f", about {p.left_s:.0f} s left" if p.left_s is not None else ""
+    return (min(1.0, p.done / p.total) if p.total else 1.0,
+            f"{p.done / 1e6:.1f} of {p.total / 1e6:.1f} MB{left}")
 
 
 def honesty_note(model, input_label: str) -> str | None:

@@ -137,12 +137,12 @@ def load(name: str, local_files_only: bool = False, loader: Callable | None = No
 @dataclass(frozen=True)
 class Progress:
     done: int  # bytes downloaded so far
-    total: int  # bytes this fetch downloads
+    total: int | None  # bytes this fetch downloads (None: the Hub did not give every size)
     seconds: float  # since the fetch began
 
     @property
     def left_s(self) -> float | None:  # at the average speed so far
-        if not self.done or self.done >= self.total:
+        if not self.done or self.total is None or self.done >= self.total:
             return None
         return self.seconds * (self.total - self.done) / self.done
 
@@ -157,8 +157,9 @@ def fetch(name: str, progress: Callable[[Progress], None] | None = None) -> Path
 
     Args:
         name: 'hf:ORG/NAME' or 'ORG/NAME'.
-        progress: called with the bytes downloaded so far, the total and the time taken (the
-            app's progress bar); None: huggingface_hub draws its own bars (on a terminal).
+        progress: called with the bytes downloaded so far, the total (None when the Hub
+            gave no size for some file) and the time taken (the app's progress bar); None:
+            huggingface_hub draws its own bars (on a terminal).
     Raises:
         FetchError: one sentence: unknown repo, no network, not a ViT, interrupted, disk full.
     """
@@ -169,13 +170,14 @@ def fetch(name: str, progress: Callable[[Progress], None] | None = None) -> Path
         info = HfApi().model_info(rid, files_metadata=True, timeout=TIMEOUT_S)
     except Exception as e:
         raise FetchError(_sentence(e, rid, downloading=False)) from e
-    files = {s.rfilename: s.size or 0 for s in info.siblings or []}
+    files = {s.rfilename: s.size for s in info.siblings or []}  # size None: not given
     wanted = _choose(rid, files)
-    total = sum(files[f] for f in wanted)
+    sizes = [files[f] for f in wanted]
+    total = sum(sizes) if None not in sizes else None
     start, done = time.monotonic(), [0]
 
     def report(n: int) -> None:
-        done[0] = min(total, done[0] + n)
+        done[0] = done[0] + n if total is None else min(total, done[0] + n)
         progress(Progress(done[0], total, time.monotonic() - start))
 
     bar, folder = (_progress_class(report) if progress is not None else None), None

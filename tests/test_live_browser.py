@@ -3,7 +3,9 @@ server reruns it: ui/live/push.py, drawn by Streamlit's own frontend), a patch i
 clicking the student's own image, and the teacher's Reveal reaches the student's screen
 without a click there.
 
-One server, two browser contexts (two tabs with their own cookies: two sessions)."""
+One server, two browser contexts (two tabs with their own cookies: two sessions). The server
+runs with the 5-s round's rechecks off (ui/live/push.RECHECK_ENV): only a push moves the student.
+Waits are generous (a busy machine); none stands for a speed."""
 
 from __future__ import annotations
 
@@ -14,13 +16,16 @@ import pytest
 from tests.slides import CUT_JS, problems_on, settle
 from tools.browser import serve, wait_idle
 from ui import keys
+from ui.live.push import RECHECK_ENV
+
+WAIT = 120_000  # ms: for what the server does by itself (a push, the tally's next look)
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def server():
-    with serve() as srv:
+    with serve(env={RECHECK_ENV: "0"}) as srv:
         yield srv.url
 
 
@@ -52,15 +57,15 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
     assert re.search(r"[?&]me=[\w-]{8,}", student.url)  # a reload keeps the same student
 
     # the teacher moves to the step asking where CLS looks; the student's page follows alone
-    # (the server reruns it) within a few seconds
+    # (the server reruns it: with the rechecks off, nothing else would)
     for k in (2, 3):
         teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
         teacher.locator(f".st-key-{keys.PRESENTER_WHERE}").get_by_text(f"step {k}/").wait_for()
         wait_idle(teacher)  # a click while the step still runs can be lost (seen under -n 2)
     student.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(
-        re.compile("step 3/")).wait_for(timeout=10_000)
+        re.compile("step 3/")).wait_for(timeout=WAIT)
     teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text("1 following").wait_for(
-        timeout=15_000)
+        timeout=WAIT)
 
     # answer by clicking a patch of the student's own image
     grid = student.locator(f".st-key-{keys.answer_grid('attention', 'heads')}")
@@ -74,10 +79,10 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
     student.get_by_text(f"Your answer: patch {chosen} (sent)").wait_for()
 
     # the teacher's tally counts it; Reveal shows the answer on the student's screen by itself
-    teacher.get_by_text("1 answered").wait_for(timeout=10_000)
+    teacher.get_by_text("1 answered").wait_for(timeout=WAIT)
     teacher.get_by_role("button", name="Reveal to the class").click()
     student.get_by_text(re.compile("Your answer was (not )?right for your image")).wait_for(
-        timeout=10_000)
+        timeout=WAIT)
     assert student.locator("[data-testid='stException']").count() == 0
     assert teacher.locator("[data-testid='stException']").count() == 0
 

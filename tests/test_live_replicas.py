@@ -4,8 +4,10 @@ starts with deploy/redis.conf, as the classroom recipe does (docs/deployment.md)
 
 The teacher and four students are tabs pinned to a replica by HAProxy's cookie, two students on
 each, each student on its own sample scene. A student learns of a move as its browser would: the
-server reruns its page (ui/live/push.py) within FOLLOW_WITHIN of the teacher's click (nothing on
-the page polls; the server's own round of checks, every KEEP_EVERY, would come too late).
+server reruns its page (ui/live/push.py). Nothing on the page polls, and the replicas run with
+the keeper's rechecks switched off (push.RECHECK_ENV), so only the push can bring a student to
+the new step: the test waits up to FOLLOW_WAIT for that (generous, for a busy machine) and a
+student who never gets there fails it, however fast the machine.
 What each page shows is read from its own text (the teacher's header, a student's banner, its
 fingerprint, "Your answer: … (sent)"); the answers are read back from Redis.
 Then a replica is killed (SIGKILL) and started again on its port: its tabs reopen their own
@@ -32,13 +34,12 @@ from tools.browser import serve
 from tools.class_load import answer, choice, query, redis_server, sent, student_at, teacher_at
 from tools.st_protocol import Tab
 from ui import keys
-from ui.live.push import KEEP_EVERY
+from ui.live.push import RECHECK_ENV
 
 pytestmark = pytest.mark.load
 
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"
-FOLLOW_WITHIN = 2.5  # s from the teacher's click to every student's run on the new step
-assert FOLLOW_WITHIN < KEEP_EVERY  # only a push from the server gets them there in time
+FOLLOW_WAIT = 120  # s the test waits for every student's run on the new step (not a speed)
 SHARED_STORE = "Classes need the shared store"
 
 
@@ -73,10 +74,10 @@ def pinned(url: str, replica: str) -> Tab:
 
 async def follow(tabs: list[Tab], where: tuple, clicked: float) -> list:
     """Each tab's first full run that shows the class at `where`, waiting as its browser does
-    (runs the server starts) until FOLLOW_WITHIN after the teacher's click; None for a tab that
+    (runs the server starts) until FOLLOW_WAIT after the teacher's click; None for a tab that
     did not get there."""
     async def one(tab):
-        while time.perf_counter() - clicked < FOLLOW_WITHIN:
+        while time.perf_counter() - clicked < FOLLOW_WAIT:
             for run in await tab.wait(0.1):
                 if student_at(run) == where:
                     return run
@@ -87,7 +88,7 @@ async def follow(tabs: list[Tab], where: tuple, clicked: float) -> list:
 
 def assert_followed(runs: list, where: tuple, seeds: list[int]) -> None:
     late = [i for i, r in enumerate(runs) if r is None]
-    assert not late, f"students {late} did not show {where} within {FOLLOW_WITHIN} s"
+    assert not late, f"students {late} were not moved to {where} (waited {FOLLOW_WAIT} s)"
     for run, seed in zip(runs, seeds, strict=True):
         assert fingerprints(run) == [fingerprint_of(seed)], "a student saw another image"
         assert not run.exceptions and not run.errors
@@ -194,7 +195,7 @@ async def lesson(lb, redis_url: str, restart) -> None:
 def test_a_class_on_two_replicas_through_redis_follows_answers_and_survives_a_restart(tmp_path):
     needs("haproxy", "redis-server")
     with redis_server(tmp_path) as redis_url, contextlib.ExitStack() as stack:
-        env = {REDIS_URL: redis_url}
+        env = {REDIS_URL: redis_url, RECHECK_ENV: "0"}  # a page moves only when pushed
         lb = stack.enter_context(balanced(2, env=env))
         port = int(lb.servers[0].url.rsplit(":", 1)[1])
         asyncio.run(lesson(lb, redis_url, lambda: stack.enter_context(serve(port=port, env=env))))

@@ -12,7 +12,9 @@ so that nothing the student just did is undone, and a run in progress is asked t
 `st.rerun` asks it (a run replaced instead would lose its last messages). A page that starts
 following is marked as seen (the teacher's count) when it is noted; after that, every
 KEEP_EVERY a thread marks the followers whose page is still open and checks every page again
-(a message lost while Redis restarted heals). Reaching a session uses
+(a message lost while Redis restarted heals). VIT_EXPLAINER_LIVE_RECHECK=0 switches the second
+half of that round off (the marks go on): a page then moves only when the server pushes, which is
+how tests/test_live_replicas.py shows the push; a class keeps it on. Reaching a session uses
 Streamlit's runtime (the pinned 1.65: its `AppSession` and `ScriptRunner`, on the server's
 event loop). Without a server (AppTest) nothing is pushed.
 """
@@ -20,15 +22,24 @@ event loop). Without a server (AppTest) nothing is pushed.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
 FINISHING_WAIT = 0.05  # s between looks at a session whose last run is still being sent
 FINISHING_TRIES = 40  # (2 s) then a run starts anyway
+RECHECK_ENV = "VIT_EXPLAINER_LIVE_RECHECK"  # "0": the keeper's rounds check no page again
 
 _log = logging.getLogger(__name__)
+
+
+def rechecks(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the keeper's rounds check every page again (heal a lost message): yes, unless
+    $VIT_EXPLAINER_LIVE_RECHECK is 0, off, false or no."""
+    value = (os.environ if environ is None else environ).get(RECHECK_ENV, "1")
+    return value.strip().lower() not in ("0", "off", "false", "no")
 
 
 def here() -> str | None:
@@ -96,11 +107,14 @@ class Pages:
 
     def __init__(self, reach: Callable[[str], bool] = rerun,
                  mark: Callable[[str, str], None] | None = None,
-                 open_: Callable[[str], bool] = alive, every: float = KEEP_EVERY):
+                 open_: Callable[[str], bool] = alive, every: float = KEEP_EVERY,
+                 recheck: bool | None = None):
         """reach(session id): rerun it (False: gone); mark(code, student): "still here";
-        open_(session id): its page is open."""
+        open_(session id): its page is open; recheck: each round checks every page again
+        (None: `rechecks()`, read from the environment here)."""
         self.latest: Callable | None = None  # code -> Class | None (the Watcher's, set by it)
         self._reach, self._mark, self._open, self._every = reach, mark, open_, every
+        self._recheck = rechecks() if recheck is None else recheck
         self._lock = threading.Lock()
         self._pages: dict[str, tuple[str, bool, tuple]] = {}
         self._students: dict[str, str | None] = {}
@@ -134,7 +148,8 @@ class Pages:
             _log.debug("no mark for %s", code, exc_info=True)
 
     def _keep(self) -> None:
-        """Every `every` s: the open pages' followers are still here; every page checked."""
+        """Every `every` s: the open pages' followers are still here; every page checked
+        (unless switched off: `recheck`)."""
         while True:
             time.sleep(self._every)
             with self._lock:
@@ -144,7 +159,8 @@ class Pages:
                     self.forget(sid)
                 elif following:
                     self._still_here(code, student)
-            self.changed(None)
+            if self._recheck:
+                self.changed(None)
 
     def forget(self, session_id: str | None) -> None:
         with self._lock:

@@ -221,6 +221,17 @@ def sureness_note(model, sure_here: float, input_label: str,
             f"20 were above {q['0.05']:.0%}: {verdict}.")
 
 
+def card_top1(model) -> str | None:
+    """A model's held-out top-1 as its model card gives it (measured once, on the scenes the card
+    names: the file's metadata), in the words every page, the README and docs/teaching.md use:
+    '98.2% on its model card's 1000 held-out scenes'; None when the card has none. A page that
+    measured another set says so and quotes this beside its own."""
+    m = model.info.metrics
+    if m.get("top1") is None or not m.get("n"):
+        return None
+    return f"{numbers.pct(m['top1'], 1)} on its model card's {m['n']} held-out scenes"
+
+
 def plain_label(name: str) -> str:
     """The picker's label without the fetch status, for sentences on the pages."""
     return label(name).split(" · ")[0]

@@ -649,13 +649,14 @@ def _windows_words(x: Ctx, f: Windows) -> str:
             + (f" (block 1, shifted: {w.pairs[1]:,})" if c.depth > 1 and w.pairs[1] != w.pairs[0]
                else "") + "."]
     if f.measured:
-        t = f.top1
+        t, card = f.top1, picker.card_top1(x.model)
         said.append(f"With {M}×{M} windows the classifier's top-1 on {t.n} held-out scenes falls "
                     f"from {pct(t.full)} to {pct(t.plain)}"
                     + (f" ({pct(t.shifted)} with the windows shifted on alternate blocks)"
                        if t.shifted is not None else "")
                     + f": it was trained with full attention, and these windows cost it "
-                    f"{_points(t.full - t.plain)} on the same scenes.")
+                    f"{_points(t.full - t.plain)} on the same scenes"
+                    + (f" (full attention on another set: {card})." if card else "."))
     else:
         said.append(f"The pairs are exact for {picker.plain_label(x.name)}; its accuracy under "
                     f"windows is not measured here (that needs labelled held-out images of its "

@@ -36,7 +36,7 @@ from vit_core.explain.training import (
 from vit_core.scenes import world
 from vit_core.scenes.evaluate import object_attention_ratio
 
-from .. import deck, figures, inputs, keys, session, state
+from .. import deck, figures, inputs, keys, models, session, state
 from ..deck import Number, PatchPick, Question, Step
 from ..numbers import pct, span
 from . import common
@@ -167,7 +167,7 @@ def _log_facts(log, S: int, K: int | None) -> dict:
             "row": row_at(log.train, S), "first": log.train[0] if log.train else None,
             "last": log.train[-1] if log.train else None, "end_row": row_at(log.train, T),
             "held": held_out_at(log, S), "end": held_out_at(log, T), "K": K,
-            "lr": series(log.train, "lr")}
+            "lr": series(log.train, "lr"), "card": models.card_top1(state.get_model(log.model))}
 
 
 def curves_figure(f: dict, whose: str | None = None) -> go.Figure:
@@ -269,9 +269,11 @@ def _curves_words(x: Ctx, f: dict) -> str:
     elif last is not None and int(last["step"]) < S:
         parts.append(f"the log has no loss at step {S:,} (its rows end at step "
                      f"{int(last['step']):,})")
-    held = f["held"]
+    held, card = f["held"], f["card"]  # a kept step's own scenes, or the curve's; the card's
     if held is not None:
-        top1 = f"held-out top-1 was **{pct(held['top1'])}** on {held['n']} scenes"
+        top1 = (f"held-out top-1 was **{pct(held['top1'], 1)}** on the {held['n']} scenes "
+                + ("every kept step is measured on" if f["log"].snapshot(S) else "of its curve")
+                + (f" ({card})" if S == T and card else ""))
         if K and held["top1"] < NEAR_CHANCE / K:
             top1 += f", near chance ({pct(1 / K)} for {K} classes)"
         parts.append(top1 + (f", mIoU {held['miou']:.2f}" if "miou" in held else ""))
@@ -279,7 +281,8 @@ def _curves_words(x: Ctx, f: dict) -> str:
     end, end_row = f["end"], f["end_row"]
     if S != T and (end is not None or end_row is not None):
         bits = ([f"loss {end_row['loss']:.2f}"] if end_row is not None else []) + \
-               ([f"held-out top-1 {pct(end['top1'])}"] if end is not None else [])
+               ([f"held-out top-1 {pct(end['top1'], 1)}" + (f" ({card})" if card else "")]
+                if end is not None else [])
         said += f" At the end (step {T:,}): {', '.join(bits)}."
     return said
 

@@ -25,7 +25,7 @@ import vit_core
 from vit_core.io import hub
 from vit_core.io.external import PICKLE_SUFFIXES
 
-from . import keys, numbers
+from . import keys, numbers, state
 
 LOAD_OTHER = "Load a checkpoint from the server…"
 FETCH_OTHER = "Fetch another model by name…"
@@ -122,7 +122,13 @@ def choices() -> list[str]:
 
 
 def label(name: str) -> str:
-    """How the picker shows a name."""
+    """How the picker shows a name; a picker model at another training step or input size (the
+    pages' 'NAME@step250', 'NAME@288px') as its model's label, then which step and size."""
+    base, size = state.split_size(name)
+    base, step = state.split_step(base)
+    if size is not None or step is not None:
+        return (plain_label(base) + (f" after {step:,} training steps" if step is not None else "")
+                + (f" at {size}×{size} px" if size is not None else ""))
     if name in vit_core.PRESETS:
         return f"{name} (untrained: random weights)"
     if name in (LOAD_OTHER, FETCH_OTHER) or name in vit_core.bundled_models():

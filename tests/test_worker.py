@@ -1,4 +1,8 @@
-"""ui/worker.py: every forward pass of the app runs on one thread, in order, errors handed back."""
+"""ui/worker.py: every forward pass of the app runs on one thread, in order, errors handed back.
+
+A test that needs a pass held in progress holds it on an Event, and waits until the worker has
+taken it (or queued the next calls) before going on: no sleep stands for "the other thread has
+got there by now", which a busy machine breaks."""
 
 import threading
 import time
@@ -9,6 +13,20 @@ import torch
 
 from ui import state
 from ui import worker as w
+
+
+def until(done, timeout: float = 60.0) -> None:
+    """Wait until done() holds (a busy machine starts threads late); fail if it never does."""
+    end = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < end, "the worker never got there"
+        time.sleep(0.002)
+
+
+def queued(worker: w.Worker) -> int:
+    """Calls waiting for the worker (not the one in progress)."""
+    with worker.lock:
+        return len(worker.fresh) + len(worker.steps) + len(worker.later)
 
 
 def test_calls_run_on_one_named_thread_and_return_their_results():
@@ -44,12 +62,17 @@ def test_an_exception_reaches_the_caller_and_the_worker_keeps_going():
 
 
 def test_stop_finishes_queued_calls_then_ends_the_thread():
-    worker = w.Worker()
-    with ThreadPoolExecutor(1) as pool:
-        slow = pool.submit(worker.run, time.sleep, 0.2)
-        time.sleep(0.05)
-        worker.stop()
-        assert slow.result() is None  # the call already queued still ran
+    worker, gate = w.Worker(), threading.Event()
+    with ThreadPoolExecutor(3) as pool:
+        held = pool.submit(worker.run, gate.wait, 60)
+        until(lambda: worker.running)
+        waiting = pool.submit(worker.run, lambda: "queued")
+        until(lambda: queued(worker) == 1)
+        stopped = pool.submit(worker.stop)
+        until(lambda: worker.stopping)
+        gate.set()
+        stopped.result(60)
+        assert held.result() is True and waiting.result() == "queued"  # both still ran
     assert not worker.thread.is_alive()
     with pytest.raises(RuntimeError, match="stopped"):
         worker.run(lambda: 1)
@@ -113,13 +136,11 @@ def test_a_first_view_sent_during_captions_runs_after_the_pass_in_progress(every
     pixels = torch.zeros(1, 3, 8, 8)
     with ThreadPoolExecutor(4) as pool:
         captions = [pool.submit(generate, model, pixels, max_new_tokens=10) for _ in range(4)]
-        deadline = time.monotonic() + 10
-        while len(log) < 6 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        until(lambda: len(log) >= 6)
         log.append(("sent",))
         worker.run(lambda: log.append(("first view",)))
         first_done = time.monotonic()
-        ends = [f.result(timeout=30) and time.monotonic() for f in captions]
+        ends = [f.result(timeout=120) and time.monotonic() for f in captions]
     sent, served = log.index(("sent",)), log.index(("first view",))
     passes_between = [e for e in log[sent:served] if e[0] == "pass"]
     assert len(passes_between) <= 1, log  # in FIFO order three queued words would come first
@@ -133,15 +154,15 @@ def test_long_jobs_take_turns_and_a_stream_of_first_views_never_stops_them():
     gate = threading.Event()
     n = w.FRESH_IN_A_ROW
     with ThreadPoolExecutor(n + 5) as pool:
-        pool.submit(worker.run, gate.wait, 5)  # hold the worker while the queue fills up
-        time.sleep(0.05)
+        pool.submit(worker.run, gate.wait, 60)  # hold the worker while the queue fills up
+        until(lambda: worker.running)
         steps = [pool.submit(worker.run, log.append, "step", step=True) for _ in range(2)]
-        time.sleep(0.05)
+        until(lambda: queued(worker) == 2)
         fresh = [pool.submit(worker.run, log.append, "view") for _ in range(n + 2)]
-        time.sleep(0.05)
+        until(lambda: queued(worker) == n + 4)
         gate.set()
         for f in steps + fresh:
-            f.result(timeout=10)
+            f.result(timeout=60)
     assert log == ["view"] * n + ["step"] + ["view"] * 2 + ["step"]
 
 
@@ -164,33 +185,37 @@ def test_a_small_model_s_passes_run_at_once_on_the_caller_s_thread_while_the_wor
 
     logged.parameters, logged.config = small.parameters, small.config
     with ThreadPoolExecutor(2) as pool:
-        held = pool.submit(worker.run, gate.wait, 10)  # a big pass in progress
-        time.sleep(0.05)
+        held = pool.submit(worker.run, gate.wait, 60)  # a big pass in progress
+        until(lambda: worker.running)
         costly = pool.submit(worker.run, lambda: "big done", model=big)
+        until(lambda: queued(worker) == 1)
         caption = generate(worker.stepwise(logged), pixels, max_new_tokens=5)
         assert not held.done() and not costly.done()  # the worker is still held
         gate.set()
-        assert held.result(timeout=10) and costly.result(timeout=10) == "big done"
+        assert held.result(timeout=60) and costly.result(timeout=60) == "big done"
     assert log == [(threading.current_thread().name, True)] * len(caption.ids)
     assert caption.ids == generate(small, pixels, max_new_tokens=5).ids
 
 
 def test_a_wait_past_its_limit_ends_in_one_sentence_and_the_job_is_dropped():
-    worker, ran = w.Worker(), []
+    worker, ran, gate = w.Worker(), [], threading.Event()
     with ThreadPoolExecutor(1) as pool:
-        slow = pool.submit(worker.run, time.sleep, 0.5)
-        time.sleep(0.05)
+        slow = pool.submit(worker.run, gate.wait, 60)
+        until(lambda: worker.running)
         with pytest.raises(w.Busy) as e:
             worker.run(ran.append, "too late", timeout=0.1)
         assert not slow.done()  # given up while the pass ahead of it was still running
+        gate.set()
         slow.result()
     message = str(e.value)
     assert "busy" in message and "0.1 s" in message
     assert message.endswith(".") and ". " not in message and "\n" not in message  # one sentence
     assert worker.run(lambda: "still here") == "still here"
     assert ran == []  # dropped: it never ran after its caller gave up
+    long = threading.Event()
     with pytest.raises(w.Busy):  # a pass that itself runs past the limit
-        worker.run(time.sleep, 0.3, timeout=0.05)
+        worker.run(long.wait, 60, timeout=0.05)
+    long.set()
 
 
 def test_an_exception_that_is_a_timeout_is_handed_back_as_it_is():
@@ -235,13 +260,14 @@ def test_wait_idle_waits_for_queued_passes_and_then_for_a_quiet_moment():
     assert worker.wait_idle(timeout=1)  # nothing ever ran
     gate = threading.Event()
     with ThreadPoolExecutor(2) as pool:
-        running = pool.submit(worker.run, gate.wait, 10)
-        queued = pool.submit(worker.run, time.sleep, 0)
-        time.sleep(0.05)
+        running = pool.submit(worker.run, gate.wait, 60)
+        until(lambda: worker.running)
+        waiting = pool.submit(worker.run, time.sleep, 0)
+        until(lambda: queued(worker) == 1)
         assert not worker.wait_idle(timeout=0.2)  # a pass in progress, one queued
         gate.set()
-        running.result(5), queued.result(5)
-    assert worker.wait_idle(quiet=0.3, timeout=5)
+        running.result(60), waiting.result(60)
+    assert worker.wait_idle(quiet=0.3, timeout=60)
     assert time.monotonic() >= worker.last_pass + 0.3  # it returned only after a quiet moment
     assert not worker.wait_idle(quiet=10, timeout=0.1)  # quiet not reached within the limit
 
@@ -255,14 +281,14 @@ def test_calls_made_behind_wait_for_every_page_call_and_leave_the_quiet_clock_al
             return worker.run(order.append, tag)
 
     with ThreadPoolExecutor(3) as pool:
-        running = pool.submit(worker.run, gate.wait, 10)  # a page's pass in progress
-        time.sleep(0.05)
+        running = pool.submit(worker.run, gate.wait, 60)  # a page's pass in progress
+        until(lambda: worker.running)
         ahead = pool.submit(behind, "read-ahead")  # queued first ...
-        time.sleep(0.05)
+        until(lambda: queued(worker) == 1)
         page = pool.submit(worker.run, order.append, "page")  # ... served second
-        time.sleep(0.05)
+        until(lambda: queued(worker) == 2)
         gate.set()
-        running.result(5), ahead.result(5), page.result(5)
+        running.result(60), ahead.result(60), page.result(60)
     assert order == ["page", "read-ahead"]
     page_ended = worker.last_pass
     behind("again")  # the read-ahead's own pass ...

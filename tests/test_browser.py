@@ -229,7 +229,7 @@ def test_play_walks_the_layers_and_stops_at_the_last(browser, server):
     page.get_by_role("button", name="Play").click()
     page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
     seen = set()
-    deadline = time.time() + 60
+    deadline = time.time() + 240  # ends when Play stops at the last layer; a busy machine is slow
     while time.time() < deadline:
         seen.add(slider_value(page, "Layer"))
         title = page.get_by_text("attention pattern A (rows sum to 1)").first.text_content()
@@ -263,7 +263,7 @@ def test_play_writes_the_caption_word_by_word(browser, server):
     page.get_by_role("button", name="Play").click()
     page.get_by_role("button", name="Pause").wait_for(timeout=30_000)
     prefixes = set()
-    deadline = time.time() + 90
+    deadline = time.time() + 240  # ends when the caption is finished
     while time.time() < deadline:
         head = page.locator("h3").filter(has_text="[SOS]").first.text_content() or ""
         prefixes.add(tuple(head.replace("…", "").split()))
@@ -334,7 +334,7 @@ def test_a_copied_link_opens_the_same_view(browser, server):
             page2.locator(slider2.format("Head")).input_value()) == shown
     # the value must become 23; under a loaded CI machine it was once read while still drawing
     playwright.expect(page2.get_by_role("spinbutton", name="Selected patch")).to_have_value(
-        "23", timeout=15_000)
+        "23", timeout=60_000)
     assert_local(requests)
     ctx.close()
     ctx2.close()

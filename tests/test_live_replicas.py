@@ -168,7 +168,7 @@ async def lesson(lb, redis_url: str, restart) -> None:
     # their connection; reopened on their own address they are back in the class, at its step
     os.kill(lb.servers[0].pid, signal.SIGKILL)
     on_app1, on_app2 = [teacher, *students[:2]], students[2:]
-    for _ in range(100):
+    for _ in range(600):  # a minute at most
         if not any(t.connected for t in on_app1):
             break
         await asyncio.sleep(0.1)

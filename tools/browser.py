@@ -66,7 +66,7 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(port: int | None = None, timeout: float = 90, env: dict | None = None):
+def serve(port: int | None = None, timeout: float = 180, env: dict | None = None):
     """Run `streamlit run app.py` on localhost; yield a Server (url, pid); stop it afterwards.
 
     `env` adds environment variables for the server (e.g. OMP_NUM_THREADS for a replica).

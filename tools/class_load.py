@@ -138,7 +138,7 @@ async def answer(tab: Tab, run: Run, i: int, done=()) -> Reply | None:
 
 # ---------------------------------------------------------------- a Redis for the replicas
 @contextlib.contextmanager
-def redis_server(folder: Path, timeout: float = 10):
+def redis_server(folder: Path, timeout: float = 60):
     """redis-server with deploy/redis.conf on a free port, its AOF in `folder`; yields its
     URL. Stopped (SIGTERM) afterwards."""
     exe = shutil.which("redis-server") or "/usr/bin/redis-server"

@@ -39,7 +39,7 @@ def figures(text: str) -> list[tuple[float, int]]:
     return [(float(p), int(n)) for p, n in CARD_FIGURE.findall(text)]
 
 
-@pytest.mark.parametrize("name", [m for m in bundled_models()])
+@pytest.mark.parametrize("name", bundled_models())
 def test_each_model_card_is_its_file_s_metadata(name):
     stored = load_model(name).info.metrics
     assert {k: stored[k] for k in card(name)} == card(name)

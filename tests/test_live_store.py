@@ -62,10 +62,10 @@ class RedisServer:
                         "--save", ""]
         self.process = subprocess.Popen(command, cwd=self.folder, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not ping(self.port):
             assert self.process.poll() is None, f"redis-server exited: {command}"
-            assert time.monotonic() < deadline, "redis-server did not answer PING in 10 s"
+            assert time.monotonic() < deadline, "redis-server did not answer PING in 60 s"
             time.sleep(0.02)
         return self
 
@@ -257,9 +257,10 @@ def test_two_replicas_share_data_and_messages(redis_server):
     one, two = RedisStore(redis_server.url), RedisStore(redis_server.url)
     heard = []
     two.listen("moves", heard.append)
-    start = time.process_time()
+    clock = time.pthread_getcpuclockid(two._thread.ident)  # the listener's own CPU time
+    start = time.clock_gettime(clock)
     time.sleep(0.5)
-    assert time.process_time() - start < 0.1  # the idle listener blocks, it does not spin
+    assert time.clock_gettime(clock) - start < 0.1  # the idle listener blocks, it does not spin
     one.publish("moves", "AB12 mlp/0")
     assert wait_until(lambda: heard == ["AB12 mlp/0"])
     one.put("class:AB12", "state", 60)

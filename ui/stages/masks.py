@@ -657,10 +657,13 @@ def _windows_words(x: Ctx, f: Windows) -> str:
                     + f": it was trained with full attention, and these windows cost it "
                     f"{_points(t.full - t.plain)} on the same scenes"
                     + (f" (full attention on another set: {card})." if card else "."))
-    else:
+    else:  # another model, or the classifier at another size or training step
+        own = state.split_step(state.split_size(x.name)[0])[0] == tour.WINDOW_CLASSIFIER
+        why = ("the app measures it at the model's own size and final weights only: choose "
+               "those to see it" if own else "that needs labelled held-out images of its own "
+               f"task; the app measures it for {tour.WINDOW_CLASSIFIER} on its scenes")
         said.append(f"The pairs are exact for {picker.plain_label(x.name)}; its accuracy under "
-                    f"windows is not measured here (that needs labelled held-out images of its "
-                    f"own task): the app measures it for {tour.WINDOW_CLASSIFIER} on its scenes.")
+                    f"windows is not measured here ({why}).")
     return " ".join(said)
 
 

@@ -16,7 +16,7 @@ import streamlit as st
 
 from .. import keys, share, stages, steps
 from ..routes import STAGES, walk
-from . import classes, session
+from . import classes, follow, session
 from .store import StoreDown
 
 TALLY_EVERY = 2.0  # s between refreshes of the answer counts on the teacher's screen
@@ -29,14 +29,14 @@ def join_link(code: str) -> str:
 
 def publish(stage: str, config) -> None:
     """Call once per presenter run, before the page is drawn: the class moves where the
-    teacher is (stage, step, layer, head, patch); nothing is written when nothing moved."""
+    teacher is (stage, step, layer, head, patch and the stage's other settings: ui/live/follow.py);
+    nothing is written when nothing moved."""
     if session.role() != "teacher":
         return
     ss = st.session_state
     here = stages.get(stage).steps_for(config)
     step = here[steps.index_in(stage, len(here))]
-    position = classes.Position(stage, step.key, ss.get(keys.LAYER), ss.get(keys.HEAD),
-                                ss.get(keys.PATCH))
+    position = follow.position(ss, stage, step.key)
     _act(lambda store, code, secret: classes.move(store, code, secret, position))
 
 
@@ -61,8 +61,7 @@ def _start(stage: str, step: str) -> None:
     chosen = ss.get(keys.LIVE_LESSON) or []
     lesson = () if set(STAGES) <= set(chosen) else tuple(s for s in STAGES if s in chosen)
     try:
-        c, secret = classes.start(session.store(), classes.Position(
-            stage, step, ss.get(keys.LAYER), ss.get(keys.HEAD), ss.get(keys.PATCH)), lesson)
+        c, secret = classes.start(session.store(), follow.position(ss, stage, step), lesson)
     except StoreDown:
         ss[keys.LIVE_NOTICE] = session.NOTICE_DOWN
         return

@@ -22,7 +22,7 @@ import vit_core
 
 from .. import keys, share, state, tour
 from ..session import model_name
-from ..stages import common, experiments, mae
+from ..stages import attention, common, experiments, mae
 from . import classes
 
 SKIP = object()  # a fit's answer: this setting does not apply to the student's model
@@ -39,7 +39,7 @@ class Model:
         """At the session's training step and input size (the default model's if it cannot be
         loaded: the sidebar then says why and switches to it)."""
         try:
-            return state.get_model(model_name()).config
+            return state.get_model(model_name(self.ss)).config
         except (vit_core.CheckpointError, ValueError, OSError, KeyError):
             return state.get_model(vit_core.default_model_name()).config
 
@@ -116,12 +116,13 @@ def _exp_mask(v, m):
 
 def _captioner(m: Model):
     """The captioner the Masks stage draws live for this model."""
-    names = tour.masks_page_models(model_name(), state.get_model(model_name()))[0]
+    name = model_name(m.ss)
+    names = tour.masks_page_models(name, state.get_model(name))[0]
     return state.get_model(names[0]).config
 
 
 def _mae_patches(m: Model) -> int:
-    name = mae.mae_for(model_name())
+    name = mae.mae_for(model_name(m.ss))
     return 1 if name is None else state.get_mae(name).encoder.config.num_patches
 
 
@@ -151,6 +152,7 @@ FOLLOWED = (
     # each stage's own
     Setting("key_patch", keys.KEY_PATCH, _below(lambda m: m.config.num_patches), ("qkv",)),
     Setting("query_is_cls", keys.QUERY_IS_CLS, _flag, ("qkv",)),
+    Setting("attention_view", keys.ATTN_VIEW, _only(lambda m: attention.VIEWS), ("attention",)),
     Setting("mask_caption", keys.MASK_CAPTION, _text, ("masks",)),
     Setting("mask_layer", keys.MASK_LAYER, _below(lambda m: _captioner(m).depth), ("masks",)),
     Setting("mask_head", keys.MASK_HEAD, _below(lambda m: _captioner(m).num_heads), ("masks",)),

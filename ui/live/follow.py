@@ -54,7 +54,11 @@ class Model:
 
     @functools.cached_property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(vit_core.input_sizes(state.get_model(self.base).config))
+        """The input sizes the sidebar offers (none for a model that cannot be loaded)."""
+        try:
+            return tuple(vit_core.input_sizes(state.get_model(self.base).config))
+        except (vit_core.CheckpointError, ValueError, OSError, KeyError):
+            return ()
 
     def run_mask(self) -> str:
         mask = self.ss.get(keys.MASK, "trained")
@@ -68,6 +72,7 @@ def _below(limit: Callable[[Model], int]) -> Callable[[Any, Model], Any]:
 
 
 def _between(lo: float, hi: float, kind=int) -> Callable[[Any, Model], Any]:
+    """A number within a widget's range (the same for every model)."""
     return lambda v, m: kind(min(max(kind(v), lo), hi))
 
 
@@ -88,12 +93,13 @@ def _only(choices: Callable[[Model], Any]) -> Callable[[Any, Model], Any]:
     return lambda v, m: v if v in list(choices(m)) else SKIP
 
 
-def _indices(limit: Callable[[Model], int], keep: int | None = None):
-    """A list of indices: those below the limit (the first `keep(limit)` of them)."""
+def _indices(limit: Callable[[Model], int], one_left: bool = False):
+    """A list of indices: those below the limit (with `one_left`, one index at least is left
+    out: the MAE keeps one patch visible)."""
     def fit(v, m):
         n = limit(m)
         found = [int(i) for i in v if 0 <= int(i) < n]
-        return found[:n - 1] if keep else found
+        return found[:n - 1] if one_left else found
     return fit
 
 
@@ -175,7 +181,7 @@ FOLLOWED = (
     Setting("mae_mode", keys.MAE_MODE, _only(lambda m: mae.MODES), ("mae",)),
     Setting("mae_ratio", keys.MAE_RATIO, _one_of(lambda m: mae.RATIO_CHOICES), ("mae",)),
     Setting("mae_seed", keys.MAE_SEED, _between(0, 2**31 - 1), ("mae",)),
-    Setting("mae_hidden", keys.MAE_HIDDEN, _indices(_mae_patches, keep=True), ("mae",)),
+    Setting("mae_hidden", keys.MAE_HIDDEN, _indices(_mae_patches, one_left=True), ("mae",)),
 )
 FIELDS = ("layer", "head", "patch")  # kept as the position's own fields
 BY_NAME = {s.name: s for s in FOLLOWED}

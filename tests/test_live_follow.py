@@ -104,3 +104,25 @@ def test_the_students_own_change_stays_and_other_settings_still_follow():
     del ss[keys.MASK_WINDOW]  # a widget Streamlit dropped (not drawn): no choice of the student
     follow.apply(ss, moved)
     assert ss[keys.MASK_WINDOW] == 4 and ss[keys.LIVE_OWN] == {"experiment"}
+
+
+def test_a_patch_is_placed_at_the_same_part_of_the_picture_on_another_grid():
+    """The teacher's 7x7 grid: the centre patch 24 and its 3x3 neighbours (rows and columns
+    2-4, the picture's middle from 2/7 to 5/7 of each side). ViT-Ti/16 at 224 px has 14x14
+    patches: the centre is patch 7 * 14 + 7, the middle rows and columns 4-9 (centres from
+    4.5/14 to 9.5/14, inside 2/7 … 5/7)."""
+    ss = student("vit-ti16")
+    middle = experiments.around(24, 7)
+    follow.apply(ss, classes.Position("experiments", "change", 5, 0, 24, {
+        "greyed": middle, "key_patch": 0, follow.GRID: 7}))
+    assert ss[keys.PATCH] == 7 * 14 + 7
+    assert ss[keys.KEY_PATCH] == 1 * 14 + 1  # the corner patch's centre, 1/14 in: row 1, col 1
+    assert ss[keys.EXP_OCCLUDED] == [r * 14 + c for r in range(4, 10) for c in range(4, 10)]
+    coarse = student("shapes-classifier")  # 7x7 from a teacher's 14x14: none lost
+    follow.apply(coarse, classes.Position("experiments", "change", 5, 0, 7 * 14 + 7, {
+        "greyed": [0, 14 * 14 - 1], follow.GRID: 14}))
+    assert coarse[keys.PATCH] == 24 and coarse[keys.EXP_OCCLUDED] == [0, 48]
+    same = student("shapes-classifier")  # the same grid: the same numbers
+    follow.apply(same, classes.Position("experiments", "change", 5, 0, 30, {
+        "greyed": middle, follow.GRID: 7}))
+    assert same[keys.PATCH] == 30 and same[keys.EXP_OCCLUDED] == middle

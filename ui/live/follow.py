@@ -1,8 +1,9 @@
 """What a following student takes from the teacher besides the stage and step: every choice
 that decides what a step shows, declared once (FOLLOWED), each with its session-state (widget)
 key, the stages where it matters, and how the teacher's value is fitted to the student's own
-model: clamped into its range, or skipped where it does not apply (a training step on a model
-kept at none, an input size the model cannot read, a window wider than its grid).
+model: clamped into its range, a patch placed at the same part of the picture on the
+student's grid, or skipped where it does not apply (a training step on a model kept at none,
+an input size the model cannot read, a window wider than its grid).
 
 The teacher's run writes what it has of them into the class's position (`collect`); a
 following student's run applies them before any widget is drawn (`apply`): first those that
@@ -29,10 +30,11 @@ SKIP = object()  # a fit's answer: this setting does not apply to the student's 
 
 
 class Model:
-    """The student's model as the session runs it now (read lazily, once per phase)."""
+    """The student's model as the session runs it now (read lazily, once per phase), and the
+    teacher's patch grid (None from a class started before it was sent)."""
 
-    def __init__(self, ss: MutableMapping):
-        self.ss = ss
+    def __init__(self, ss: MutableMapping, teacher_grid: int | None = None):
+        self.ss, self.teacher_grid = ss, teacher_grid
 
     @functools.cached_property
     def config(self):
@@ -103,6 +105,33 @@ def _indices(limit: Callable[[Model], int], one_left: bool = False):
     return fit
 
 
+def _cell(p: int, grid: int, to: int) -> int:
+    """The patch of a `to`×`to` grid under the centre of patch p of a `grid`×`grid` one."""
+    r, c = divmod(int(p), grid)
+    return int((r + 0.5) / grid * to) * to + int((c + 0.5) / grid * to)
+
+
+def _place(v, m) -> int:
+    """The patch at the same place of the student's grid as the teacher's (the centre stays
+    the centre); by number, clamped, when the teacher's grid is not known."""
+    G, g = m.teacher_grid, m.config.grid
+    if not G or G == g or not 0 <= int(v) < G * G:
+        return min(max(int(v), 0), m.config.num_patches - 1)
+    return _cell(v, G, g)
+
+
+def _area(v, m) -> list[int]:
+    """The patches covering the same part of the picture as the teacher's: those whose centre
+    lies in one of them, and the one under each of their centres (so none is lost on a coarser
+    grid); by number when the teacher's grid is not known."""
+    G, g = m.teacher_grid, m.config.grid
+    if not G or G == g:
+        return _indices(lambda m: m.config.num_patches)(v, m)
+    chosen = {int(p) for p in v if 0 <= int(p) < G * G}
+    inside = {p for p in range(g * g) if _cell(p, g, G) in chosen}
+    return sorted(inside | {_cell(p, G, g) for p in chosen})
+
+
 def _text(v, m) -> str:
     return str(v)
 
@@ -154,9 +183,9 @@ FOLLOWED = (
     # the shared selections (kept as fields of the position)
     Setting("layer", keys.LAYER, _below(lambda m: m.config.depth)),
     Setting("head", keys.HEAD, _below(lambda m: m.config.num_heads)),
-    Setting("patch", keys.PATCH, _below(lambda m: m.config.num_patches)),
+    Setting("patch", keys.PATCH, _place),
     # each stage's own
-    Setting("key_patch", keys.KEY_PATCH, _below(lambda m: m.config.num_patches), ("qkv",)),
+    Setting("key_patch", keys.KEY_PATCH, _place, ("qkv",)),
     Setting("query_is_cls", keys.QUERY_IS_CLS, _flag, ("qkv",)),
     Setting("attention_view", keys.ATTN_VIEW, _only(lambda m: attention.VIEWS), ("attention",)),
     Setting("mask_caption", keys.MASK_CAPTION, _text, ("masks",)),
@@ -174,8 +203,7 @@ FOLLOWED = (
     Setting("experiment", keys.EXP_KIND, _only(lambda m: experiments.KINDS), ("experiments",)),
     Setting("heads_off", keys.EXP_HEADS, _indices(lambda m: m.config.num_heads),
             ("experiments",)),
-    Setting("greyed", keys.EXP_OCCLUDED, _indices(lambda m: m.config.num_patches),
-            ("experiments",)),
+    Setting("greyed", keys.EXP_OCCLUDED, _area, ("experiments",)),
     Setting("shuffle_seed", keys.EXP_SEED, _between(0, 10_000), ("experiments",)),
     Setting("other_mask", keys.EXP_MASK, _exp_mask, ("experiments",)),
     Setting("mae_mode", keys.MAE_MODE, _only(lambda m: mae.MODES), ("mae",)),
@@ -201,10 +229,15 @@ def collect(ss, stage: str) -> dict[str, Any]:
             and ss[s.key] is not None}
 
 
-def position(ss, stage: str, step: str) -> classes.Position:
-    """Where the teacher is, with every followed setting of that stage."""
+GRID = "grid"  # in the position's settings: the teacher's patch grid (patches are placed by it)
+
+
+def position(ss, stage: str, step: str, grid: int | None = None) -> classes.Position:
+    """Where the teacher is, with every followed setting of that stage and the teacher's patch
+    grid (`grid` patches a side)."""
+    sent = collect(ss, stage) | ({GRID: int(grid)} if grid else {})
     return classes.Position(stage, step, ss.get(keys.LAYER), ss.get(keys.HEAD),
-                            ss.get(keys.PATCH), collect(ss, stage))
+                            ss.get(keys.PATCH), sent)
 
 
 # ---------------------------------------------------------------- a following student
@@ -223,7 +256,7 @@ def apply(ss: MutableMapping, p: classes.Position) -> None:
     own = ss.setdefault(keys.LIVE_OWN, set())
     asked = wanted(p)
     for model_first in (True, False):
-        m = Model(ss)  # read afresh: the model's settings may have changed it
+        m = Model(ss, p.settings.get(GRID))  # afresh: the model's settings may change it
         for s in FOLLOWED:
             if s.model != model_first:
                 continue

@@ -36,7 +36,7 @@ def publish(stage: str, config) -> None:
     ss = st.session_state
     here = stages.get(stage).steps_for(config)
     step = here[steps.index_in(stage, len(here))]
-    position = follow.position(ss, stage, step.key)
+    position = follow.position(ss, stage, step.key, config.grid)
     _act(lambda store, code, secret: classes.move(store, code, secret, position))
 
 
@@ -55,13 +55,13 @@ def _act(action):
     return None
 
 
-def _start(stage: str, step: str) -> None:
+def _start(stage: str, step: str, grid: int) -> None:
     """on_click of "Start a class"."""
     ss = st.session_state
     chosen = ss.get(keys.LIVE_LESSON) or []
     lesson = () if set(STAGES) <= set(chosen) else tuple(s for s in STAGES if s in chosen)
     try:
-        c, secret = classes.start(session.store(), follow.position(ss, stage, step), lesson)
+        c, secret = classes.start(session.store(), follow.position(ss, stage, step, grid), lesson)
     except StoreDown:
         ss[keys.LIVE_NOTICE] = session.NOTICE_DOWN
         return
@@ -115,7 +115,7 @@ def _offer(stage: str, config) -> None:
                         "from the menu is walked too), and the students' laptops prepare "
                         "them ahead: leave out the stages you will skip.")
     st.button("Start a class", key=keys.LIVE_START, type="primary", on_click=_start,
-              args=(stage, step), icon=":material/play_circle:")
+              args=(stage, step, config.grid), icon=":material/play_circle:")
 
 
 def _stage_title(slug: str) -> str:

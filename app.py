@@ -23,8 +23,9 @@ pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug
 pg = st.navigation(list(pages.values()), expanded=True)  # all 13 pages: past 10 it folds
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
-student.follow(stage, STAGES, presenter.model_config())  # a following student: the class's
-head = None  # stage, step and controls, before any widget (may switch page)
+student.follow(stage, STAGES)  # a following student: the class's stage, step and settings,
+head = None  # before any widget (may switch page)
+st.session_state.pop(keys.PRESENTER_NOTES, None)  # one run's popover: the header sets it again
 if st.session_state.get(keys.PRESENTER):  # (kept across st.switch_page by keep_shared) the
     # header row first, with the sidebar's widgets in its popover
     steps.sync(stage, presenter.model_config())  # before share.write: the link holds the step

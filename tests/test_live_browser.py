@@ -1,7 +1,8 @@
 """A live class in Chromium: what AppTest cannot do. The student's page moves by itself (the
 server reruns it: ui/live/push.py, drawn by Streamlit's own frontend), a patch is answered by
 clicking the student's own image, and the teacher's Reveal reaches the student's screen
-without a click there.
+without a click there; the teacher's Training-step control works in a class, the student follows
+it, and a student's presenter Exit leaves a whole page.
 
 One server, two browser contexts (two tabs with their own cookies: two sessions). The server
 runs with the 5-s round's rechecks off (ui/live/push.RECHECK_ENV): only a push moves the student.
@@ -99,3 +100,36 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
                 "width"] > w + 1:
             problems.append(f"the class badge {badge.inner_text()!r} is cut at {w}×{h}")
     assert not problems, "\n".join(problems)
+
+    # the teacher's Training-step control (in the header's popover, first opened after the
+    # class started) shows the slide's step, and moving it keeps presenter mode and the class;
+    # the student follows it
+    teacher.get_by_role("button", name=re.compile("Model and image")).click()
+    thumb = teacher.locator("[data-testid='stSlider']").filter(
+        has_text="Training step").get_by_role("slider")
+    assert thumb.get_attribute("aria-valuetext") == "8000 (final)"
+    thumb.focus()
+    teacher.keyboard.press("ArrowLeft")  # the kept step before the last: 3300
+    wait_idle(teacher)
+    assert "presenter=1" in teacher.url and "train_step=3300" in teacher.url
+    teacher.locator(f".st-key-{keys.PRESENTER_BAR}").wait_for()
+    teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text(pretty).wait_for()
+    student.locator("[data-testid='stSlider']").filter(has_text="Training step").locator(
+        "[aria-valuetext='3300']").wait_for(timeout=30_000)
+
+    # the student turns presenter mode on, then presses Exit: the page is whole again
+    errors = []
+    student.on("pageerror", lambda e: errors.append(str(e)))
+    student.get_by_text("Presenter mode").click()
+    exit_button = student.locator(f".st-key-{keys.PRESENTER_EXIT}").get_by_role("button")
+    exit_button.wait_for(timeout=60_000)
+    wait_idle(student)
+    exit_button.click()
+    student.locator(f".st-key-{keys.PRESENTER_BAR}").wait_for(state="detached", timeout=60_000)
+    wait_idle(student)
+    assert not errors, errors  # "'setIn' cannot be called on an ElementNode": a blank page
+    assert "Following class" in banner(student) and "step 3/" in banner(student)
+    assert student.locator("h1").first.inner_text().startswith("4 · Attention heads")
+    assert student.locator(f".st-key-{keys.DECK_FIGURE}").locator(
+        "[data-testid='stPlotlyChart'], [data-testid='stImage']").count()  # the step's figure
+    assert student.locator("[data-testid='stException']").count() == 0

@@ -33,10 +33,12 @@ def start_class(page: str = "overview", **params):
     return teacher, code
 
 
-def join(code: str, seed: int | None = None, page: str = "overview"):
+def join(code: str, seed: int | None = None, page: str = "overview", model: str | None = None):
     params = {keys.LIVE_JOIN: code}
     if seed is not None:
         params[keys.SAMPLE] = str(seed)
+    if model is not None:
+        params[keys.MODEL] = model
     at = open_app(page, params=params)
     assert at.session_state[keys.LIVE_JOIN] == code, "the student did not join"
     return at
@@ -131,6 +133,90 @@ def test_the_teachers_layer_applies_unless_the_student_chose_their_own():
     b.run()
     assert a.session_state[keys.LAYER] == 1
     assert b.session_state[keys.LAYER] == 0  # b's own choice stays
+
+
+def top_line(name: str, seed: int) -> str:
+    """The fingerprint's "top: ball 91%", computed here from the named model (its training step
+    and input size in the name) on the sample scene `seed`."""
+    from ui import numbers
+
+    inp = inputs.make_input("a sample", inputs.sample_bytes(seed))
+    tr = state.trace(inp, name)
+    k = int(tr.logits.argmax())
+    return f"top: {tr.config.class_names[k]} {numbers.percent(float(tr.logits.softmax(-1)[k]))}"
+
+
+def shown_top(at) -> str:
+    text = next(c.value for c in at.sidebar.caption if c.value.startswith("fingerprint "))
+    return text.split(" · ", 1)[1]
+
+
+def move(teacher, code: str, widget) -> None:
+    """The teacher changes a widget (on the slide or in the presenter's popover); the class
+    moves."""
+    widget.run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert teacher.session_state[keys.PRESENTER], "the teacher left presenter mode"
+    assert teacher.session_state[keys.LIVE_CODE] == code, "the teacher left the class"
+    settle(code)
+
+
+def test_students_follow_the_experiment_the_training_step_and_the_input_size():
+    """Two students on the teacher's model take each of the teacher's choices; a student on
+    ViT-Ti/16 (3 heads, no training snapshots) gets them fitted to its model; a student who
+    chose their own experiment keeps it until Follow again."""
+    teacher, code = start_class("experiments")
+    seeds = inputs.sample_seeds()[1:3]
+    a, b = (join(code, s) for s in seeds)
+    tiny = join(code, seeds[0], model="vit-ti16")
+    assert where(a)[0] == "experiments" and a.radio(key=keys.EXP_KIND).value == \
+        "Switch off attention heads"
+    move(teacher, code, teacher.multiselect(key=keys.EXP_HEADS).set_value([1, 3]))
+    b.radio(key=keys.EXP_KIND).set_value("Shuffle the patches").run()  # b's own choice
+    for s in (a, b, tiny):
+        s.run()
+        assert not s.exception, [e.value for e in s.exception]
+    assert a.multiselect(key=keys.EXP_HEADS).value == [1, 3]
+    assert tiny.multiselect(key=keys.EXP_HEADS).value == [1]  # it has heads 0-2
+    move(teacher, code, teacher.multiselect(key=keys.EXP_HEADS).set_value([2]))
+    for s in (a, tiny):
+        s.run()
+    assert a.multiselect(key=keys.EXP_HEADS).value == tiny.multiselect(
+        key=keys.EXP_HEADS).value == [2]  # a value fitted to it was no choice of its own
+
+    move(teacher, code, teacher.radio(key=keys.EXP_KIND).set_value("Grey out patches"))
+    greyed = teacher.session_state[keys.EXP_OCCLUDED]
+    for s in (a, b, tiny):
+        s.run()
+    assert a.radio(key=keys.EXP_KIND).value == "Grey out patches"
+    assert tiny.radio(key=keys.EXP_KIND).value == "Grey out patches"
+    assert a.session_state[keys.EXP_OCCLUDED] == greyed
+    assert b.radio(key=keys.EXP_KIND).value == "Shuffle the patches"  # theirs stays
+
+    base = "shapes-classifier"
+    move(teacher, code, teacher.select_slider(key=keys.TRAIN_STEP).set_value(3300))
+    for s in (a, b, tiny):
+        s.run()
+    for s, seed in ((a, seeds[0]), (b, seeds[1])):
+        assert s.select_slider(key=keys.TRAIN_STEP).value == 3300
+        assert shown_top(s) == top_line(state.stepped(base, 3300), seed)
+    assert keys.TRAIN_STEP not in tiny.session_state  # kept at no earlier step: skipped
+    assert not [w for w in tiny.select_slider if w.key == keys.TRAIN_STEP]
+
+    move(teacher, code, teacher.selectbox(key=keys.SIZE).set_value(288))
+    for s in (a, b, tiny):
+        s.run()
+    for s, seed in ((a, seeds[0]), (b, seeds[1])):
+        assert s.selectbox(key=keys.SIZE).value == 288
+        assert s.select_slider(key=keys.TRAIN_STEP).value == 3300
+        assert shown_top(s) == top_line(state.sized(state.stepped(base, 3300), 288), seed)
+    assert tiny.selectbox(key=keys.SIZE).value == 288  # ViT-Ti/16 reads 288 px too
+    assert tiny.session_state[keys.PATCH] < 18 * 18
+
+    next(w for w in b.button if w.label == "Explore on my own").click().run()
+    next(w for w in b.button if w.label == "Follow again").click().run()
+    b.run()
+    assert b.radio(key=keys.EXP_KIND).value == "Grey out patches"  # the teacher's again
 
 
 def test_exploring_stays_put_then_follow_again_catches_up():

@@ -124,6 +124,30 @@ def test_create_is_first_come(store):
     assert store.get("class:AB12") == "moved"
 
 
+def test_a_class_carries_the_teachers_settings(store):
+    """A position's settings (the experiment, the training step, the input size, …: lists,
+    numbers and text) come back from the store as they went in, and a changed one is a move."""
+    from ui.live import classes
+
+    there = classes.Position("experiments", "change", 5, 0, 24, {
+        "experiment": "Grey out patches", "greyed": [16, 17, 23], "train_step": 3300,
+        "size": 288, "class_temperature": 2.5, "query_is_cls": True})
+    c, secret = classes.start(store, there)
+    assert classes.get(store, c.code).position == there
+    moved = dict(there.settings, greyed=[16, 17])
+    after = classes.move(store, c.code, secret, classes.Position(
+        "experiments", "change", 5, 0, 24, moved))
+    assert after.version == c.version + 1
+    assert classes.get(store, c.code).position.settings == moved
+    import json  # a class written before positions had settings still loads
+
+    before = json.loads(store.get(f"vitx:class:{c.code}"))
+    del before["position"]["settings"]
+    store.put(f"vitx:class:{c.code}", json.dumps(before), 60)
+    assert classes.get(store, c.code).position == classes.Position("experiments", "change", 5,
+                                                                   0, 24)
+
+
 def test_everything_expires_and_touch_extends(store):
     """Lifetimes of TTL s, with TTL/2 or more of slack either side of each look (a thread on a
     busy machine may sleep longer than asked)."""

@@ -30,6 +30,21 @@ def keep_shared() -> None:
             ss[key] = ss[keys.kept(key)]
 
 
+def resend_sidebar() -> None:
+    """Call before the sidebar's widgets are drawn in presenter mode's popover: store their
+    values again, so that each run sends them to the browser.
+
+    A widget in a popover is created in the browser only when the popover opens, from the value
+    sent with the element; Streamlit sends that value only in a run that set it in the session
+    state. So a popover first opened after a later run showed each widget's first value ("0
+    (random start)", presenter mode off), and a change in it sent those back: presenter mode
+    left."""
+    ss = st.session_state
+    for key in (*SIDEBAR, keys.USE_CAMERA):
+        if key in ss:
+            ss[key] = ss[key]
+
+
 def remember_sidebar() -> None:
     """Call after the sidebar is drawn: remember its values for keep_shared."""
     for key in SIDEBAR:

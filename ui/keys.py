@@ -80,8 +80,9 @@ LIVE_JOIN = "join"  # str: a student's ?join= (the class they follow)
 LIVE_ME = "me"  # str: a student's anonymous id, ?me= (a reconnect keeps it: one answer a step)
 LIVE_FOLLOW = "_live_follow"  # bool: the student follows the teacher (else explores alone)
 LIVE_VERSION = "_live_version"  # int: the class's version this session last showed
-LIVE_APPLIED = "_live_applied"  # dict: layer/head/patch last taken from the teacher
-LIVE_OWN = "_live_own"  # set: the controls the student changed (the teacher's no longer apply)
+LIVE_APPLIED = "_live_applied"  # dict: key -> the followed setting last taken from the teacher
+LIVE_OWN = "_live_own"  # set: the settings the student changed (the teacher's no longer apply;
+#                         ui/live/follow.py names them)
 LIVE_LOADED = "_live_loaded"  # bool: the address's class was read (ui/live/session.load_once)
 LIVE_WATCH = "_live_watch"  # (version, revealed): what this page shows of the class (student)
 LIVE_NOTICE = "_live_notice"  # str: one sentence about the class (ended, refused, store down)

@@ -31,11 +31,12 @@ def current() -> tuple[Input, str]:
     return st.session_state[keys.INPUT], model_name()
 
 
-def model_name() -> str:
+def model_name(ss=None) -> str:
     """The picker's model at the sidebar's training step and input size: the name every ui/state
     call takes ('NAME@step250' before its last training step, state.stepped; then '@288px' at
-    another size than the model's own, state.sized)."""
-    ss = st.session_state
+    another size than the model's own, state.sized). `ss`: another mapping than this session's
+    state (a following student's settings, ui/live/follow.py)."""
+    ss = st.session_state if ss is None else ss
     return sized(stepped(ss[keys.MODEL], ss.get(keys.TRAIN_STEP)), ss.get(keys.SIZE))
 
 

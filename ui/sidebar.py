@@ -11,7 +11,7 @@ import vit_core
 from vit_core.io import hub
 from vit_core.io.text import SPECIALS
 
-from . import composer, export, inputs, keys, models, numbers, session, share, state
+from . import composer, controls, export, inputs, keys, models, numbers, session, share, state
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -22,6 +22,8 @@ def draw(stage: str, where=None) -> None:
     `where`: another container to draw the same widgets in (presenter mode's popover, while the
     sidebar is hidden); the widgets and their keys are the same, so nothing is drawn twice."""
     sb = st.sidebar if where is None else where
+    if where is not None:
+        controls.resend_sidebar()
     sb.toggle("Presenter mode", key=keys.PRESENTER,
               help="Large type, one stage per screen with Previous / Next, and a short story "
                    "for each stage. Also opens with ?presenter=1.")

@@ -4,8 +4,8 @@ Plain logic over a store (ui/live/store.py: this process's memory, or Redis shar
 no Streamlit here. What lives in the store, under keys that end with the class's code:
 
 - `vitx:class:<code>`: the class as JSON: the teacher's position (stage, step, layer, head,
-  patch), a version that grows with every change, the steps revealed, the hash of the teacher's
-  secret, when it started;
+  patch, and the stage's other settings: ui/live/follow.py), a version that grows with every
+  change, the steps revealed, the hash of the teacher's secret, when it started;
 - `vitx:answers:<code>`: a hash, one field per (student, step), written once (HSETNX): a second
   answer to the same step is refused, also across replicas;
 - `vitx:seen:<code>`: a sorted set, student -> when last seen (who follows now).
@@ -48,13 +48,16 @@ class ClassError(Exception):
 
 @dataclass(frozen=True)
 class Position:
-    """Where the teacher is: a stage, a step (its key) and the shared controls."""
+    """Where the teacher is: a stage, a step (its key), the shared controls, and every other
+    setting that decides what the stage's steps show (ui/live/follow.py: name -> value, as JSON
+    holds it: the experiment, the training step, the input size, the mask, M, T, …)."""
 
     stage: str
     step: str
     layer: int | None = None
     head: int | None = None
     patch: int | None = None
+    settings: dict = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,12 @@ answer for their own image when the teacher reveals it.
 
 Following: every run applies the class's position before anything is drawn (`follow`): the
 stage (switching page), the step (by its key: a step this model does not have gives the nearest
-one before it), and the teacher's layer / head / patch, except those the student changed since
-(then theirs stay). The server reruns the page when the class moves or reveals an answer
-(ui/live/push.py: the banner notes what the page shows), and marks the student as still there
-while the page is open: nothing on the page polls.
+one before it), and the teacher's layer / head / patch and every other setting that decides
+what the step shows (ui/live/follow.py: the experiment, the training step, the input size, the
+mask, M, T, …, each fitted to the student's model or skipped where it has none), except those
+the student changed since (then theirs stay, until "Follow again"). The server reruns the page
+when the class moves or reveals an answer (ui/live/push.py: the banner notes what the page
+shows), and marks the student as still there while the page is open: nothing on the page polls.
 """
 
 from __future__ import annotations
@@ -16,14 +18,12 @@ import streamlit as st
 
 from .. import figures, keys, replies, share, stages
 from . import classes, push, session
+from . import follow as follow_settings
 from .store import StoreDown
-
-CONTROLS = (("layer", keys.LAYER, "depth"), ("head", keys.HEAD, "num_heads"),
-            ("patch", keys.PATCH, "num_patches"))
 
 
 # ---------------------------------------------------------------- following
-def follow(stage: str, routes: dict, config) -> None:
+def follow(stage: str, routes: dict) -> None:
     """Apply the class's position to this session (call before widgets are drawn); switches
     page when the class is on another stage."""
     if not session.following():
@@ -36,7 +36,8 @@ def follow(stage: str, routes: dict, config) -> None:
     p = c.position
     if p.stage not in routes:
         return
-    _apply_controls(p, config)
+    follow_settings.apply(ss, p)  # may change the model's step or size: its config afresh
+    config = follow_settings.Model(ss).config
     ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = p.stage, step_index(p.stage, p.step, config)
     if p.stage != stage:
         st.switch_page(routes[p.stage][0], query_params=share.current_params(p.stage, private=True))
@@ -51,20 +52,6 @@ def step_index(stage: str, step: str, config) -> int:
     at = names.index(step) if step in names else 0
     before = [i for i, s in enumerate(here) if names.index(s.key) <= at]
     return before[-1] if before else 0
-
-
-def _apply_controls(p: classes.Position, config) -> None:
-    ss = st.session_state
-    applied = ss.setdefault(keys.LIVE_APPLIED, {})
-    own = ss.setdefault(keys.LIVE_OWN, set())
-    for name, key, limit in CONTROLS:
-        if key in applied and ss.get(key) != applied[key]:
-            own.add(name)  # the student moved it since the teacher's value was applied
-        wanted = getattr(p, name)
-        if name in own or wanted is None:
-            continue
-        value = min(max(int(wanted), 0), getattr(config, limit) - 1)
-        ss[key] = applied[key] = value
 
 
 def _explore() -> None:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from .. import keys, share, stages, steps
 from ..routes import STAGES, walk
-from . import classes, session
+from . import classes, follow, session
 from .store import StoreDown
 
 TALLY_EVERY = 2.0  # s between refreshes of the answer counts on the teacher's screen
@@ -29,14 +29,14 @@ def join_link(code: str) -> str:
 
 def publish(stage: str, config) -> None:
     """Call once per presenter run, before the page is drawn: the class moves where the
-    teacher is (stage, step, layer, head, patch); nothing is written when nothing moved."""
+    teacher is (stage, step, layer, head, patch and the stage's other settings: ui/live/follow.py);
+    nothing is written when nothing moved."""
     if session.role() != "teacher":
         return
     ss = st.session_state
     here = stages.get(stage).steps_for(config)
     step = here[steps.index_in(stage, len(here))]
-    position = classes.Position(stage, step.key, ss.get(keys.LAYER), ss.get(keys.HEAD),
-                                ss.get(keys.PATCH))
+    position = follow.position(ss, stage, step.key, config.grid)
     _act(lambda store, code, secret: classes.move(store, code, secret, position))
 
 
@@ -55,14 +55,13 @@ def _act(action):
     return None
 
 
-def _start(stage: str, step: str) -> None:
+def _start(stage: str, step: str, grid: int) -> None:
     """on_click of "Start a class"."""
     ss = st.session_state
     chosen = ss.get(keys.LIVE_LESSON) or []
     lesson = () if set(STAGES) <= set(chosen) else tuple(s for s in STAGES if s in chosen)
     try:
-        c, secret = classes.start(session.store(), classes.Position(
-            stage, step, ss.get(keys.LAYER), ss.get(keys.HEAD), ss.get(keys.PATCH)), lesson)
+        c, secret = classes.start(session.store(), follow.position(ss, stage, step, grid), lesson)
     except StoreDown:
         ss[keys.LIVE_NOTICE] = session.NOTICE_DOWN
         return
@@ -116,7 +115,7 @@ def _offer(stage: str, config) -> None:
                         "from the menu is walked too), and the students' laptops prepare "
                         "them ahead: leave out the stages you will skip.")
     st.button("Start a class", key=keys.LIVE_START, type="primary", on_click=_start,
-              args=(stage, step), icon=":material/play_circle:")
+              args=(stage, step, config.grid), icon=":material/play_circle:")
 
 
 def _stage_title(slug: str) -> str:

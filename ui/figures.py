@@ -9,6 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
+from .readable import PICTURE_TEXT_PX, TEXT_PX
+
 
 def add_shapes(fig: go.Figure, shapes: list[dict]) -> go.Figure:
     """Add many shapes in one layout update. fig.add_shape re-checks every shape already on the
@@ -258,7 +260,7 @@ def token_ticks(labels: list[str], grid: int, min_gap: int = 1) -> list[str]:
     return kept
 
 
-def tick_gap(n_rows: int, height: int, font_px: int = 12) -> int:
+def tick_gap(n_rows: int, height: int, font_px: int = TEXT_PX) -> int:
     """How many rows apart two tick labels must be so they do not overlap on a heatmap of
     `n_rows` rows drawn `height` pixels tall (about 60 px go to the title and x axis)."""
     return max(1, -(-n_rows * font_px // max(1, height - 60)))
@@ -303,7 +305,8 @@ def _colorbar(value_name: str) -> dict:
     return dict(thickness=10, title=dict(text=value_name, side="right", font=dict(size=11)))
 
 
-def spaced_ticks(labels: list[str], grid: int, span_px: float, min_px: float = 12) -> list[str]:
+def spaced_ticks(labels: list[str], grid: int, span_px: float,
+                 min_px: float = TEXT_PX + 2) -> list[str]:
     """Ticks for a token axis `span_px` pixels long that never print over each other: CLS /
     DIST first, then [SOS] and the words, then the first patch of each grid row, each kept only
     if it is at least `min_px` from every tick kept before it."""
@@ -500,35 +503,53 @@ def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
 
 
 def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "inferno",
-               fmt: str = "{:.1%}", font_size: int = 11) -> Image.Image:
+               fmt: str = "{:.1%}", font_size: int = PICTURE_TEXT_PX) -> Image.Image:
     """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
-    both printed, and what the colour is (an overlay's colour bar, readable without hovering)."""
+    both printed, and what the colour is (an overlay's colour bar, readable without hovering).
+    The picture is enlarged (a whole number of times) until the line of text fits under it."""
     from PIL import ImageDraw, ImageFont
 
     font = ImageFont.load_default(size=font_size)
+    low, high = fmt.format(lo), fmt.format(hi)
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    need = sum(measure.textlength(t, font=font) for t in (low, label, high)) + 4 * font_size
+    k = max(1, int(np.ceil(need / img.size[0])))
+    img = img.resize((img.size[0] * k, img.size[1] * k), Image.Resampling.NEAREST)
     W, H = img.size
-    bar_h, pad, line = 12, 6, font_size + 6
+    bar_h, pad, line = font_size, 6, font_size + 8
     sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")
     sheet.paste(img.convert("RGB"), (0, 0))
     ramp = _colormap(np.tile(np.linspace(0, 1, W - 2 * pad), (bar_h, 1)), cmap)
     sheet.paste(Image.fromarray(ramp), (pad, H + pad))
     draw = ImageDraw.Draw(sheet)
     y = H + pad + bar_h + 4
-    low, high = fmt.format(lo), fmt.format(hi)
     draw.text((pad, y), low, fill=(30, 30, 30), font=font)
     draw.text((W - pad - draw.textlength(high, font=font), y), high, fill=(30, 30, 30), font=font)
     draw.text(((W - draw.textlength(label, font=font)) / 2, y), label, fill=(30, 30, 30),
               font=font)
-    return sheet
+    return with_text_px(sheet, font_size)
+
+
+def with_text_px(img: Image.Image, px: int) -> Image.Image:
+    """Say on the picture how large the text drawn into it is (ui/show.image tells the page,
+    and a test reads the size it is drawn at: it shrinks with the picture)."""
+    img.info["text_px"] = min(px, img.info.get("text_px", px))
+    return img
 
 
 def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] | None = None,
-         cell: int | None = None) -> Image.Image:
-    """Images in a grid on white, optionally each with a small label above it."""
-    from PIL import ImageDraw
+         cell: int | None = None, font_size: int = PICTURE_TEXT_PX,
+         framed: int | None = None) -> Image.Image:
+    """Images in a grid on white, optionally each with a label above it (the cells are widened
+    until the longest label fits), image number `framed` in a red frame."""
+    from PIL import ImageDraw, ImageFont
 
     cell = cell or images[0].size[0]
-    label_h = 14 if labels else 0
+    font = ImageFont.load_default(size=font_size)
+    draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    if labels:
+        cell = max(cell, int(max(draw.textlength(t, font=font) for t in labels)) + 2)
+    label_h = font_size + 6 if labels else 0
     rows = (len(images) + cols - 1) // cols
     sheet = Image.new("RGB", (cols * (cell + pad) + pad, rows * (cell + pad + label_h) + pad),
                       "white")
@@ -537,9 +558,12 @@ def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] |
         r, c = divmod(i, cols)
         x, y = pad + c * (cell + pad), pad + r * (cell + pad + label_h)
         if labels:
-            draw.text((x, y), labels[i], fill=(40, 40, 40))
+            draw.text((x, y), labels[i], fill=(40, 40, 40), font=font)
         sheet.paste(im.resize((cell, cell), Image.Resampling.NEAREST), (x, y + label_h))
-    return sheet
+        if i == framed:
+            draw.rectangle([x, y + label_h, x + cell - 1, y + label_h + cell - 1],
+                           outline="#ff2d55", width=4)
+    return with_text_px(sheet, font_size) if labels else sheet
 
 
 def array_image(a: np.ndarray, cell: int) -> Image.Image:
@@ -661,7 +685,7 @@ def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
 
 
 def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]],
-                font_size: int = 11) -> Image.Image:
+                font_size: int = PICTURE_TEXT_PX) -> Image.Image:
     """The image with a legend under it: one colour swatch and its name per entry, in rows
     that fit the image's width (what each colour of a class map means, readable without
     hovering)."""
@@ -693,7 +717,7 @@ def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]
                            outline=(90, 90, 90))
             draw.text((x + sw + 6, y), name, fill=(30, 30, 30), font=font)
             x += widths[i] + gap
-    return sheet
+    return with_text_px(sheet, font_size)
 
 
 def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,

@@ -30,6 +30,7 @@ RATIO_CHOICES = tuple(round(0.05 * k, 2) for k in range(1, 20))  # the shares of
 MODES = {"random": "At random: a share of them", "click": "The patches I click"}
 HIDDEN_GREY = (128, 128, 128)  # how a hidden patch is drawn in the encoder's input
 TEXT_CELLS = 64  # token strips and grids print patch numbers up to this many patches
+ROW_TEXT = 20  # a row of token squares prints patch numbers up to this many tokens
 CLEARLY = 1.1  # an error this many times lower than the flat guess's is said as "N× lower"
 NO_MAE = ("This stage runs a masked autoencoder, and none is on this machine: the bundled one "
           "is trained by `bash tools/train_bundled.sh`, and a pretrained one is fetched with "
@@ -278,7 +279,10 @@ def token_strips(f: Numbers) -> go.Figure:
     """Two rows of tokens: the encoder's (CLS + the visible patches, in the order it reads
     them) and the decoder's (CLS + every patch in grid order, [MASK] where hidden), with a line
     from each encoded patch to the place it takes in the decoder."""
-    text = f.N <= TEXT_CELLS
+    # a patch number in a square only on a row with room for readable type (14 px: a 28-px
+    # square each): the encoder's row of 1 + N_vis tokens, the decoder's when it is short
+    labelled = {1: f.S_enc <= ROW_TEXT, 0: f.S_dec <= ROW_TEXT}
+    text = any(labelled.values())
     enc_x = np.arange(f.S_enc) * f.S_dec / f.S_enc  # spread out to the decoder row's width
     fig = go.Figure()
     for j, p in enumerate(f.visible):  # where each encoded token goes
@@ -297,19 +301,21 @@ def token_strips(f: Numbers) -> go.Figure:
     for name, colour, xs, ys, labels in kinds:
         if not xs:
             continue
+        on = labelled[ys[0]]
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text" if text else "markers", text=labels if text else None,
-            textposition="middle center", textfont=dict(size=8, color="white"),
-            marker=dict(symbol="square", size=max(6, min(16, 700 // f.S_dec)), color=colour),
+            x=xs, y=ys, mode="markers+text" if on else "markers", text=labels,
+            textposition="middle center", textfont=dict(color="white"),
+            marker=dict(symbol="square", size=28 if on else max(6, min(16, 700 // f.S_dec)),
+                        color=colour),
             name=name, showlegend=name not in shown,
-            hovertemplate="%{text}<extra>" + name + "</extra>" if text else None))
+            hovertemplate="%{text}<extra>" + name + "</extra>"))
         shown.add(name)
     fig.update_yaxes(tickvals=[0, 1], range=[-0.5, 1.5], zeroline=False, showgrid=False,
                      ticktext=[f"decoder: 1 + N = {f.S_dec}", f"encoder: 1 + N_vis = {f.S_enc}"])
     fig.update_xaxes(visible=False, zeroline=False)
     fig.update_layout(title=dict(text=f"The encoder reads {f.S_enc} tokens, the decoder "
                                       f"{f.S_dec}" + (" (patch numbers in the squares)"
-                                                      if text else ""), font=dict(size=14)),
+                                                      if text else "")),
                       height=260, margin=dict(l=150, r=0, t=40, b=0),
                       legend=dict(orientation="h", y=-0.1))
     return fig

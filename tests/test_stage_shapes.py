@@ -5,6 +5,7 @@ counter), never with the stage's own facts."""
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from pathlib import Path
@@ -18,7 +19,6 @@ from vit_core import PRESETS, ViT, load_model
 
 NOCLS = str(HUB / "timm/vit_tiny_avg_nocls.test")
 FIGURE_PX = 446  # the key figure's height at 1280×720 with two lines of words and a question
-HEADER_PX = 38
 
 
 def open_step(model: str, key: str, **kw):
@@ -72,10 +72,17 @@ def test_the_stage_module_addresses_no_step_by_position():
 # ---------------------------------------------------------------- tables that fit a slide
 @pytest.mark.parametrize("key", ["shapes", "block", "costs", "params"])
 def test_every_table_fits_the_slide(key):
+    """On a slide a table is large type (deck.table): every row, in 16 px or more, at a
+    line height of 1.6 that leaves the rows inside the key figure."""
     at = open_step("shapes-captioner-causal", key)
-    (table,) = at.dataframe  # one key figure per step
-    rows = len(table.value)
-    assert HEADER_PX + table.proto.row_height * rows <= FIGURE_PX, (key, rows)
+    (table,) = [h.proto.body for h in at.get("html") if "big-table" in h.proto.body]
+    px = int(re.search(r"\.big-table \{ font-size: (\d+)px", table).group(1))
+    rows = table.count("<tr>") - 1
+    assert len(at.dataframe) == 0 and "more rows" not in table  # no small grid, no row left out
+    cols = [html.unescape(c) for c in re.findall(r"<th>(.*?)</th>", table)]
+    page = open_app("shapes", "shapes-captioner-causal", no_error=True)  # the same table there
+    assert rows in [len(d.value) for d in page.dataframe if list(d.value.columns) == cols]
+    assert px >= 16 and (rows + 1) * px * 1.6 <= FIGURE_PX, (key, rows, px)
 
 
 def test_the_two_shape_tables_hold_every_step_once():

@@ -506,15 +506,16 @@ def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "
                fmt: str = "{:.1%}", font_size: int = PICTURE_TEXT_PX) -> Image.Image:
     """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
     both printed, and what the colour is (an overlay's colour bar, readable without hovering).
-    The picture is enlarged (a whole number of times) until the line of text fits under it."""
+    The picture is enlarged until the line of text fits under it, and no further."""
     from PIL import ImageDraw, ImageFont
 
-    font = ImageFont.load_default(size=font_size)
     low, high = fmt.format(lo), fmt.format(hi)
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-    need = sum(measure.textlength(t, font=font) for t in (low, label, high)) + 4 * font_size
-    k = max(1, int(np.ceil(need / img.size[0])))
-    img = img.resize((img.size[0] * k, img.size[1] * k), Image.Resampling.NEAREST)
+    font = ImageFont.load_default(size=font_size)
+    need = sum(measure.textlength(t, font=font) for t in (low, label, high)) + 3 * font_size
+    grow = max(1.0, need / img.size[0])  # no larger than the text needs: a larger picture is
+    img = img.resize((int(np.ceil(img.size[0] * grow)), int(np.ceil(img.size[1] * grow))),
+                     Image.Resampling.NEAREST)  # drawn smaller on a slide, its text too
     W, H = img.size
     bar_h, pad, line = font_size, 6, font_size + 8
     sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")

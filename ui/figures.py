@@ -506,19 +506,30 @@ def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "
                fmt: str = "{:.1%}", font_size: int = PICTURE_TEXT_PX) -> Image.Image:
     """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
     both printed, and what the colour is (an overlay's colour bar, readable without hovering).
-    The picture is enlarged until the line of text fits under it, and no further."""
+    A label too long for one line takes two; the picture is enlarged only as far as the
+    longer line needs (a larger picture is drawn smaller on a slide or a phone, its text too)."""
     from PIL import ImageDraw, ImageFont
 
     low, high = fmt.format(lo), fmt.format(hi)
-    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     font = ImageFont.load_default(size=font_size)
-    need = sum(measure.textlength(t, font=font) for t in (low, label, high)) + 3 * font_size
-    grow = max(1.0, need / img.size[0])  # no larger than the text needs: a larger picture is
+
+    def width(lines: list[str]) -> float:  # the first line holds low and high too
+        return max([draw.textlength(lines[0], font=font) + draw.textlength(low + high, font=font)
+                    + 3 * font_size, *(draw.textlength(t, font=font) + 2 * font_size
+                                       for t in lines[1:])])
+
+    words = label.split()
+    lines = min(([label], *([" ".join(words[:i]), " ".join(words[i:])]
+                            for i in range(1, len(words)))), key=width)
+    if width([label]) <= img.size[0]:
+        lines = [label]
+    grow = max(1.0, width(lines) / img.size[0])
     img = img.resize((int(np.ceil(img.size[0] * grow)), int(np.ceil(img.size[1] * grow))),
-                     Image.Resampling.NEAREST)  # drawn smaller on a slide, its text too
+                     Image.Resampling.NEAREST)
     W, H = img.size
     bar_h, pad, line = font_size, 6, font_size + 8
-    sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")
+    sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line * len(lines) + pad), "white")
     sheet.paste(img.convert("RGB"), (0, 0))
     ramp = _colormap(np.tile(np.linspace(0, 1, W - 2 * pad), (bar_h, 1)), cmap)
     sheet.paste(Image.fromarray(ramp), (pad, H + pad))
@@ -526,8 +537,9 @@ def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "
     y = H + pad + bar_h + 4
     draw.text((pad, y), low, fill=(30, 30, 30), font=font)
     draw.text((W - pad - draw.textlength(high, font=font), y), high, fill=(30, 30, 30), font=font)
-    draw.text(((W - draw.textlength(label, font=font)) / 2, y), label, fill=(30, 30, 30),
-              font=font)
+    for k, text in enumerate(lines):
+        draw.text(((W - draw.textlength(text, font=font)) / 2, y + k * line), text,
+                  fill=(30, 30, 30), font=font)
     return with_text_px(sheet, font_size)
 
 

@@ -20,7 +20,7 @@ def image(img: Image.Image, caption: str, name: str, width: int | str = "content
     text's size (tests/slides.small_text reads the size it is drawn at)."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     if img.info.get("text_px"):
-        with st.container(key=f"picture_text_{int(img.info['text_px'])}_{slug}"):
+        with st.container(key=keys.picture_text(int(img.info["text_px"]), slug)):
             st.image(img, caption=caption, width=width)
     else:
         st.image(img, caption=caption, width=width)

@@ -63,3 +63,11 @@ def test_every_text_of_a_figure_is_at_least_14_px_after_the_shared_default():
     big = readable(go.Figure(layout=dict(title=dict(text="t", font=dict(size=22)))))
     assert big.layout.title.font.size == 22
     assert out["data"][0]["z"] == before["data"][0]["z"]
+
+
+def test_the_unvalidated_copy_is_what_plotly_would_validate():
+    """readable() skips plotly's validation of what it copies: the same figure validated."""
+    fig = readable(tiny())
+    checked = go.Figure(data=[t.to_plotly_json() for t in fig.data],
+                        layout=fig.layout.to_plotly_json())
+    assert sent(fig) == sent(checked)

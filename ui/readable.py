@@ -91,12 +91,10 @@ def readable_dict(d: dict) -> dict:
 
 def readable(fig: go.Figure) -> go.Figure:
     """A copy of `fig` whose every text is at least TEXT_PX (the figure may be shared: a
-    cached figure is never changed). From the figure's own property dicts, which keep their
-    arrays (to_dict would encode them, and building from it is ~20x slower)."""
-    layout = fig.layout.to_plotly_json()
-    template = layout.pop("template", None)  # as it is (validating it again costs ~30 ms)
-    d = readable_dict({"layout": layout, "data": [t.to_plotly_json() for t in fig.data]})
-    out = go.Figure(data=d["data"], layout=d["layout"])
-    if template is not None:
-        out.layout.template = fig.layout.template
-    return out
+    cached figure is never changed). Built from the figure's own, already validated, property
+    dicts with only font sizes added, so plotly is asked not to validate them again (its
+    `_validate=False`: 6 ms instead of 60 ms for a 50×50 heatmap; tests/test_readable.py checks
+    the result against a validated build)."""
+    d = readable_dict({"layout": fig.layout.to_plotly_json(),
+                       "data": [t.to_plotly_json() for t in fig.data]})
+    return go.Figure(data=d["data"], layout=d["layout"], _validate=False)

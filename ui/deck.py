@@ -232,23 +232,25 @@ SLIDE_TABLE_ROWS = 12  # a table on a slide shows its first rows in large type, 
 
 
 def table(rows: list[dict], key: str, **kwargs) -> None:
-    """A table: st.dataframe on the page; on a slide an HTML table in large type (the fewer the
-    rows, the larger, 16 to 24 px), never a small grid on a half-empty slide."""
+    """A table: st.dataframe on the page; on a slide an HTML table in large type (as large as
+    the slide's height and width allow, 14 to 24 px), never a small grid on a half-empty slide."""
     if not presenting():
         st.dataframe(rows, hide_index=True, key=key, **kwargs)
         return
     shown = rows[:SLIDE_TABLE_ROWS]
     cols = list(rows[0]) if rows else []
-    # the size that fits: by the rows (12 rows: 16 px; 8 or fewer: 24 px) and by the widest
-    # line (about half an em a character, on a 1024-px slide)
+    # the size that fits: the widest line's (about half an em a character on a 1024-px slide,
+    # 16 to 24 px), down to what the rows leave (the figure's box is a size container: 85 % of
+    # its height over the rows, a two-line header and 1.9 em a row), never under 14 px
     chars = sum(max(len(str(r.get(c, ""))) for r in [{c: c for c in cols}, *shown]) for c in cols)
-    px = max(16, min(24, 220 // (len(shown) + 1), 1800 // max(1, chars)))
+    px = max(16, min(24, 1800 // max(1, chars)))
+    size = f"clamp(14px, calc(85cqh / {(len(shown) + 2) * 1.9:.1f}), {px}px)"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols)
                    + "</tr>" for r in shown)
     more = (f"<p>… and {len(rows) - len(shown)} more rows (the page lists them all)</p>"
             if len(rows) > len(shown) else "")
-    st.html(f"<style>.big-table {{ font-size: {px}px; border-collapse: collapse; width: 100%; }}"
+    st.html(f"<style>.big-table {{ font-size: {size}; border-collapse: collapse; width: 100%; }}"
             ".big-table th, .big-table td { text-align: left; padding: 0.15em 0.6em; "
             "border-bottom: 1px solid #ddd; } .big-table th { font-weight: 600; }</style>"
             f"<div class='st-key-{key}'><table class='big-table'><tr>{head}</tr>{body}</table>"

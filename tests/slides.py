@@ -19,7 +19,8 @@ SLIDE_JS = """() => {
   out.figure = {top: r.top, bottom: r.bottom, height: r.height};
   const sel = '[data-testid="stPlotlyChart"], [data-testid="stImage"] img, ' +
               '[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stMarkdown"], ' +
-              '[data-testid="stCaptionContainer"], [data-testid="stRadio"], .katex-display';
+              '[data-testid="stCaptionContainer"], [data-testid="stRadio"], .katex-display, ' +
+              '[data-testid="stHtml"]';
   for (const el of fig.querySelectorAll(sel)) {
     const e = el.getBoundingClientRect();
     if (e.height < 2 || e.width < 2) continue;
@@ -93,6 +94,56 @@ def settle(page, most_ms: int = 8000) -> None:
         page.wait_for_timeout(100)
 
 
+# Every text in the key figure as drawn: a chart's SVG text (its font size times the scale it is
+# drawn at), the HTML text (captions, a table's cells), and the text drawn into a picture that
+# declares it (ui/show.image's `text_px`: a container keyed picture_text_<px>_…, scaled as the
+# picture is), and a table on a canvas (st.dataframe) at the size Streamlit's theme draws it.
+TEXT_JS = """() => {
+  const fig = document.querySelector('.st-key-deck_figure');
+  if (!fig) return {texts: []};
+  const out = [];
+  const shown = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width >= 1 && r.height >= 1 && s.visibility !== 'hidden' && s.display !== 'none'; };
+  for (const t of fig.querySelectorAll('svg text')) {
+    const text = (t.textContent || '').trim();
+    if (!text || !shown(t)) continue;
+    const m = t.getScreenCTM();
+    out.push({px: parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1),
+              text, what: 'chart'});
+  }
+  const walk = document.createTreeWalker(fig, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement, text = n.textContent.replace(/\u200b/g, '').trim();
+    if (!text || e.closest('svg, button, .katex, [data-testid="stTooltipIcon"]') || !shown(e))
+      continue;  // a chart's text is read above; an equation's scripts go with their symbol
+    out.push({px: parseFloat(getComputedStyle(e).fontSize), text, what: 'html'});
+  }
+  for (const box of fig.querySelectorAll('[class*="st-key-picture_text_"]')) {
+    const px = parseFloat(box.className.match(/st-key-picture_text_(\\d+)/)[1]);
+    for (const img of box.querySelectorAll('img')) {
+      if (!img.naturalWidth || !shown(img)) continue;
+      out.push({px: px * img.getBoundingClientRect().width / img.naturalWidth,
+                text: `drawn into a ${img.naturalWidth}×${img.naturalHeight} picture`,
+                what: 'picture'});
+    }
+  }
+  // st.dataframe draws its cells on a canvas at the theme's "sm" size, 0.875rem
+  const rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+  for (const t of fig.querySelectorAll('[data-testid="stDataFrame"]'))
+    if (shown(t)) out.push({px: 0.875 * rem, text: 'a table on a canvas', what: 'table'});
+  return {texts: out};
+}"""
+
+
+def small_text(page, where: str, least: float = 14) -> list[str]:
+    """Text in the key figure drawn smaller than `least` CSS px (issue 39: readable from the
+    back of the room), the smallest first."""
+    found = page.evaluate(TEXT_JS)
+    small = sorted((t for t in found["texts"] if t["px"] < least - 0.05), key=lambda t: t["px"])
+    return [f"{where}: {len(small)} texts under {least:g} px, e.g. " + ", ".join(
+        f"{t['text'][:30]!r} ({t['what']}) {t['px']:.1f} px" for t in small[:4])] if small else []
+
+
 def problems_on(page, where: str) -> list[str]:
     s = page.evaluate(SLIDE_JS)
     found = []
@@ -107,6 +158,7 @@ def problems_on(page, where: str) -> list[str]:
             found.append(f"{where}: the figure has {s['figure']['height']:.0f} px")
         found += [f"{where}: cut: {c}" for c in s["cut"]]
     found += [f"{where}: {p}" for p in page.evaluate(LAYOUT_JS)["bad"]]
+    found += small_text(page, where)
     for key in ("prev", "next", "exit"):  # whole labels: never "Previo…"
         button = page.locator(f".st-key-presenter_{key} button").first
         if button.evaluate(CUT_JS):

@@ -1,9 +1,10 @@
 """Presenter mode is a slide deck, in a real browser (Chromium, Playwright, `streamlit run`).
 
 For every step of every stage, on the bundled classifier, a captioner and a ViT-B/16-size preset,
-at 1280×720, 1024×768 and 1920×1080: nothing scrolls (the page is at most the screen's height)
-and the key figure is whole on the screen. After a Reveal, Play or a click on a figure the
-clicker still moves the deck; after scrolling, the next step opens at its top.
+at 1280×720, 1024×768 and 1920×1080: nothing scrolls (the page is at most the screen's height),
+the key figure is whole on the screen and no text in it is drawn under 14 px (slides.small_text).
+After a Reveal, Play or a click on a figure the clicker still moves the deck; after scrolling, the
+next step opens at its top.
 """
 
 

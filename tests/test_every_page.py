@@ -178,6 +178,45 @@ def unreadable(fig: dict) -> list[str]:
     return missing
 
 
+# ---------------------------------------------------------------- text from the back of the room
+LEAST_PX = 14  # issue 39: no text in a figure under 14 CSS px (a plotly font keeps its px)
+
+
+def small_fonts(fig: dict) -> list[str]:
+    """Where a drawn figure's text would be under LEAST_PX: any font it sets smaller, and the
+    axis ticks and legend it leaves to the theme (Streamlit's chart theme writes 12-px ticks and
+    legends into the template, so they must be set on the figure itself)."""
+    layout, out = fig.get("layout", {}), []
+    name = text_of(layout.get("title")) or "untitled figure"
+
+    def walk(node, path: str) -> None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}[{i}]")
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                size = v.get("size") if k.endswith("font") and isinstance(v, dict) else None
+                if isinstance(size, (int, float)) and size < LEAST_PX:
+                    out.append(f"{name!r}: {path}.{k} is {size:g} px")
+                elif k != "template":
+                    walk(v, f"{path}.{k}")
+
+    walk(layout, "layout")
+    walk(fig.get("data", []), "data")
+    for trace in fig.get("data", []):
+        for kind in ("x", "y"):
+            axis = axis_name(trace.get(f"{kind}axis"), kind)
+            spec = layout.get(axis, {})
+            if spec.get("visible") is not False and spec.get("showticklabels") is not False \
+                    and (spec.get("tickfont") or {}).get("size", 0) < LEAST_PX:
+                out.append(f"{name!r}: {axis}'s ticks are left to the theme (12 px)")
+    if any(t.get("showlegend") is not False and t.get("name") for t in fig.get("data", [])) \
+            and layout.get("showlegend") is not False \
+            and (layout.get("legend", {}).get("font") or {}).get("size", 0) < LEAST_PX:
+        out.append(f"{name!r}: the legend's text is left to the theme (12 px)")
+    return sorted(set(out))
+
+
 # ---------------------------------------------------------------- the matrix
 LATER = ("training", "mae")  # stages past the forward pass: the quick tier opens them on CLF
 
@@ -221,7 +260,7 @@ def test_every_page_on_every_model(request, page, model, mask):
     ran = load_model(model)
     assert any(f"**{ran.info.name}**" in m.value for m in at.markdown), "the model card"
     assert shows_this_models_geometry(page, at, model), f"{page} did not draw {model}'s numbers"
-    problems = [p for fig in figures(at) for p in unreadable(fig)]
+    problems = [p for fig in figures(at) for p in unreadable(fig) + small_fonts(fig)]
     assert not problems, "\n".join(problems)
     if model == TI:
         titles = " | ".join(title_of(f) for f in figures(at))

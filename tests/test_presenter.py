@@ -81,7 +81,8 @@ def test_next_and_previous_walk_the_steps_then_the_stages():
     at.run()
     assert f"Stage 1/{LAST} · step 5/5" in where(at)
     assert not set(charts_by_key(at)) & set().union(*PATCH_STEPS)
-    assert len(at.dataframe) == 1  # the table of patch sizes
+    (table,) = [h.proto.body for h in at.get("html") if "big-table" in h.proto.body]
+    assert "<th>P</th>" in table  # the table of patch sizes, in large type (deck.table)
 
 
 def test_the_last_step_of_the_last_stage_has_no_next():

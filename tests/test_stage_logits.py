@@ -150,10 +150,15 @@ def test_the_caption_slide_says_the_tallest_bar_then_finishes_with_the_greedy_ca
     assert (f"Word 1: greedy takes the tallest bar, “{model.config.vocab[best]}” at "
             f"{float(p[best]):.1%}.") in words(at)
     at.button(key=keys.GEN_ALL).click().run()
-    out, _ = greedy(model, pixels)
+    out, probs = greedy(model, pixels)
     assert out[-1] == "[EOS]"
     assert f"Finished: “{caption_text(out)}” (the model wrote [EOS])." in words(at)
-    assert keys.GEN_DIST not in charts_by_key(at)  # no next word to show
+    # the chart stays (a slide keeps its figure when Play ends): the last word's distribution
+    last = charts_by_key(at)[keys.GEN_DIST]
+    assert last["layout"]["title"]["text"].startswith(
+        f"P(word {len(out)} | image, words before): it wrote “[EOS]”")
+    x, y = arr(last["data"][0]["x"]), last["data"][0]["y"]
+    assert y[int(x.argmax())] == "[EOS]" and x.max() == pytest.approx(probs[-1], abs=1e-4)
 
 
 def test_the_sampling_settings_stay_while_the_other_slide_shows():

@@ -5,6 +5,7 @@ counter), never with the stage's own facts."""
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from pathlib import Path
@@ -17,8 +18,6 @@ from ui import keys, stages
 from vit_core import PRESETS, ViT, load_model
 
 NOCLS = str(HUB / "timm/vit_tiny_avg_nocls.test")
-FIGURE_PX = 446  # the key figure's height at 1280×720 with two lines of words and a question
-HEADER_PX = 38
 
 
 def open_step(model: str, key: str, **kw):
@@ -72,10 +71,19 @@ def test_the_stage_module_addresses_no_step_by_position():
 # ---------------------------------------------------------------- tables that fit a slide
 @pytest.mark.parametrize("key", ["shapes", "block", "costs", "params"])
 def test_every_table_fits_the_slide(key):
+    """On a slide a table is large type (deck.table): every row, up to 16 px or more as the
+    width allows, down to what the key figure's height leaves its rows, never under 14 px
+    (the browser walk checks that it is not cut)."""
     at = open_step("shapes-captioner-causal", key)
-    (table,) = at.dataframe  # one key figure per step
-    rows = len(table.value)
-    assert HEADER_PX + table.proto.row_height * rows <= FIGURE_PX, (key, rows)
+    (table,) = [h.proto.body for h in at.get("html") if "big-table" in h.proto.body]
+    least, per_row, px = re.search(r"\.big-table \{ font-size: clamp\((\d+)px, "
+                                   r"calc\(85cqh / ([\d.]+)\), (\d+)px\)", table).groups()
+    rows = table.count("<tr>") - 1
+    assert len(at.dataframe) == 0 and "more rows" not in table  # no small grid, no row left out
+    cols = [html.unescape(c) for c in re.findall(r"<th>(.*?)</th>", table)]
+    page = open_app("shapes", "shapes-captioner-causal", no_error=True)  # the same table there
+    assert rows in [len(d.value) for d in page.dataframe if list(d.value.columns) == cols]
+    assert int(least) >= 14 and int(px) >= 16 and float(per_row) >= (rows + 1) * 1.6, key
 
 
 def test_the_two_shape_tables_hold_every_step_once():

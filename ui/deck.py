@@ -23,14 +23,15 @@ read the same list: nothing counts positions by hand.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from . import controls, keys
+from .readable import readable
 from .replies import Choice, Number, PatchPick, Reply, Words  # noqa: F401 (stages use deck.Choice…)
 
 
@@ -218,11 +219,42 @@ def speaker_notes(texts: list[str]) -> None:
 def chart(fig, key: str, **kwargs) -> Any:
     """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
     the slide leaves it (the figure's container sets it: ui/presenter.CSS), on a copy (a figure
-    may be shared by every session: ui/stages/masks._same_for_every_image)."""
+    may be shared by every session: ui/stages/masks._same_for_every_image). Its text is never
+    smaller than readable.TEXT_PX (the copy's fonts are raised)."""
+    fig = readable(fig)
     if presenting():
-        fig = go.Figure(fig).update_layout(height=None, autosize=True)
+        fig = fig.update_layout(height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
     return st.plotly_chart(fig, key=key, **kwargs)
+
+
+SLIDE_TABLE_ROWS = 12  # a table on a slide shows its first rows in large type, then a count
+
+
+def table(rows: list[dict], key: str, **kwargs) -> None:
+    """A table: st.dataframe on the page; on a slide an HTML table in large type (as large as
+    the slide's height and width allow, 14 to 24 px), never a small grid on a half-empty slide."""
+    if not presenting():
+        st.dataframe(rows, hide_index=True, key=key, **kwargs)
+        return
+    shown = rows[:SLIDE_TABLE_ROWS]
+    cols = list(rows[0]) if rows else []
+    # the size that fits: the widest line's (about half an em a character on a 1024-px slide,
+    # 16 to 24 px), down to what the rows leave (the figure's box is a size container: 85 % of
+    # its height over the rows, a two-line header and 1.9 em a row), never under 14 px
+    chars = sum(max(len(str(r.get(c, ""))) for r in [{c: c for c in cols}, *shown]) for c in cols)
+    px = max(16, min(24, 1800 // max(1, chars)))
+    size = f"clamp(14px, calc(85cqh / {(len(shown) + 2) * 1.9:.1f}), {px}px)"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols)
+                   + "</tr>" for r in shown)
+    more = (f"<p>… and {len(rows) - len(shown)} more rows (the page lists them all)</p>"
+            if len(rows) > len(shown) else "")
+    st.html(f"<style>.big-table {{ font-size: {size}; border-collapse: collapse; width: 100%; }}"
+            ".big-table th, .big-table td { text-align: left; padding: 0.15em 0.6em; "
+            "border-bottom: 1px solid #ddd; } .big-table th { font-weight: 600; }</style>"
+            f"<div class='st-key-{key}'><table class='big-table'><tr>{head}</tr>{body}</table>"
+            f"{more}</div>")
 
 
 def _say(words: str | None) -> None:

@@ -9,6 +9,20 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
+from .pictures import (  # noqa: F401 (pictures are drawn as figures.<name> too)
+    array_image,
+    class_colours,
+    class_map_image,
+    class_palette,
+    enlarged_patch,
+    overlay,
+    tile,
+    with_legend,
+    with_scale,
+    with_text_px,
+)
+from .readable import TEXT_PX
+
 
 def add_shapes(fig: go.Figure, shapes: list[dict]) -> go.Figure:
     """Add many shapes in one layout update. fig.add_shape re-checks every shape already on the
@@ -258,7 +272,7 @@ def token_ticks(labels: list[str], grid: int, min_gap: int = 1) -> list[str]:
     return kept
 
 
-def tick_gap(n_rows: int, height: int, font_px: int = 12) -> int:
+def tick_gap(n_rows: int, height: int, font_px: int = TEXT_PX) -> int:
     """How many rows apart two tick labels must be so they do not overlap on a heatmap of
     `n_rows` rows drawn `height` pixels tall (about 60 px go to the title and x axis)."""
     return max(1, -(-n_rows * font_px // max(1, height - 60)))
@@ -303,7 +317,8 @@ def _colorbar(value_name: str) -> dict:
     return dict(thickness=10, title=dict(text=value_name, side="right", font=dict(size=11)))
 
 
-def spaced_ticks(labels: list[str], grid: int, span_px: float, min_px: float = 12) -> list[str]:
+def spaced_ticks(labels: list[str], grid: int, span_px: float,
+                 min_px: float = TEXT_PX + 2) -> list[str]:
     """Ticks for a token axis `span_px` pixels long that never print over each other: CLS /
     DIST first, then [SOS] and the words, then the first patch of each grid row, each kept only
     if it is at least `min_px` from every tick kept before it."""
@@ -481,75 +496,6 @@ def histogram_pair(before: np.ndarray, after: np.ndarray, names=("before", "afte
 
 
 # ---------------------------------------------------------------- images composed with numpy
-def _colormap(values: np.ndarray, cmap: str = "inferno") -> np.ndarray:
-    from matplotlib import colormaps
-
-    return (colormaps[cmap](values)[..., :3] * 255).astype(np.uint8)
-
-
-def overlay(crop: Image.Image, grid_values: np.ndarray, alpha: float = 0.5,
-            cmap: str = "inferno", normalise: bool = True) -> Image.Image:
-    """A g x g map (e.g. attention per patch) upsampled over the image, blended with it."""
-    v = np.asarray(grid_values, dtype=np.float64)
-    if normalise:
-        v = (v - v.min()) / max(v.max() - v.min(), 1e-12)
-    size = crop.size[0]
-    heat = Image.fromarray(_colormap(np.clip(v, 0, 1), cmap)).resize((size, size),
-                                                                    Image.Resampling.NEAREST)
-    return Image.blend(crop.convert("RGB"), heat, alpha)
-
-
-def with_scale(img: Image.Image, lo: float, hi: float, label: str, cmap: str = "inferno",
-               fmt: str = "{:.1%}", font_size: int = 11) -> Image.Image:
-    """The image with a colour scale under it: the colour map from `lo` (left) to `hi` (right),
-    both printed, and what the colour is (an overlay's colour bar, readable without hovering)."""
-    from PIL import ImageDraw, ImageFont
-
-    font = ImageFont.load_default(size=font_size)
-    W, H = img.size
-    bar_h, pad, line = 12, 6, font_size + 6
-    sheet = Image.new("RGB", (W, H + pad + bar_h + 4 + line + pad), "white")
-    sheet.paste(img.convert("RGB"), (0, 0))
-    ramp = _colormap(np.tile(np.linspace(0, 1, W - 2 * pad), (bar_h, 1)), cmap)
-    sheet.paste(Image.fromarray(ramp), (pad, H + pad))
-    draw = ImageDraw.Draw(sheet)
-    y = H + pad + bar_h + 4
-    low, high = fmt.format(lo), fmt.format(hi)
-    draw.text((pad, y), low, fill=(30, 30, 30), font=font)
-    draw.text((W - pad - draw.textlength(high, font=font), y), high, fill=(30, 30, 30), font=font)
-    draw.text(((W - draw.textlength(label, font=font)) / 2, y), label, fill=(30, 30, 30),
-              font=font)
-    return sheet
-
-
-def tile(images: list[Image.Image], cols: int, pad: int = 4, labels: list[str] | None = None,
-         cell: int | None = None) -> Image.Image:
-    """Images in a grid on white, optionally each with a small label above it."""
-    from PIL import ImageDraw
-
-    cell = cell or images[0].size[0]
-    label_h = 14 if labels else 0
-    rows = (len(images) + cols - 1) // cols
-    sheet = Image.new("RGB", (cols * (cell + pad) + pad, rows * (cell + pad + label_h) + pad),
-                      "white")
-    draw = ImageDraw.Draw(sheet)
-    for i, im in enumerate(images):
-        r, c = divmod(i, cols)
-        x, y = pad + c * (cell + pad), pad + r * (cell + pad + label_h)
-        if labels:
-            draw.text((x, y), labels[i], fill=(40, 40, 40))
-        sheet.paste(im.resize((cell, cell), Image.Resampling.NEAREST), (x, y + label_h))
-    return sheet
-
-
-def array_image(a: np.ndarray, cell: int) -> Image.Image:
-    """A [C, P, P] array in [0, 1] (or [P, P]) as an upscaled RGB/grey image."""
-    a = np.asarray(a, dtype=np.float64)
-    a = a.transpose(1, 2, 0) if a.ndim == 3 else a
-    img = Image.fromarray((np.clip(a, 0, 1) * 255).astype(np.uint8).squeeze())
-    return img.convert("RGB").resize((cell, cell), Image.Resampling.NEAREST)
-
-
 def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 320,
                mode: str = "lines+markers") -> go.Figure:
     fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode)
@@ -636,72 +582,6 @@ def residual_norms(attn_norm: list[float], mlp_norm: list[float],
                       xaxis=dict(title="where in the network (embedding, then after each block)",
                                  categoryorder="array", categoryarray=["embed"] + blocks))
     return fig
-
-
-def class_colours(n: int) -> list[tuple[float, ...]]:
-    """n distinct colours (matplotlib's tab10/tab20) for class maps."""
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(n)]
-
-
-def class_palette(n_classes: int) -> np.ndarray:
-    """[n_classes + 1, 3] uint8 colours of a class map: background (0) black, then classes
-    1..n_classes in class_colours(n_classes)."""
-    return (np.array([[0, 0, 0]] + [[int(255 * v) for v in col[:3]] for col in
-            class_colours(n_classes)])).astype(np.uint8)
-
-
-def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
-                    alpha: float = 0.55) -> Image.Image:
-    """A per-pixel class map painted over the crop: background (0) black, classes 1..n_classes
-    in class_colours(n_classes)."""
-    return Image.blend(crop, Image.fromarray(class_palette(n_classes)[labels]), alpha)
-
-
-def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]],
-                font_size: int = 11) -> Image.Image:
-    """The image with a legend under it: one colour swatch and its name per entry, in rows
-    that fit the image's width (what each colour of a class map means, readable without
-    hovering)."""
-    from PIL import ImageDraw, ImageFont
-
-    font = ImageFont.load_default(size=font_size)
-    W = img.size[0]
-    sw, gap, pad = font_size, 14, 6
-    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-    widths = [sw + 6 + int(measure.textlength(name, font=font)) for name, _ in entries]
-    rows, row, used = [], [], 0
-    for i, w in enumerate(widths):
-        if row and used + w > W - 2 * pad:
-            rows.append(row)
-            row, used = [], 0
-        row.append(i)
-        used += w + gap
-    if row:
-        rows.append(row)
-    line = font_size + 8
-    sheet = Image.new("RGB", (W, img.size[1] + pad + line * len(rows) + pad), "white")
-    sheet.paste(img, (0, 0))
-    draw = ImageDraw.Draw(sheet)
-    for r, members in enumerate(rows):
-        x, y = pad, img.size[1] + pad + r * line
-        for i in members:
-            name, colour = entries[i]
-            draw.rectangle([x, y + 2, x + sw, y + 2 + sw], fill=tuple(int(v) for v in colour),
-                           outline=(90, 90, 90))
-            draw.text((x + sw + 6, y), name, fill=(30, 30, 30), font=font)
-            x += widths[i] + gap
-    return sheet
-
-
-def enlarged_patch(crop: Image.Image, row: int, col: int, patch_size: int,
-                   cell: int) -> Image.Image:
-    """The crop's patch at (row, col), its pixels enlarged to cell x cell."""
-    P = patch_size
-    pixels = np.asarray(crop)[row * P:(row + 1) * P, col * P:(col + 1) * P]
-    return array_image(pixels.transpose(2, 0, 1) / 255.0, cell)  # [C, P, P] in [0, 1]
 
 
 def mask_figure(allowed: np.ndarray, n_image: int, title: str,

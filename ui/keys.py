@@ -123,6 +123,7 @@ MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui
 # ---------------------------------------------------------------- per-page widget keys
 # ui/show.py: the PNG download under every composed image
 PNG_PREFIX = "png_"  # + image slug (see png())
+PICTURE_TEXT_PREFIX = "picture_text_"  # box: a picture with text drawn in (its px next)
 # ui/presenter.py: the questions to ask the class, under a stage's last step
 STEP_PREFIX = "step_"  # + stage and step: a step's figure on the normal page (see step_box())
 ASK_PREFIX = "ask_"  # + stage and step: a step's question (see ask())
@@ -266,6 +267,12 @@ def upload(round_: int) -> str:
 def png(slug: str) -> str:
     """The PNG download button under the image named `slug`: 'png_rollout', …"""
     return f"{PNG_PREFIX}{slug}"
+
+
+def picture_text(px: int, slug: str) -> str:
+    """The box of a picture named `slug` with `px`-px text drawn into it: 'picture_text_20_…'
+    (tests/slides.small_text reads the size from it)."""
+    return f"{PICTURE_TEXT_PREFIX}{px}_{slug}"
 
 
 def qkv(matrix: str) -> str:

@@ -15,9 +15,15 @@ from . import keys
 
 
 def image(img: Image.Image, caption: str, name: str, width: int | str = "content") -> None:
-    """st.image plus a small 'PNG' download button; `name` is the file name and widget key."""
-    st.image(img, caption=caption, width=width)
+    """st.image plus a small 'PNG' download button; `name` is the file name and widget key.
+    A picture with text drawn into it (figures.with_text_px) sits in a container that says the
+    text's size (tests/slides.small_text reads the size it is drawn at)."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if img.info.get("text_px"):
+        with st.container(key=keys.picture_text(int(img.info["text_px"]), slug)):
+            st.image(img, caption=caption, width=width)
+    else:
+        st.image(img, caption=caption, width=width)
 
     def png() -> bytes:
         buf = io.BytesIO()

@@ -187,19 +187,30 @@ def _heads_facts(x: Ctx) -> Heads:
                  tuple(bool(x.allowed[i, pre:].any()) for i in range(pre)))
 
 
+SLIDE_MAPS = 6  # a slide shows at most this many heads' maps, in one row
+
+
 def _heads_figure(x: Ctx, f: Heads) -> None:
     c = x.c
     g, H = c.grid, c.num_heads
+    # on a slide one row as wide as the slide, of at most SLIDE_MAPS heads (the six around the
+    # Head slider's); on a page (a phone too) two maps a row: each large enough for its label
+    first = (x.head // SLIDE_MAPS) * SLIDE_MAPS if x.presenting and H > SLIDE_MAPS else 0
+    heads = range(first, min(H, first + SLIDE_MAPS)) if x.presenting else range(H)
+    cols = len(heads) if x.presenting else min(H, 2)
+    cell = min(280, 1180 // cols - 4) if x.presenting else 200
+    some = "" if len(heads) == H else f"heads {heads[0]}–{heads[-1]} of {H} (the Head slider's "
     for i, tok in enumerate(c.prefix_names):
         top = f.top[i]
-        maps = [figures.overlay(x.prep.crop, r.reshape(g, g).numpy() / max(top, 1e-12),
-                                normalise=False) for r in f.rows[i]]
-        tiled = figures.tile(maps, cols=min(H, 6), cell=160, labels=[
-            f"head {h}: {pct(float(r.min()))} to {pct(float(r.max()))}"
-            for h, r in enumerate(f.rows[i])])
+        maps = [figures.overlay(x.prep.crop, f.rows[i][h].reshape(g, g).numpy()
+                                / max(top, 1e-12), normalise=False) for h in heads]
+        tiled = figures.tile(maps, cols=cols, cell=cell, framed=x.head - first, labels=[
+            f"head {h}: {pct(float(f.rows[i][h].min()))} to {pct(float(f.rows[i][h].max()))}"
+            for h in heads])
         show.image(figures.with_scale(tiled, 0.0, top, f"{tok}'s attention weight on a patch, "
                                       "one scale for every head"),
-                   f"layer {x.layer}: every head's {tok} row over the patches",
+                   f"layer {x.layer}: " + (f"{some}six), each one's" if some else "every head's")
+                   + f" {tok} row over the patches; head {x.head} (the Head slider's) framed",
                    f"{tok.lower()}-heads")
 
 
@@ -504,7 +515,7 @@ STAGE = deck.Stage(
              question=lambda x, f: None if _has_prefix(x.c) else _looks_question(x, f),
              reads=("layer_block",)),
         Step("heads", _heads_title, _heads_figure, facts=_heads_facts, words=_heads_words,
-             controls=("layer", "play"), question=_looks_question, applies=_has_prefix,
+             controls=("layer", "head", "play"), question=_looks_question, applies=_has_prefix,
              reads=("layer_block", "attention_summary")),
         Step("rollout", "Attention rollout: all layers together", _rollout_figure,
              facts=_rollout_facts, words=_rollout_words, notes=_rollout_notes,

@@ -134,8 +134,8 @@ def _filters_facts(v: deck.View) -> dict:
 def _filters_figure(v: deck.View, f: dict) -> None:
     c = v.c
     labels = [f"PC{i + 1} {pct(r)}" for i, r in enumerate(f["ratio"])]
-    show.image(figures.tile([figures.array_image(a, 56) for a in f["filters"]], cols=7,
-                            labels=labels),
+    show.image(figures.tile([figures.array_image(a, 56) for a in f["filters"]],
+                            cols=7 if v.presenting else 4, labels=labels),  # a page: a phone too
                f"The top {len(labels)} principal components of W_E's {c.embed_dim} filters, "
                f"each a {c.patch_size}×{c.patch_size} colour patch (ViT paper, Figure 7, left)",
                "embedding-filters")

@@ -285,8 +285,7 @@ def _sizes_figure(x: deck.View, f: Sizes) -> None:
              "tokens S": k.S, "values per patch (C·P²)": c.in_chans * k.P * k.P,
              "attention entries per head (S²)": k.S2,
              "× this model's": round(k.S2 / f.own.S2, 2)} for k in f.costs]
-    st.dataframe(rows, hide_index=True, key=keys.WHAT_IF_TABLE,
-                 height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
+    deck.table(rows, keys.WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
 
 
 def _sizes_words(x: deck.View, f: Sizes) -> str:

@@ -230,9 +230,10 @@ def _qkv_figure(x: Ctx, f: dict) -> None:
             deck.chart(charts[nm], key=keys.qkv(nm))
 
 
-def side_by_side(figs: list[go.Figure], gap: float = 0.12) -> go.Figure:
+def side_by_side(figs: list[go.Figure], gap: float = 0.17) -> go.Figure:
     """One-heatmap figures (figures.matrix_heatmap) as the panels of one figure, each with its
-    title, axes, colour bar and outlines."""
+    title, axes, colour bar and outlines; the gap holds a colour bar and the next panel's axis
+    title, ticks and bar in 14-px type (readable.TEXT_PX) at 1024 px."""
     out = figures.panels(figs, [f.layout.title.text for f in figs], spacing=gap,
                          own_colorbars=True,
                          axis_keys=("title", "tickmode", "tickvals", "ticktext", "tickfont",

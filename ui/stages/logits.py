@@ -575,11 +575,16 @@ def _writing_figure(x: Ctx, f: Writing) -> None:
     player.play("caption", keys.PLAY_CAPTION, rewind, next_word, where=b[3],
                 help=f"Write the caption one word every {player.PLAY_EVERY:g} s.")
     st.subheader("[SOS] " + " ".join(gen.words[:f.steps]) + (" …" if n > f.steps else ""))
-    if f.probs is not None:
+    # the next word's distribution; once the caption is written, the last word's (the chart
+    # stays on the slide when Play or "Run to end" reaches the end)
+    shown = f.steps if f.probs is not None else n - 1
+    if shown >= 0:
+        probs = f.probs if f.probs is not None else gen.probs[shown].numpy()
         deck.chart(figures.top_k_bars(
-            f.probs, list(c.vocab), k=min(WORD_BARS, len(f.probs)),
-            title=f"P(word {f.steps + 1} | image, words before)"
-            + (f" at T = {f.temperature:g}" if f.temperature > 0 else ""),
+            probs, list(c.vocab), k=min(WORD_BARS, len(probs)),
+            title=f"P(word {shown + 1} | image, words before)"
+            + (f" at T = {f.temperature:g}" if f.temperature > 0 else "")
+            + (f": it wrote “{gen.words[shown]}”" if f.probs is None else ""),
             x_title="probability", y_title="word"), key=keys.GEN_DIST)
 
 

@@ -24,12 +24,14 @@ from vit_core.mae import num_visible, pixel_targets, visible_colour_errors
 from .. import deck, figures, keys, state
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
+from ..readable import TEXT_PX
 
 DEFAULT_MAE = "shapes-mae"  # the MAE shown when the session's model is not one
 RATIO_CHOICES = tuple(round(0.05 * k, 2) for k in range(1, 20))  # the shares offered: 5 … 95 %
 MODES = {"random": "At random: a share of them", "click": "The patches I click"}
 HIDDEN_GREY = (128, 128, 128)  # how a hidden patch is drawn in the encoder's input
 TEXT_CELLS = 64  # token strips and grids print patch numbers up to this many patches
+ROW_TEXT = 30  # the decoder's row prints its patch numbers up to this many tokens (all or none)
 CLEARLY = 1.1  # an error this many times lower than the flat guess's is said as "N× lower"
 NO_MAE = ("This stage runs a masked autoencoder, and none is on this machine: the bundled one "
           "is trained by `bash tools/train_bundled.sh`, and a pretrained one is fetched with "
@@ -277,42 +279,45 @@ def _images_row(images: list[Image.Image], titles: list[str], P: int, outlined,
 def token_strips(f: Numbers) -> go.Figure:
     """Two rows of tokens: the encoder's (CLS + the visible patches, in the order it reads
     them) and the decoder's (CLS + every patch in grid order, [MASK] where hidden), with a line
-    from each encoded patch to the place it takes in the decoder."""
-    text = f.N <= TEXT_CELLS
+    from each encoded patch to the place it takes in the decoder. Each token is a bar as wide as
+    the chart allows; its patch number is printed in it where it fits at 14 px (plotly's
+    uniformtext hides the rest: on a phone), on the decoder's row only when it is short."""
     enc_x = np.arange(f.S_enc) * f.S_dec / f.S_enc  # spread out to the decoder row's width
-    fig = go.Figure()
+    enc_w = min(2.5, 0.8 * f.S_dec / f.S_enc)
+    lines_x, lines_y = [], []
     for j, p in enumerate(f.visible):  # where each encoded token goes
-        fig.add_trace(go.Scatter(x=[enc_x[j + 1], p + 1], y=[1, 0], mode="lines",
-                                 line=dict(color="#9ab", width=1), hoverinfo="skip",
-                                 showlegend=False))
-    kinds = [("CLS", "#6c757d", [enc_x[0]], [1], ["CLS"]),
-             ("CLS", "#6c757d", [0], [0], ["CLS"]),
-             ("a visible patch's token", "#1f77b4", list(enc_x[1:]), [1] * f.n_visible,
+        lines_x += [enc_x[j + 1], p + 1, None]
+        lines_y += [0.75, 0.25, None]
+    data = [go.Scatter(x=lines_x, y=lines_y, mode="lines", line=dict(color="#9ab", width=1),
+                       hoverinfo="skip", showlegend=False)]
+    kinds = [("CLS", "#6c757d", [enc_x[0]], 1, ["CLS"]),
+             ("CLS", "#6c757d", [0], 0, ["CLS"]),
+             ("a visible patch's token", "#1f77b4", list(enc_x[1:]), 1,
               [str(p) for p in f.visible]),
-             ("a visible patch's token", "#1f77b4", [p + 1 for p in f.visible],
-              [0] * f.n_visible, [str(p) for p in f.visible]),
-             ("[MASK]: a hidden patch", "#ff7f0e", [p + 1 for p in f.hidden], [0] * f.n_hidden,
+             ("a visible patch's token", "#1f77b4", [p + 1 for p in f.visible], 0,
+              [str(p) for p in f.visible]),
+             ("[MASK]: a hidden patch", "#ff7f0e", [p + 1 for p in f.hidden], 0,
               [str(p) for p in f.hidden])]
     shown = set()
-    for name, colour, xs, ys, labels in kinds:
+    for name, colour, xs, row, labels in kinds:
         if not xs:
             continue
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text" if text else "markers", text=labels if text else None,
-            textposition="middle center", textfont=dict(size=8, color="white"),
-            marker=dict(symbol="square", size=max(6, min(16, 700 // f.S_dec)), color=colour),
-            name=name, showlegend=name not in shown,
-            hovertemplate="%{text}<extra>" + name + "</extra>" if text else None))
+        data.append(go.Bar(
+            x=xs, y=[0.5] * len(xs), base=[row - 0.25] * len(xs),
+            width=enc_w if row == 1 else 0.85, marker_color=colour, customdata=labels,
+            text=labels if row == 1 or f.S_dec <= ROW_TEXT else None,
+            textposition="inside", insidetextanchor="middle", constraintext="inside",
+            textfont=dict(color="white"), name=name, showlegend=name not in shown,
+            hovertemplate="%{customdata}<extra>" + name + "</extra>"))
         shown.add(name)
-    fig.update_yaxes(tickvals=[0, 1], range=[-0.5, 1.5], zeroline=False, showgrid=False,
-                     ticktext=[f"decoder: 1 + N = {f.S_dec}", f"encoder: 1 + N_vis = {f.S_enc}"])
-    fig.update_xaxes(visible=False, zeroline=False)
-    fig.update_layout(title=dict(text=f"The encoder reads {f.S_enc} tokens, the decoder "
-                                      f"{f.S_dec}" + (" (patch numbers in the squares)"
-                                                      if text else ""), font=dict(size=14)),
-                      height=260, margin=dict(l=150, r=0, t=40, b=0),
-                      legend=dict(orientation="h", y=-0.1))
-    return fig
+    return go.Figure(data=data, layout=dict(
+        title=dict(text=f"The encoder reads {f.S_enc} tokens, the decoder {f.S_dec}"),
+        height=260, margin=dict(l=150, r=0, t=40, b=0), barmode="overlay",
+        uniformtext=dict(minsize=TEXT_PX, mode="hide"), legend=dict(orientation="h", y=-0.1),
+        xaxis=dict(visible=False, zeroline=False),
+        yaxis=dict(tickvals=[0, 1], range=[-0.5, 1.5], zeroline=False, showgrid=False,
+                   ticktext=[f"decoder: 1 + N = {f.S_dec}",
+                             f"encoder: 1 + N_vis = {f.S_enc}"])))
 
 
 def error_map(f: Numbers) -> go.Figure:

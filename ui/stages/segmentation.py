@@ -178,7 +178,7 @@ def _map_figure(x: Ctx, found: dict[int, float]) -> None:
     entries = [(f"{names[k]} {pct(s, 0)}", tuple(palette[k])) for k, s in found.items()]
     r = c.seg_upsample
     show.image(figures.with_legend(_big(figures.class_map_image(
-        x.prep.crop, x.labels, c.seg_classes - 1)), entries, font_size=16),
+        x.prep.crop, x.labels, c.seg_classes - 1)), entries),
         f"each pixel's class, painted at 55 % over the image ({r}×{r} cells per patch, scores "
         f"upsampled bilinearly)", "class-map")
 
@@ -200,9 +200,8 @@ def _map_notes(x: Ctx, _) -> str:
 # ---------------------------------------------------------------- each class's share
 def _shares_figure(x: Ctx, found: dict[int, float]) -> None:
     names = _class_names(x.c)
-    st.dataframe([{"class": names[k], "share of the image": pct(s, 1)}
-                  for k, s in found.items()], hide_index=True, key=keys.SEG_TABLE,
-                 height=38 + 35 * len(found))
+    deck.table([{"class": names[k], "share of the image": pct(s, 1)}
+                for k, s in found.items()], keys.SEG_TABLE, height=38 + 35 * len(found))
 
 
 def _shares_words(x: Ctx, found: dict[int, float]) -> str:
@@ -253,7 +252,7 @@ def _edges_figure(x: Ctx, f: dict) -> None:
     show.image(figures.with_legend(_edges_picture(x), [
         (f"class edge on a patch border ({f['on_boundary']:,} pairs)", ON_BORDER),
         (f"class edge inside a patch ({f['inside']:,} pairs)", INSIDE),
-        ("patch border", GRID)], font_size=16),
+        ("patch border", GRID)]),
         f"the class map with its {x.c.grid}×{x.c.grid} patch grid: where the class changes "
         f"between two neighbouring pixels", "class-edges")
 

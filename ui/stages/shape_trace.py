@@ -20,7 +20,6 @@ from ..numbers import pct
 REF = "vit-b16"  # the notes' reference model, beside every cost
 PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
 ROW_PX, HEAD_PX = 35, 38  # a table row and the header row, as st.dataframe draws them
-SLIDE_ROW_PX = 30  # in presenter mode: rows a little tighter, so a block's 12 rows fit a slide
 TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
           "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
           "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
@@ -111,10 +110,8 @@ def _shape_table(f: Rows, rows: list[dict]) -> list[dict]:
 
 
 def _table(rows: list[dict], key: str) -> None:
-    """A table with every row on screen (tighter rows on a slide)."""
-    row = SLIDE_ROW_PX if deck.presenting() else ROW_PX
-    st.dataframe(rows, hide_index=True, key=key, row_height=row,
-                 height=HEAD_PX + row * len(rows))
+    """A table with every row on screen (on a slide in large type: deck.table)."""
+    deck.table(rows, key, row_height=ROW_PX, height=HEAD_PX + ROW_PX * len(rows))
 
 
 def _heads(f: Rows) -> list[dict]:

@@ -148,6 +148,7 @@ def test_an_answer_is_marked_against_the_reply_it_was_given_for():
 
 
 def test_the_teachers_chart_counts_each_answer_by_its_mark(store):
+    from tests.test_every_page import small_fonts
     from ui.live.teacher import RIGHT, UNMARKED, WRONG, tally_figure
 
     c, secret = classes.start(store, AT)
@@ -163,3 +164,4 @@ def test_the_teachers_chart_counts_each_answer_by_its_mark(store):
         expected[(mark, value)] = expected.get((mark, value), 0) + 1
     assert {k: v for k, v in bars.items() if v} == expected
     assert fig.layout.showlegend and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    assert not small_fonts(fig.to_plotly_json())  # projected: every text at least 14 px

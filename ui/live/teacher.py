@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .. import keys, share, stages, steps
+from ..readable import readable
 from ..routes import STAGES, walk
 from . import classes, follow, session
 from .store import StoreDown
@@ -201,7 +202,8 @@ def _tally(stage: str, step: str) -> None:
 
 
 def tally_figure(found: list) -> go.Figure:
-    """How many students gave each answer, split by whether it was right for their image."""
+    """How many students gave each answer, split by whether it was right for their image (its
+    text at the figures' floor, ui/readable.py: the teacher projects it)."""
     order = [v for v, _ in Counter(a.value for a in found).most_common(12)]
     fig = go.Figure()
     for mark, colour in ((RIGHT, "#2e7d32"), (WRONG, "#c62828"), (UNMARKED, "#757575")):
@@ -218,4 +220,4 @@ def tally_figure(found: list) -> go.Figure:
                       xaxis=dict(title="students who gave it", tickformat="d",
                                  dtick=max(1, -(-most // 5)), rangemode="tozero"),
                       yaxis=dict(title="answer", autorange="reversed"))
-    return fig
+    return readable(fig)

@@ -360,9 +360,10 @@ def _hide_figure(x: Ctx, f: Numbers | None) -> None:
     if _no_mae(x, first=True) or f is None:
         st.latex(r"N_\mathrm{vis} = \lfloor N\,(1-r)\rfloor,\qquad " + LOSS_TEX)
         return
-    st.radio("Which patches are hidden", list(MODES), format_func=MODES.get, key=keys.MAE_MODE,
-             horizontal=True)
-    left, right = st.columns(2)
+    # one row of controls (the mode, the ratio, a new masking): the pictures keep the room
+    mode, left, right = st.columns([2, 3, 2], vertical_alignment="center")
+    mode.radio("Which patches are hidden", list(MODES), format_func=MODES.get,
+               key=keys.MAE_MODE)
     if x.mode == "random":
         with left:
             st.select_slider("Share of patches hidden (the mask ratio r)", RATIO_CHOICES,

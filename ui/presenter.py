@@ -23,7 +23,8 @@ from .live import teacher
 # are sized to that container (plotly with height="stretch", pictures by container units).
 # what grows in the figure's box: an element or a row that holds a chart or a picture
 GROW = (':has([data-testid="stPlotlyChart"]), :has([data-testid="stImage"]), '
-        '[data-testid="stPlotlyChart"], [data-testid="stImage"]')
+        ':has([data-testid="stDataFrame"]), [data-testid="stPlotlyChart"], '
+        '[data-testid="stImage"], [data-testid="stDataFrame"]')
 CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stHeader"] { display: none; }
@@ -95,14 +96,16 @@ const doc = document;
 if (doc.__vitDeck) return;
 doc.__vitDeck = true;
 const MOVE = {ArrowRight: "%NEXT%", PageDown: "%NEXT%", ArrowLeft: "%PREV%", PageUp: "%PREV%"};
-const CONTROL = '[role="slider"], [role="listbox"], [role="option"], [role="combobox"], ' +
-                '[role="radiogroup"], [data-baseweb="select"]';
+const CONTROL = 'input[type="range"], input[type="radio"], [role="slider"], [role="listbox"], ' +
+                '[role="option"], [role="combobox"], [role="radiogroup"], [data-baseweb="select"]';
 const writing = (t) => {  // typing into a field: its arrows move the caret
   if (!t || !t.tagName) return false;
   if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
   return t.tagName === "INPUT" && t.getAttribute("role") !== "combobox" &&
          !["checkbox", "radio", "button", "submit", "range"].includes(t.type);
 };
+const LIST = '[data-testid="stSelectbox"], [data-testid="stMultiSelect"], [role="combobox"], ' +
+             '[aria-haspopup="listbox"], [data-baseweb="select"]';
 let tabbed = false;  // the focus was last moved by the keyboard (Tab), not by a pointer
 const release = () => {  // give the focus back to the page (closes an open list)
   const a = doc.activeElement;
@@ -127,7 +130,7 @@ doc.addEventListener("pointerdown", () => { tabbed = false; }, true);
 doc.addEventListener("pointerup", (event) => {
   const t = event.target;
   if (!t || !t.closest || writing(t)) return;
-  if (t.closest('[data-baseweb="select"]')) return;  // a list opening: its choice comes next
+  if (t.closest(LIST)) return;  // a list opening: its choice comes next
   if (t.closest('[role="dialog"], [data-testid="stPopoverBody"]') &&
       !t.closest('[role="option"]')) return;  // the header's popovers keep their focus
   setTimeout(release, 0);

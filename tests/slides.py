@@ -116,15 +116,18 @@ def problems_on(page, where: str) -> list[str]:
 
 # The key figure on the slide, read from the page: the share of the slide's height below the
 # header that its charts and pictures take (from the top of the first to the bottom of the last;
-# a picture counted where it is drawn, object-fit included), each picture's drawn shape against
-# its file's (naturalWidth / naturalHeight), and every element of the slide that is cut: by the
-# screen's edges, by a box that hides its overflow, squeezed in its own box (a row drawn shorter
-# than what it holds), or drawn over another one.
+# a picture counted where it is drawn, object-fit included) and of the figure's width (a picture
+# wider than the slide's shape fills the width before it reaches half the height), each
+# picture's drawn shape against its file's (naturalWidth / naturalHeight), and every element of
+# the slide that is cut: by the screen's edges, by a box that hides its overflow, squeezed in its
+# own box (a row drawn shorter than what it holds), or drawn over another one.
 FIGURE_JS = """() => {
   const vh = window.innerHeight, bar = document.querySelector('.st-key-presenter_bar');
   const below = bar ? bar.getBoundingClientRect().bottom : 0;
   const fig = document.querySelector('.st-key-deck_figure');
-  const out = {slide: vh - below, top: null, bottom: null, pictures: [], cut: [], other: 0};
+  const out = {slide: vh - below, top: null, bottom: null, left: null, right: null,
+               width: fig ? fig.getBoundingClientRect().width : 0, pictures: [], cut: [],
+               other: 0};
   if (!fig) return out;
   out.other = fig.querySelectorAll('.katex-display, [data-testid="stDataFrame"], ' +
                                    '[data-testid="stMetric"], ' +
@@ -135,13 +138,16 @@ FIGURE_JS = """() => {
     let s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
     if (fit === 'scale-down') s = Math.min(s, 1);
     const w = img.naturalWidth * s, h = img.naturalHeight * s;
-    return {top: r.top + (r.height - h) / 2, bottom: r.top + (r.height + h) / 2, width: w,
-            height: h};
+    const pos = getComputedStyle(img).objectPosition.split(' ').map(v => parseFloat(v) / 100);
+    const left = r.left + (r.width - w) * pos[0], top = r.top + (r.height - h) * pos[1];
+    return {top, bottom: top + h, left, right: left + w, width: w, height: h};
   };
   const grow = (r) => {
     if (r.height < 2 || r.width < 2) return;
     out.top = out.top === null ? r.top : Math.min(out.top, r.top);
     out.bottom = out.bottom === null ? r.bottom : Math.max(out.bottom, r.bottom);
+    out.left = out.left === null ? r.left : Math.min(out.left, r.left);
+    out.right = out.right === null ? r.right : Math.max(out.right, r.right);
   };
   for (const c of fig.querySelectorAll('[data-testid="stPlotlyChart"]'))
     grow(c.getBoundingClientRect());
@@ -196,6 +202,7 @@ FIGURE_JS = """() => {
 }"""
 
 FIGURE_SHARE = 0.5  # the key figure takes at least half of the slide's height below the header
+WHOLE_WIDTH = 0.95  # ... or, when it is wider than that, it spans the slide's whole width
 ASPECT = 0.02  # a picture's drawn shape within 2 % of its file's
 
 
@@ -206,9 +213,11 @@ def figure_problems(page, where: str) -> list[str]:
     if f["top"] is None:  # an equation or a table (as tall as its rows): no share to check
         return found if f["other"] else found + [f"{where}: the key figure draws nothing"]
     share = (f["bottom"] - f["top"]) / f["slide"]
-    if share < FIGURE_SHARE:
+    wide = (f["right"] - f["left"]) / f["width"]  # a wide picture can be no taller than this
+    if share < FIGURE_SHARE and wide < WHOLE_WIDTH:
         found.append(f"{where}: the key figure has {share:.0%} of the slide's {f['slide']:.0f} px "
-                     f"below the header ({f['bottom'] - f['top']:.0f} px)")
+                     f"below the header ({f['bottom'] - f['top']:.0f} px) and {wide:.0%} of "
+                     f"its width")
     for p in f["pictures"]:
         if abs(p["drawn"] / p["natural"] - 1) > ASPECT:
             found.append(f"{where}: a picture {p['size']} is drawn at another shape")

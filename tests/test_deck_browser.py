@@ -11,7 +11,7 @@ import pytest
 
 from tests.slides import figure_problems, problems_on, settle
 from tools.browser import IDLE_JS, ROOT, serve, wait_idle
-from ui import keys
+from ui import keys, stages
 from ui.routes import STAGES as ROUTES
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
@@ -234,3 +234,28 @@ def test_after_scrolling_the_next_step_opens_at_its_top(browser, server):
     top = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop")
     assert top == 0
     ctx.close()
+
+
+def test_the_speaker_notes_open_in_their_own_window_and_follow_the_deck(browser, server):
+    """Notes opens a window of its own (nothing is drawn over the projected slide), showing this
+    step's notes (on a stage's first step, its story), and the next step's after →. Red when
+    the notes are a popover on the slide (no window opens)."""
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    page.goto(f"{server}/?page=attention&presenter=1&step=1")
+    at(page, f"Stage 4/{LAST} · step 1/6")
+    before = page.locator(".st-key-deck_figure").bounding_box()
+    with page.expect_popup(timeout=60_000) as opened:
+        page.locator(f".st-key-{keys.PRESENTER_NOTES_OPEN} button").first.click()
+    notes = opened.value
+    notes.wait_for_function("() => document.body.innerText.includes('step 1/6')",
+                            timeout=60_000)
+    story = " ".join(stages.get("attention").story.replace("*", "").split()[:6])
+    assert story in " ".join(notes.inner_text("body").split())
+    wait_idle(page, 240_000)
+    assert page.locator("[data-testid='stPopoverBody']").count() == 0  # nothing over the slide
+    assert page.locator(".st-key-deck_figure").bounding_box() == before
+    press(page, "ArrowRight", f"Stage 4/{LAST} · step 2/6")
+    notes.wait_for_function("() => document.body.innerText.includes('step 2/6')",
+                            timeout=60_000)
+    assert story not in " ".join(notes.inner_text("body").split())
+    page.close()

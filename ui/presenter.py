@@ -1,11 +1,12 @@
 """Presenter mode, for a projector and a clicker: no sidebar, one step of one stage per slide.
 
-The header is one row: Previous, Next, "Stage 4/10 · step 2/5" with the step's title, Speaker
-notes, Exit and a "Model and image" popover (the sidebar's own widgets, drawn there instead of in
-the hidden sidebar). → and PageDown press Next, ← and PageUp press Previous (a clicker sends
-those keys). The slide under the header (ui/deck.py) is one screen high: the step's controls,
-its figure filling the height that is left, its words and its question; the story and the longer
-explanation are in the speaker notes, so they never push the figure off the screen.
+The header is one row: Previous, Next, "Stage 4/10 · step 2/5" with the step's title, Notes
+(the speaker notes, in a window of their own), Exit and a "Model and image" popover (the
+sidebar's own widgets, drawn there instead of in the hidden sidebar). → and PageDown press Next,
+← and PageUp press Previous (a clicker sends those keys). The slide under the header
+(ui/deck.py) is one screen high: the step's controls, its figure filling the height that is
+left, its words and its question; the story and the longer explanation are in the speaker
+notes, so they never push the figure off the screen.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ CSS = """<style>
 .st-key-%FIG% [class*="st-key-png_"] { display: none; }  /* downloads: the normal page's */
 .st-key-%FIG% [data-testid="stCaptionContainer"] { margin-bottom: 0; }
 .st-key-%KEYS% { position: absolute; width: 0; height: 0; overflow: hidden; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-%NOTES%), .st-key-%NOTES% { display: none; }
 .st-key-%PREV% button, .st-key-%NEXT% button,
 .st-key-%EXIT% button { white-space: nowrap; min-width: max-content; }
 .st-key-%BAR% { flex-wrap: nowrap; }
@@ -77,7 +79,8 @@ CSS = """<style>
 </style>""".replace("%KEYS%", keys.PRESENTER_KEYS).replace("%PREV%", keys.PRESENTER_PREV).replace(
     "%NEXT%", keys.PRESENTER_NEXT).replace("%EXIT%", keys.PRESENTER_EXIT).replace(
     "%FIG%", deck.FIGURE).replace("%WHERE%", keys.PRESENTER_WHERE).replace(
-    "%BAR%", keys.PRESENTER_BAR).replace("%GROW%", GROW)
+    "%BAR%", keys.PRESENTER_BAR).replace("%GROW%", GROW).replace(
+    "%NOTES%", keys.PRESENTER_NOTES_BOX)
 
 # The clicker and the slide, in the app's own page (the component's iframe is same-origin). The
 # code runs in the parent's realm (parent.Function), so it outlives the iframe, and is set up once
@@ -135,8 +138,28 @@ doc.addEventListener("pointerup", (event) => {
       !t.closest('[role="option"]')) return;  // the header's popovers keep their focus
   setTimeout(release, 0);
 }, true);
+// the speaker notes: Notes opens a window of their own (a click: no popup blocker), and every
+// change of the page copies the step's notes (the hidden box) into it
+let notes = null;
+const copyNotes = () => {
+  if (!notes || notes.closed) return;
+  const box = doc.querySelector(".st-key-%NOTES%"), w = doc.querySelector(".st-key-%WHERE%");
+  const html = "<h3>" + (w ? w.innerHTML : "") + "</h3>" + (box ? box.innerHTML : "");
+  if (notes.document.body.innerHTML !== html) notes.document.body.innerHTML = html;
+};
+doc.addEventListener("click", (event) => {
+  const t = event.target;
+  if (!t || !t.closest || !t.closest(".st-key-%OPEN% button")) return;
+  notes = window.open("", "vit-speaker-notes", "width=640,height=760");
+  if (!notes) return;
+  notes.document.title = "Speaker notes";
+  notes.document.head.innerHTML = "<style>body { font: 20px/1.5 sans-serif; margin: 1.5rem; }" +
+                                  "</style>";
+  copyNotes();
+}, true);
 let where = null;
 new MutationObserver(() => {
+  copyNotes();
   const w = doc.querySelector(".st-key-%WHERE%");
   const now = w ? w.textContent : null;
   if (now !== null && now !== where) {
@@ -147,7 +170,8 @@ new MutationObserver(() => {
   }
 }).observe(doc.body, {childList: true, subtree: true, characterData: true});
 """.replace("%NEXT%", keys.PRESENTER_NEXT).replace("%PREV%", keys.PRESENTER_PREV).replace(
-    "%WHERE%", keys.PRESENTER_WHERE)
+    "%WHERE%", keys.PRESENTER_WHERE).replace("%NOTES%", keys.PRESENTER_NOTES_BOX).replace(
+    "%OPEN%", keys.PRESENTER_NOTES_OPEN)
 KEYS_JS = ("<script>new window.parent.Function(" + json.dumps(DECK_JS) + ")();</script>")
 
 
@@ -186,16 +210,18 @@ def header(routes: dict, slug: str):
     where = f"Stage {t}/{n}" if t else "Overview"
     with bar.container(key=keys.PRESENTER_WHERE, width="content"):
         st.markdown(f"**{where} · step {k + 1}/{len(titles)}** · {name}: *{titles[k]}*")
-    notes = bar.popover("Notes", icon=":material/speaker_notes:",
-                        help="The story of this stage and the longer explanation of this step, "
-                             "for the teacher: they stay off the slide.")
+    bar.button("Notes", key=keys.PRESENTER_NOTES_OPEN, icon=":material/speaker_notes:",
+               help="The speaker notes (the story of this stage, the longer explanation of this "
+                    "step) in a window of their own, off the slide: put it on your own screen; "
+                    "it follows the deck.")
     bar.button("Exit", key=keys.PRESENTER_EXIT, on_click=leave, icon=":material/close:",
                help="Back to the normal view with the sidebar (model, image, sharing).")
     popover = bar.popover("Model and image", icon=":material/tune:",
                           help="The model, the image and the mask: the sidebar's choices, here "
                                "while the sidebar is hidden.")
     teacher.header(bar, slug, config)
-    st.session_state[keys.PRESENTER_NOTES] = notes  # deck.run writes this step's notes into it
+    # deck.run writes this step's notes into this hidden box; DECK_JS copies it to the notes' window
+    st.session_state[keys.PRESENTER_NOTES] = st.container(key=keys.PRESENTER_NOTES_BOX)
     return popover
 
 

@@ -119,8 +119,8 @@ def problems_on(page, where: str) -> list[str]:
 # a picture counted where it is drawn, object-fit included) and of the figure's width (a picture
 # wider than the slide's shape fills the width before it reaches half the height), each
 # picture's drawn shape against its file's (naturalWidth / naturalHeight), and every element of
-# the slide that is cut: by the screen's edges, by a box that hides its overflow, squeezed in its
-# own box (a row drawn shorter than what it holds), or drawn over another one.
+# the slide that is cut: by the screen's edges, by a box that hides its overflow, or drawn over
+# another one (what a row squeezed shorter than its content shows: it spills over the next).
 FIGURE_JS = """() => {
   const vh = window.innerHeight, bar = document.querySelector('.st-key-presenter_bar');
   const below = bar ? bar.getBoundingClientRect().bottom : 0;
@@ -180,9 +180,7 @@ FIGURE_JS = """() => {
     for (let a = el.parentElement; a && a !== main; a = a.parentElement) {
       const b = a.getBoundingClientRect(), o = getComputedStyle(a);
       const hides = o.overflowY !== 'visible' || o.overflowX !== 'visible';
-      const box = a.getAttribute('data-testid') === 'stElementContainer' ||
-                  a.getAttribute('data-testid') === 'stLayoutWrapper';
-      if ((hides || box) && (r.bottom > b.bottom + 2 || r.top < b.top - 2)) {
+      if (hides && (r.bottom > b.bottom + 2 || r.top < b.top - 2)) {
         out.cut.push(`${name(el)} ${where} cut by its box ` +
                      `${Math.round(b.top)}..${Math.round(b.bottom)}`);
         break;

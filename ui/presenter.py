@@ -26,6 +26,9 @@ from .live import teacher
 GROW = (':has([data-testid="stPlotlyChart"]), :has([data-testid="stImage"]), '
         ':has([data-testid="stDataFrame"]), [data-testid="stPlotlyChart"], '
         '[data-testid="stImage"], [data-testid="stDataFrame"]')
+# a question box with a class's tally under it (a fragment: its own block, the box's last row)
+ASKED = ('[class*="st-key-ask_"]:has(> :last-child:not(:first-child) > '
+         '[data-testid="stVerticalBlock"])')
 CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stHeader"] { display: none; }
@@ -36,6 +39,15 @@ CSS = """<style>
 /* the words and the question: the room they take is the figure's */
 [data-testid="stMainBlockContainer"] [data-testid="stAlert"] > div { padding: 0.5rem 1rem; }
 [data-testid="stMainBlockContainer"] [class*="st-key-ask_"] { padding: 0.5rem 1rem; }
+/* a class's question: its row on top, under it the answer and the tally side by side, the
+   tally's count and its Answers in one row (stacked, they took the figure's room) */
+.%ASKED% { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 0.25rem 1rem;
+  align-items: center; }
+.%ASKED% > :first-child { grid-column: 1 / -1; }
+.%ASKED% > :last-child > [data-testid="stVerticalBlock"] { flex-direction: row; gap: 0.75rem;
+  align-items: center; flex-wrap: nowrap; }
+.%ASKED% > :last-child > [data-testid="stVerticalBlock"] > * { flex: 0 0 auto; width: auto; }
+.%ASKED% > :last-child [data-testid="stPopover"] button p { white-space: nowrap; }
 [data-testid="stMainBlockContainer"] h1 { display: none; }  /* the header names the stage */
 [data-testid="stLayoutWrapper"]:has(> .st-key-%FIG%) { flex: 1 1 0 !important;
   min-height: 9rem; }
@@ -80,6 +92,7 @@ CSS = """<style>
     "%NEXT%", keys.PRESENTER_NEXT).replace("%EXIT%", keys.PRESENTER_EXIT).replace(
     "%FIG%", deck.FIGURE).replace("%WHERE%", keys.PRESENTER_WHERE).replace(
     "%BAR%", keys.PRESENTER_BAR).replace("%GROW%", GROW).replace(
+    ".%ASKED%", ASKED).replace(
     "%NOTES%", keys.PRESENTER_NOTES_BOX)
 
 # The clicker and the slide, in the app's own page (the component's iframe is same-origin). The

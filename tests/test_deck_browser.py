@@ -2,8 +2,11 @@
 
 For every step of every stage, on the bundled classifier, a captioner and a ViT-B/16-size preset,
 at 1280×720, 1024×768 and 1920×1080: nothing scrolls (the page is at most the screen's height)
-and the key figure is whole on the screen. After a Reveal, Play or a click on a figure the
-clicker still moves the deck; after scrolling, the next step opens at its top.
+and the key figure is whole on the screen, has half of the slide, and its pictures keep their
+shape; nothing on the slide is cut or drawn over, reached with → or by a link. After a Reveal,
+Play, a click on a figure, a slider moved or a choice made with the mouse the clicker still
+moves the deck; after scrolling, the next step opens at its top; the speaker notes have their
+own window.
 """
 
 
@@ -61,13 +64,20 @@ WALKS = [("shapes-classifier", SCREENS[:2]), ("shapes-captioner-causal", [SCREEN
          ("vit-b16", [SCREENS[0]])]
 
 
+# slides the walk also opens by a link: those that once differed from the same slide reached
+# with → (Logits step 1, Overview step 2), and pictures side by side (Segmentation, MAE)
+LINKED = [("overview", 2), ("logits", 1), ("segmentation", 2), ("mae", 1)]
+
+
 FOCUS_JS = "() => (document.activeElement || document.body).outerHTML.slice(0, 160)"
 
 
 @pytest.mark.parametrize(("model", "screens"), WALKS, ids=[m for m, _ in WALKS])
 def test_every_step_fits_every_projector(browser, server, model, screens):
-    """Presenter mode from the overview's first step to the experiments' last, one ArrowRight
-    at a time; at every step, the slide on every screen of the walk."""
+    """Presenter mode from the overview's first step to the last stage's last, one ArrowRight
+    at a time; at every step, the slide on every screen of the walk (tests/slides.py: nothing
+    scrolls or is cut, the key figure has half of the slide, pictures keep their shape); then
+    a few slides opened by a link."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     w0, h0 = screens[0]
     page = browser.new_page(viewport={"width": w0, "height": h0})
@@ -95,6 +105,19 @@ def test_every_step_fits_every_projector(browser, server, model, screens):
         page.set_viewport_size({"width": w0, "height": h0})
         if i < len(sequence) - 1:
             page.keyboard.press("ArrowRight")
+    # the same slides opened by a link (?step=), on the walk's first screen: a slide drawn
+    # first, not after the step before it (reached with →, Logits step 1 once lost its equation)
+    for slug, k in LINKED:
+        stage = ORDER.index(slug)
+        header = next((x for x in sequence if x.startswith(
+            f"{f'Stage {stage}/{LAST}' if stage else 'Overview'} · step {k}/")), None)
+        if header is None:  # the stage has fewer steps for this model
+            continue
+        page.goto(f"{server}/?page={slug}&presenter=1&step={k}&model={model}")
+        at(page, header)
+        settle(page)
+        problems += problems_on(page, f"{header} by link at {w0}×{h0}")
+        problems += figure_problems(page, f"{header} by link at {w0}×{h0}")
     page.close()
     assert not problems, "\n".join(problems)
 

@@ -149,8 +149,9 @@ FIGURE_JS = """() => {
     out.left = out.left === null ? r.left : Math.min(out.left, r.left);
     out.right = out.right === null ? r.right : Math.max(out.right, r.right);
   };
-  for (const c of fig.querySelectorAll('[data-testid="stPlotlyChart"]'))
-    grow(c.getBoundingClientRect());
+  const charts = fig.querySelectorAll('[data-testid="stPlotlyChart"]');
+  for (const c of charts) grow(c.getBoundingClientRect());
+  out.charts = charts.length;
   for (const img of fig.querySelectorAll('img')) {
     const d = drawn(img);
     grow(d);
@@ -200,7 +201,7 @@ FIGURE_JS = """() => {
 }"""
 
 FIGURE_SHARE = 0.5  # the key figure takes at least half of the slide's height below the header
-WHOLE_WIDTH = 0.95  # ... or, when it is wider than that, it spans the slide's whole width
+WHOLE_WIDTH = 0.95  # ... or, pictures wider than that, they span the slide's whole width
 ASPECT = 0.02  # a picture's drawn shape within 2 % of its file's
 
 
@@ -211,7 +212,9 @@ def figure_problems(page, where: str) -> list[str]:
     if f["top"] is None:  # an equation or a table (as tall as its rows): no share to check
         return found if f["other"] else found + [f"{where}: the key figure draws nothing"]
     share = (f["bottom"] - f["top"]) / f["slide"]
-    wide = (f["right"] - f["left"]) / f["width"]  # a wide picture can be no taller than this
+    # pictures wider than the slide's shape can be no taller than the width allows (a chart
+    # has no shape of its own: it gets the height)
+    wide = 0 if f["charts"] else (f["right"] - f["left"]) / f["width"]
     if share < FIGURE_SHARE and wide < WHOLE_WIDTH:
         found.append(f"{where}: the key figure has {share:.0%} of the slide's {f['slide']:.0f} px "
                      f"below the header ({f['bottom'] - f['top']:.0f} px) and {wide:.0%} of "

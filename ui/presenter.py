@@ -213,11 +213,13 @@ def header(routes: dict, slug: str):
     bar.button("Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
                icon=":material/arrow_back:",
                on_click=steps.move, args=(slugs, slug, config, -1),
-               help="Previous step (← or PageUp)")
+               help="Previous step (← or PageUp; a slider or a list reached with Tab keeps "
+                    "← and →)")
     bar.button("Next", key=keys.PRESENTER_NEXT, type="primary", icon=":material/arrow_forward:",
                disabled=i == len(slugs) - 1 and k == len(titles) - 1,
                on_click=steps.move, args=(slugs, slug, config, +1),
-               help="Next step, then the next stage (→ or PageDown)")
+               help="Next step, then the next stage (→ or PageDown; a slider or a list "
+                    "reached with Tab keeps ← and →, PageDown still moves on)")
     n = len(tour) - 1  # the overview comes before stage 1
     name = stage.title.split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
     where = f"Stage {t}/{n}" if t else "Overview"

@@ -243,7 +243,7 @@ def test_the_clicker_moves_on_after_a_slider_and_a_list_changed_with_the_mouse(b
 def test_after_scrolling_the_next_step_opens_at_its_top(browser, server):
     """On a screen too short for the slide (the figure keeps a minimum height) the page
     scrolls; the next step must not open scrolled down."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 360})
+    ctx = browser.new_context(viewport={"width": 1280, "height": 300})
     page = ctx.new_page()
     page.goto(f"{server}/?page=attention&presenter=1")
     at(page, f"Stage 4/{LAST} · step 1/6")

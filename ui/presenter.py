@@ -21,8 +21,9 @@ from .live import teacher
 # No zoom: a zoomed block makes plotly measure the wrong width and clip its own figures. The
 # type grows with the screen instead. The slide is a column one screen high; the key figure's
 # container (deck.FIGURE) takes the height the other rows leave, and its charts and pictures
-# are sized to that container (plotly with height="stretch", pictures by container units).
-# what grows in the figure's box: an element or a row that holds a chart or a picture
+# are sized to that container by CSS alone (plotly with height="stretch", pictures filling
+# their box drawn with object-fit: contain, so they keep their shape).
+# What grows in the figure's box: an element or a row that holds a chart, a picture or a table.
 GROW = (':has([data-testid="stPlotlyChart"]), :has([data-testid="stImage"]), '
         ':has([data-testid="stDataFrame"]), [data-testid="stPlotlyChart"], '
         '[data-testid="stImage"], [data-testid="stDataFrame"]')

@@ -72,8 +72,7 @@ def _scores_figure(x: Ctx, _) -> None:
              rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in"
              rf"\mathbb{{R}}^{{{S}\times{dk}}}")
     view = st.radio("Show", VIEWS, index=len(VIEWS) - 1, horizontal=True, key=keys.ATTN_VIEW,
-                    # a slide: the options name themselves, the label's line goes to the matrix
-                    label_visibility="collapsed" if x.presenting else "visible")
+                    label_visibility="collapsed" if x.presenting else "visible")  # room: matrix
     scores = x.tr[f"blocks.{x.layer}.attn.scores"][x.head]
     if view.startswith("raw"):
         z, title, scale = scores * dk**0.5, "raw scores q·k", "RdBu_r"

@@ -164,3 +164,114 @@ def problems_on(page, where: str) -> list[str]:
         if button.evaluate(CUT_JS):
             found.append(f"{where}: the label of {button.inner_text()!r} is cut")
     return found
+
+
+# The key figure on the slide, read from the page: the share of the slide's height below the
+# header that its charts and pictures take (from the top of the first to the bottom of the last;
+# a picture counted where it is drawn, object-fit included) and of the figure's width (a picture
+# wider than the slide's shape fills the width before it reaches half the height), each
+# picture's drawn shape against its file's (naturalWidth / naturalHeight), and every element of
+# the slide that is cut: by the screen's edges, by a box that hides its overflow, or drawn over
+# another one (what a row squeezed shorter than its content shows: it spills over the next).
+FIGURE_JS = """() => {
+  const vh = window.innerHeight, bar = document.querySelector('.st-key-presenter_bar');
+  const below = bar ? bar.getBoundingClientRect().bottom : 0;
+  const fig = document.querySelector('.st-key-deck_figure');
+  const out = {slide: vh - below, top: null, bottom: null, left: null, right: null,
+               width: fig ? fig.getBoundingClientRect().width : 0, pictures: [], cut: [],
+               other: 0};
+  if (!fig) return out;
+  out.other = fig.querySelectorAll('.katex-display, [data-testid="stDataFrame"], ' +
+                                   '[data-testid="stMetric"], ' +
+                                   '[data-testid="stTable"], table').length;
+  const drawn = (img) => {  // where an <img> draws its picture inside its box
+    const r = img.getBoundingClientRect(), fit = getComputedStyle(img).objectFit;
+    if (!['contain', 'scale-down'].includes(fit) || !img.naturalWidth) return r;
+    let s = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
+    if (fit === 'scale-down') s = Math.min(s, 1);
+    const w = img.naturalWidth * s, h = img.naturalHeight * s;
+    const pos = getComputedStyle(img).objectPosition.split(' ').map(v => parseFloat(v) / 100);
+    const left = r.left + (r.width - w) * pos[0], top = r.top + (r.height - h) * pos[1];
+    return {top, bottom: top + h, left, right: left + w, width: w, height: h};
+  };
+  const grow = (r) => {
+    if (r.height < 2 || r.width < 2) return;
+    out.top = out.top === null ? r.top : Math.min(out.top, r.top);
+    out.bottom = out.bottom === null ? r.bottom : Math.max(out.bottom, r.bottom);
+    out.left = out.left === null ? r.left : Math.min(out.left, r.left);
+    out.right = out.right === null ? r.right : Math.max(out.right, r.right);
+  };
+  const charts = fig.querySelectorAll('[data-testid="stPlotlyChart"]');
+  for (const c of charts) grow(c.getBoundingClientRect());
+  out.charts = charts.length;
+  for (const img of fig.querySelectorAll('img')) {
+    const d = drawn(img);
+    grow(d);
+    if (img.naturalWidth && d.height >= 2)
+      out.pictures.push({natural: img.naturalWidth / img.naturalHeight, drawn: d.width / d.height,
+                         size: `${img.naturalWidth}×${img.naturalHeight} drawn ` +
+                               `${Math.round(d.width)}×${Math.round(d.height)}`});
+  }
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sel = '[data-testid="stPlotlyChart"], [data-testid="stImage"] img, ' +
+              '[data-testid="stMarkdown"], .katex-display, [data-testid="stSlider"], ' +
+              '[data-testid="stNumberInput"], [data-testid="stSelectbox"], ' +
+              '[data-testid="stMultiSelect"], [data-testid="stRadio"], [data-testid="stButton"], ' +
+              '[data-testid="stCheckbox"], [data-testid="stAlert"], [data-testid="stDataFrame"], ' +
+              '[data-testid="stTable"], [data-testid="stCaptionContainer"]';
+  const name = (el) => (el.getAttribute('data-testid') || el.tagName) + ' ' +
+                       (el.innerText || '').slice(0, 40).replace(/\\s+/g, ' ');
+  const shown = [];
+  for (const el of main.querySelectorAll(sel)) {
+    if (el.closest('.st-key-presenter_keys, [data-testid="stPopoverBody"]') ||
+        el.parentElement.closest('[data-testid="stSlider"]')) continue;  // a slider's own
+    const r = el.getBoundingClientRect();
+    if (r.height < 2 || r.width < 2 || getComputedStyle(el).visibility === 'hidden') continue;
+    const where = `${Math.round(r.top)}..${Math.round(r.bottom)}`;
+    if (r.top < -1 || r.bottom > vh + 1) { out.cut.push(`${name(el)} ${where} off the screen`);
+                                           continue; }
+    for (let a = el.parentElement; a && a !== main; a = a.parentElement) {
+      const b = a.getBoundingClientRect(), o = getComputedStyle(a);
+      const hides = o.overflowY !== 'visible' || o.overflowX !== 'visible';
+      if (hides && (r.bottom > b.bottom + 2 || r.top < b.top - 2)) {
+        out.cut.push(`${name(el)} ${where} cut by its box ` +
+                     `${Math.round(b.top)}..${Math.round(b.bottom)}`);
+        break;
+      }
+    }
+    shown.push([el, r]);
+  }
+  for (let i = 0; i < shown.length; i++)
+    for (let j = i + 1; j < shown.length; j++) {
+      const [a, p] = shown[i], [b, q] = shown[j];
+      if (a.contains(b) || b.contains(a)) continue;
+      const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+      const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+      if (w > 4 && h > 4) out.cut.push(`${name(a)} and ${name(b)} overlap by ${Math.round(h)} px`);
+    }
+  return out;
+}"""
+
+FIGURE_SHARE = 0.5  # the key figure takes at least half of the slide's height below the header
+WHOLE_WIDTH = 0.95  # ... or, pictures wider than that, they span the slide's whole width
+ASPECT = 0.02  # a picture's drawn shape within 2 % of its file's
+
+
+def figure_problems(page, where: str) -> list[str]:
+    """The key figure's share of the slide, the pictures' shapes and anything cut on the slide."""
+    f = page.evaluate(FIGURE_JS)
+    found = [f"{where}: {c}" for c in f["cut"]]
+    if f["top"] is None:  # an equation or a table (as tall as its rows): no share to check
+        return found if f["other"] else found + [f"{where}: the key figure draws nothing"]
+    share = (f["bottom"] - f["top"]) / f["slide"]
+    # pictures wider than the slide's shape can be no taller than the width allows (a chart
+    # has no shape of its own: it gets the height)
+    wide = 0 if f["charts"] else (f["right"] - f["left"]) / f["width"]
+    if share < FIGURE_SHARE and wide < WHOLE_WIDTH:
+        found.append(f"{where}: the key figure has {share:.0%} of the slide's {f['slide']:.0f} px "
+                     f"below the header ({f['bottom'] - f['top']:.0f} px) and {wide:.0%} of "
+                     f"its width")
+    for p in f["pictures"]:
+        if abs(p["drawn"] / p["natural"] - 1) > ASPECT:
+            found.append(f"{where}: a picture {p['size']} is drawn at another shape")
+    return found

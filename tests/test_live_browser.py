@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from tests.slides import CUT_JS, problems_on, settle
+from tests.slides import CUT_JS, figure_problems, problems_on, settle
 from tools.browser import serve, wait_idle
 from ui import keys
 from ui.live.push import RECHECK_ENV
@@ -95,6 +95,8 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
         teacher.set_viewport_size({"width": w, "height": h})
         settle(teacher)
         problems += problems_on(teacher, f"the teacher's slide at {w}×{h}")
+        # the answer and the tally under the question leave the figure half of the slide
+        problems += figure_problems(teacher, f"the teacher's slide at {w}×{h}")
         badge = teacher.locator(f".st-key-{keys.LIVE_HEADER}")
         if badge.evaluate(CUT_JS) or badge.bounding_box()["x"] + badge.bounding_box()[
                 "width"] > w + 1:

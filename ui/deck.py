@@ -207,7 +207,8 @@ def run(stage: Stage) -> None:
 
 
 def speaker_notes(texts: list[str]) -> None:
-    """Write the step's notes into the presenter header's "Notes" popover."""
+    """Write the step's notes into the presenter's hidden notes box (ui/presenter.py shows it
+    in the speaker notes' own window, never over the slide)."""
     where = st.session_state.get(keys.PRESENTER_NOTES)
     if where is None:
         return

@@ -1,11 +1,12 @@
 """Presenter mode, for a projector and a clicker: no sidebar, one step of one stage per slide.
 
-The header is one row: Previous, Next, "Stage 4/10 · step 2/5" with the step's title, Speaker
-notes, Exit and a "Model and image" popover (the sidebar's own widgets, drawn there instead of in
-the hidden sidebar). → and PageDown press Next, ← and PageUp press Previous (a clicker sends
-those keys). The slide under the header (ui/deck.py) is one screen high: the step's controls,
-its figure filling the height that is left, its words and its question; the story and the longer
-explanation are in the speaker notes, so they never push the figure off the screen.
+The header is one row: Previous, Next, "Stage 4/10 · step 2/5" with the step's title, Notes
+(the speaker notes, in a window of their own), Exit and a "Model and image" popover (the
+sidebar's own widgets, drawn there instead of in the hidden sidebar). → and PageDown press Next,
+← and PageUp press Previous (a clicker sends those keys). The slide under the header
+(ui/deck.py) is one screen high: the step's controls, its figure filling the height that is
+left, its words and its question; the story and the longer explanation are in the speaker
+notes, so they never push the figure off the screen.
 """
 
 from __future__ import annotations
@@ -20,31 +21,65 @@ from .live import teacher
 # No zoom: a zoomed block makes plotly measure the wrong width and clip its own figures. The
 # type grows with the screen instead. The slide is a column one screen high; the key figure's
 # container (deck.FIGURE) takes the height the other rows leave, and its charts and pictures
-# are sized to that container (plotly with height="stretch", pictures by container units).
+# are sized to that container by CSS alone (plotly with height="stretch", pictures filling
+# their box drawn with object-fit: contain, so they keep their shape).
+# What grows in the figure's box: an element or a row that holds a chart, a picture or a table.
+GROW = (':has([data-testid="stPlotlyChart"]), :has([data-testid="stImage"]), '
+        ':has([data-testid="stDataFrame"]), [data-testid="stPlotlyChart"], '
+        '[data-testid="stImage"], [data-testid="stDataFrame"]')
+# a question box with a class's tally under it (a fragment: its own block, the box's last row)
+ASKED = ('[class*="st-key-ask_"]:has(> :last-child:not(:first-child) > '
+         '[data-testid="stVerticalBlock"])')
 CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stHeader"] { display: none; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; height: 100vh;
   padding: 0.5rem 1.5rem 0.5rem; }
 [data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"] { height: 100%;
-  flex-wrap: nowrap; }
+  flex-wrap: nowrap; gap: 0.5rem; }
+/* the words and the question: the room they take is the figure's */
+[data-testid="stMainBlockContainer"] [data-testid="stAlert"] > div { padding: 0.5rem 1rem; }
+[data-testid="stMainBlockContainer"] [class*="st-key-ask_"] { padding: 0.5rem 1rem; }
+/* a class's question: its row on top, under it the answer and the tally side by side, the
+   tally's count and its Answers in one row (stacked, they took the figure's room) */
+.%ASKED% { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: 0.25rem 1rem;
+  align-items: center; }
+.%ASKED% > :first-child { grid-column: 1 / -1; }
+.%ASKED% > :last-child > [data-testid="stVerticalBlock"] { flex-direction: row; gap: 0.75rem;
+  align-items: center; flex-wrap: nowrap; }
+.%ASKED% > :last-child > [data-testid="stVerticalBlock"] > * { flex: 0 0 auto; width: auto; }
+.%ASKED% > :last-child [data-testid="stPopover"] button p { white-space: nowrap; }
 [data-testid="stMainBlockContainer"] h1 { display: none; }  /* the header names the stage */
 [data-testid="stLayoutWrapper"]:has(> .st-key-%FIG%) { flex: 1 1 0 !important;
   min-height: 9rem; }
-.st-key-%FIG% { height: 100% !important; container-type: size; overflow: hidden;
-  flex-wrap: nowrap; }
-.st-key-%FIG% [data-testid="stImage"] img { max-height: calc(100cqh - 2.6rem);
-  width: auto !important; max-width: 100%; }
-.st-key-%FIG% [data-testid="stHorizontalBlock"] { height: 100%; }
-.st-key-%FIG% [data-testid="stElementContainer"], .st-key-%FIG% [data-testid="stLayoutWrapper"],
-.st-key-%FIG% [data-testid="stFullScreenFrame"], .st-key-%FIG% [data-testid="stColumn"],
+.st-key-%FIG% { height: 100% !important; overflow: hidden; flex-wrap: nowrap; gap: 0.5rem; }
+/* in the figure's box, what holds a chart or a picture (a row of columns, a column's element)
+   shares the height the rest leaves; the rest (a title, an equation, a control) keeps its own
+   height, never squeezed under a chart */
+.st-key-%FIG% > *, .st-key-%FIG% [data-testid="stVerticalBlock"] > * { flex: 0 0 auto; }
+.st-key-%FIG% > :is(%GROW%),
+.st-key-%FIG% [data-testid="stVerticalBlock"] > :is(%GROW%) { flex: 1 1 0 !important;
+  min-height: 0; }
 .st-key-%FIG% [data-testid="stHorizontalBlock"],
-.st-key-%FIG% [data-testid="stVerticalBlock"] { min-height: 0; }
-.st-key-%FIG% [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] { height: 100%; }
-.st-key-%FIG% [data-testid="stColumn"] > [data-testid="stVerticalBlock"] { height: 100%; }
+.st-key-%FIG% [data-testid="stHorizontalBlock"] > [data-testid="stColumn"],
+.st-key-%FIG% [data-testid="stColumn"] > [data-testid="stVerticalBlock"] { height: 100%;
+  min-height: 0; flex-wrap: nowrap; }
+.st-key-%FIG% :is(%GROW%) :is([data-testid="stFullScreenFrame"],
+  [data-testid="stFullScreenFrame"] > div, [data-testid="stImage"],
+  [data-testid="stImageContainer"]) { height: 100%; min-height: 0; }
+/* a picture fills its box and is drawn in it whole, at its own shape (object-fit) */
+.st-key-%FIG% [data-testid="stImageContainer"] { display: flex; flex-direction: column; }
+.st-key-%FIG% [data-testid="stElementContainer"]:has([data-testid="stImage"]),
+.st-key-%FIG% :has(> [data-testid="stImage"]), .st-key-%FIG% [data-testid="stImage"],
+.st-key-%FIG% [data-testid="stImageContainer"] {
+  width: 100% !important; max-width: 100% !important; }
+.st-key-%FIG% [data-testid="stImage"] img { flex: 1 1 0; min-height: 0; width: 100% !important;
+  max-width: 100%; object-fit: contain; }
+.st-key-%FIG% [data-testid="stImageCaption"] { flex: 0 0 auto; }
 .st-key-%FIG% [class*="st-key-png_"] { display: none; }  /* downloads: the normal page's */
 .st-key-%FIG% [data-testid="stCaptionContainer"] { margin-bottom: 0; }
 .st-key-%KEYS% { position: absolute; width: 0; height: 0; overflow: hidden; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-%NOTES%), .st-key-%NOTES% { display: none; }
 .st-key-%PREV% button, .st-key-%NEXT% button,
 .st-key-%EXIT% button { white-space: nowrap; min-width: max-content; }
 .st-key-%BAR% { flex-wrap: nowrap; }
@@ -57,121 +92,100 @@ CSS = """<style>
 </style>""".replace("%KEYS%", keys.PRESENTER_KEYS).replace("%PREV%", keys.PRESENTER_PREV).replace(
     "%NEXT%", keys.PRESENTER_NEXT).replace("%EXIT%", keys.PRESENTER_EXIT).replace(
     "%FIG%", deck.FIGURE).replace("%WHERE%", keys.PRESENTER_WHERE).replace(
-    "%BAR%", keys.PRESENTER_BAR)
+    "%BAR%", keys.PRESENTER_BAR).replace("%GROW%", GROW).replace(
+    ".%ASKED%", ASKED).replace(
+    "%NOTES%", keys.PRESENTER_NOTES_BOX)
 
 # The clicker and the slide, in the app's own page (the component's iframe is same-origin). The
 # code runs in the parent's realm (parent.Function), so it outlives the iframe, and is set up once
 # per page (a flag on the document), whatever the reruns do:
-# - → / PageDown press Next, ← / PageUp press Previous, unless typing in a field or a list;
-# - after a click on anything else (a Reveal toggle, Play, a figure, a radio) the focus goes back
-#   to the page, so the clicker's next key moves the deck again;
-# - when the header's step changes, the slide is shown from its top;
-# - the key figure fits its box: its pictures (keeping their shape) and charts shrink until
-#   nothing in the box is cut, and grow back on the next step, when the screen is resized, or
-#   (twice at most per step) when the slide leaves them room they were shrunk out of.
+# - PageDown presses Next and PageUp Previous, whatever has the focus;
+# - → presses Next and ← Previous too, unless the focus is in a field being typed in (a text box,
+#   a number's field) or on a control the keyboard reached (Tab): a slider or a list reached with
+#   Tab keeps its arrows; one changed with the mouse (or a finger) does not keep the focus;
+# - after a pointer's click or drag in the slide (a Reveal toggle, Play, a figure, a radio, a
+#   slider, a choice in a list), the focus goes back to the page, so the clicker's next key moves
+#   the deck: only a list being opened and a field to type in keep it;
+# - when the header's step changes, the slide is shown from its top.
+# The slide's layout itself is CSS (above): nothing here measures or resizes the figure.
 DECK_JS = r"""
 const doc = document;
 if (doc.__vitDeck) return;
 doc.__vitDeck = true;
-const KEEP = '[role="slider"], [role="listbox"], [role="combobox"], [role="dialog"], ' +
-             '[data-baseweb="popover"], [data-baseweb="select"]';
-const typing = (t) => {
+const MOVE = {ArrowRight: "%NEXT%", PageDown: "%NEXT%", ArrowLeft: "%PREV%", PageUp: "%PREV%"};
+const CONTROL = 'input[type="range"], input[type="radio"], [role="slider"], [role="listbox"], ' +
+                '[role="option"], [role="combobox"], [role="radiogroup"], [data-baseweb="select"]';
+const writing = (t) => {  // typing into a field: its arrows move the caret
   if (!t || !t.tagName) return false;
   if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
-  if (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type))
-    return true;
-  return !!(t.closest && t.closest(KEEP));
+  return t.tagName === "INPUT" && t.getAttribute("role") !== "combobox" &&
+         !["checkbox", "radio", "button", "submit", "range"].includes(t.type);
+};
+const LIST = '[data-testid="stSelectbox"], [data-testid="stMultiSelect"], [role="combobox"], ' +
+             '[aria-haspopup="listbox"], [data-baseweb="select"]';
+let tabbed = false;  // the focus was last moved by the keyboard (Tab), not by a pointer
+const release = () => {  // give the focus back to the page (closes an open list)
+  const a = doc.activeElement;
+  if (a && a !== doc.body && !writing(a) && a.closest('[data-testid="stMain"]')) a.blur();
 };
 doc.addEventListener("keydown", (event) => {
+  if (event.key === "Tab") { tabbed = true; return; }
   if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
-  const dir = {ArrowRight: "%NEXT%", PageDown: "%NEXT%",
-               ArrowLeft: "%PREV%", PageUp: "%PREV%"}[event.key];
-  if (!dir || typing(event.target)) return;
+  const dir = MOVE[event.key];
+  if (!dir) return;
+  const t = event.target;
+  if (event.key.startsWith("Arrow") &&
+      (writing(t) || (tabbed && t && t.closest && t.closest(CONTROL)))) return;
   const b = doc.querySelector(".st-key-" + dir + " button");
   if (!b || b.disabled) return;
   event.preventDefault();
+  event.stopPropagation();
+  release();
   b.click();
 }, true);
-doc.addEventListener("click", (event) => {
-  if (typing(event.target)) return;
-  setTimeout(() => { const a = doc.activeElement;
-                     if (a && a !== doc.body && !typing(a)) a.blur(); }, 0);
+doc.addEventListener("pointerdown", () => { tabbed = false; }, true);
+doc.addEventListener("pointerup", (event) => {
+  const t = event.target;
+  if (!t || !t.closest || writing(t)) return;
+  if (t.closest(LIST)) return;  // a list opening: its choice comes next
+  if (t.closest('[role="dialog"], [data-testid="stPopoverBody"]') &&
+      !t.closest('[role="option"]')) return;  // the header's popovers keep their focus
+  setTimeout(release, 0);
 }, true);
-const FITTED = "data-vit-fitted";
-const unfit = () => {
-  for (const e of doc.querySelectorAll("[" + FITTED + "]")) {
-    e.style.maxHeight = ""; e.style.height = ""; e.style.flex = ""; e.removeAttribute(FITTED);
-  }
+// the speaker notes: Notes opens a window of their own (a click: no popup blocker), and every
+// change of the page copies the step's notes (the hidden box) into it
+let notes = null;
+const copyNotes = () => {
+  if (!notes || notes.closed) return;
+  const box = doc.querySelector(".st-key-%NOTES%"), w = doc.querySelector(".st-key-%WHERE%");
+  const html = "<h3>" + (w ? w.innerHTML : "") + "</h3>" + (box ? box.innerHTML : "");
+  if (notes.document.body.innerHTML !== html) notes.document.body.innerHTML = html;
 };
-const bottomOf = (el) => {  // where el's content ends, also what overflows a shrunk child
-  let b = el.getBoundingClientRect().top;
-  for (const c of el.children) {
-    const r = c.getBoundingClientRect();
-    b = Math.max(b, r.bottom, r.height ? r.top + c.scrollHeight : 0);
-  }
-  return b;
-};
-let regrown = 0;  // times this step's figure was given back its room (a bound: no ping-pong)
-const fit = () => {
-  const fig = doc.querySelector(".st-key-%FIG%");
-  if (!fig) return;
-  const limit = fig.getBoundingClientRect().bottom;
-  // shrunk while the slide was still filling in (its words came later), the figure may now
-  // leave room unused: let it take its room again, and fit it once more
-  if (regrown < 2 && fig.querySelector("[" + FITTED + "]") && limit - bottomOf(fig) > 24) {
-    regrown += 1;
-    unfit();
-    requestAnimationFrame(fit);
-    return;
-  }
-  if (bottomOf(fig) - limit <= 1) return;
-  const set = (e, prop, px) => {
-    const want = Math.max(48, Math.floor(px)) + "px";
-    if (e.style[prop] !== want) { e.style[prop] = want; e.setAttribute(FITTED, ""); }
-  };
-  // each picture or chart shrinks by what its own column (or the figure) overflows
-  const over = (e) => {
-    const col = e.closest('[data-testid="stColumn"]');
-    const inner = col && fig.contains(col) ? col.querySelector('[data-testid="stVerticalBlock"]')
-                                           : null;
-    return bottomOf(inner || fig) - limit;
-  };
-  for (const im of fig.querySelectorAll('[data-testid="stImage"] img')) {
-    const o = over(im);
-    if (o > 1) set(im, "maxHeight", im.getBoundingClientRect().height - o - 2);
-  }
-  for (const chart of fig.querySelectorAll('[data-testid="stPlotlyChart"]')) {
-    const holder = chart.closest('[data-testid="stElementContainer"]');
-    const o = holder ? over(holder) : 0;
-    if (o <= 1) continue;
-    holder.style.flex = "0 0 auto";
-    set(holder, "height", holder.getBoundingClientRect().height - o - 2);
-  }
-};
-let where = null, pending = false, later = null;
-const soon = () => {  // fit now, and again once pictures have loaded and plotly has drawn
-  if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; fit(); }); }
-  clearTimeout(later);
-  later = setTimeout(() => { fit(); setTimeout(fit, 700); }, 300);
-};
-doc.addEventListener("load", (e) => { if (e.target && e.target.tagName === "IMG") soon(); }, true);
+doc.addEventListener("click", (event) => {
+  const t = event.target;
+  if (!t || !t.closest || !t.closest(".st-key-%OPEN% button")) return;
+  notes = window.open("", "vit-speaker-notes", "width=640,height=760");
+  if (!notes) return;
+  notes.document.title = "Speaker notes";
+  notes.document.head.innerHTML = "<style>body { font: 20px/1.5 sans-serif; margin: 1.5rem; }" +
+                                  "</style>";
+  copyNotes();
+}, true);
+let where = null;
 new MutationObserver(() => {
+  copyNotes();
   const w = doc.querySelector(".st-key-%WHERE%");
   const now = w ? w.textContent : null;
   if (now !== null && now !== where) {
     where = now;
-    regrown = 0;
-    unfit();
     const main = doc.querySelector('[data-testid="stMain"]');
     if (main) main.scrollTop = 0;
     window.scrollTo(0, 0);
   }
-  soon();
-}).observe(doc.body, {childList: true, subtree: true, characterData: true, attributes: true,
-                      attributeFilter: ["src", "style"]});
-window.addEventListener("resize", () => { unfit(); requestAnimationFrame(fit); });
+}).observe(doc.body, {childList: true, subtree: true, characterData: true});
 """.replace("%NEXT%", keys.PRESENTER_NEXT).replace("%PREV%", keys.PRESENTER_PREV).replace(
-    "%WHERE%", keys.PRESENTER_WHERE).replace("%FIG%", deck.FIGURE)
+    "%WHERE%", keys.PRESENTER_WHERE).replace("%NOTES%", keys.PRESENTER_NOTES_BOX).replace(
+    "%OPEN%", keys.PRESENTER_NOTES_OPEN)
 KEYS_JS = ("<script>new window.parent.Function(" + json.dumps(DECK_JS) + ")();</script>")
 
 
@@ -200,26 +214,30 @@ def header(routes: dict, slug: str):
     bar.button("Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
                icon=":material/arrow_back:",
                on_click=steps.move, args=(slugs, slug, config, -1),
-               help="Previous step (← or PageUp)")
+               help="Previous step (← or PageUp; a slider or a list reached with Tab keeps "
+                    "← and →)")
     bar.button("Next", key=keys.PRESENTER_NEXT, type="primary", icon=":material/arrow_forward:",
                disabled=i == len(slugs) - 1 and k == len(titles) - 1,
                on_click=steps.move, args=(slugs, slug, config, +1),
-               help="Next step, then the next stage (→ or PageDown)")
+               help="Next step, then the next stage (→ or PageDown; a slider or a list "
+                    "reached with Tab keeps ← and →, PageDown still moves on)")
     n = len(tour) - 1  # the overview comes before stage 1
     name = stage.title.split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
     where = f"Stage {t}/{n}" if t else "Overview"
     with bar.container(key=keys.PRESENTER_WHERE, width="content"):
         st.markdown(f"**{where} · step {k + 1}/{len(titles)}** · {name}: *{titles[k]}*")
-    notes = bar.popover("Notes", icon=":material/speaker_notes:",
-                        help="The story of this stage and the longer explanation of this step, "
-                             "for the teacher: they stay off the slide.")
+    bar.button("Notes", key=keys.PRESENTER_NOTES_OPEN, icon=":material/speaker_notes:",
+               help="The speaker notes (the story of this stage, the longer explanation of this "
+                    "step) in a window of their own, off the slide: put it on your own screen; "
+                    "it follows the deck.")
     bar.button("Exit", key=keys.PRESENTER_EXIT, on_click=leave, icon=":material/close:",
                help="Back to the normal view with the sidebar (model, image, sharing).")
     popover = bar.popover("Model and image", icon=":material/tune:",
                           help="The model, the image and the mask: the sidebar's choices, here "
                                "while the sidebar is hidden.")
     teacher.header(bar, slug, config)
-    st.session_state[keys.PRESENTER_NOTES] = notes  # deck.run writes this step's notes into it
+    # deck.run writes this step's notes into this hidden box; DECK_JS copies it to the notes' window
+    st.session_state[keys.PRESENTER_NOTES] = st.container(key=keys.PRESENTER_NOTES_BOX)
     return popover
 
 

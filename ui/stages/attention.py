@@ -71,7 +71,8 @@ def _scores_figure(x: Ctx, _) -> None:
     st.latex(rf"A = \mathrm{{softmax}}\!\left(\frac{{QK^\top}}{{\sqrt{{{dk}}}}} + M\right)\in"
              rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in"
              rf"\mathbb{{R}}^{{{S}\times{dk}}}")
-    view = st.radio("Show", VIEWS, index=len(VIEWS) - 1, horizontal=True, key=keys.ATTN_VIEW)
+    view = st.radio("Show", VIEWS, index=len(VIEWS) - 1, horizontal=True, key=keys.ATTN_VIEW,
+                    label_visibility="collapsed" if x.presenting else "visible")  # room: matrix
     scores = x.tr[f"blocks.{x.layer}.attn.scores"][x.head]
     if view.startswith("raw"):
         z, title, scale = scores * dk**0.5, "raw scores q·k", "RdBu_r"

@@ -58,14 +58,24 @@ class Ctx:
 def view() -> Ctx:
     v = deck.load(text_free_note=True)
     ss = st.session_state
-    if keys.QUERY_IS_CLS in ss:  # kept on the steps that do not draw the toggle
-        ss[keys.QUERY_IS_CLS] = ss[keys.QUERY_IS_CLS]
+    for key in (keys.QUERY_IS_CLS, keys.KEY_PATCH):  # kept on the steps that do not draw it
+        if key in ss:
+            ss[key] = ss[key]
     x = Ctx(v, figures.token_labels(v.c), False, 0)
     if v.presenting:  # a row of its own, above the slide's controls: the figure keeps its height
-        _choices(x, key_patch=True, here=True)
+        _choices(x, key_patch=_step_compares_keys(v.c), here=True)
     use_cls = bool(v.c.class_token and ss.get(keys.QUERY_IS_CLS, False))
     key_patch = min(max(int(ss.get(keys.KEY_PATCH, 0)), 0), v.c.num_patches - 1)
     return Ctx(v, x.labels, use_cls, key_patch, x.drawn)
+
+
+def _step_compares_keys(c) -> bool:
+    """Does the step presenter mode shows use the key patch (LayerNorm's does not: without the
+    number box its row is the toggle's height, which the slide's figure gets)?"""
+    from .. import steps
+
+    shown = STAGE.steps_for(c)
+    return shown[steps.index_in(STAGE.slug, len(shown))].key != "layernorm"
 
 
 def _choices(x: Ctx, key_patch: bool, here: bool = False) -> None:

@@ -365,9 +365,9 @@ def _hide_figure(x: Ctx, f: Numbers | None) -> None:
     if _no_mae(x, first=True) or f is None:
         st.latex(r"N_\mathrm{vis} = \lfloor N\,(1-r)\rfloor,\qquad " + LOSS_TEX)
         return
-    st.radio("Which patches are hidden", list(MODES), format_func=MODES.get, key=keys.MAE_MODE,
-             horizontal=True)
-    left, right = st.columns(2)
+    mode, left, right = st.columns([2, 3, 2], vertical_alignment="center")  # one row: room
+    mode.radio("Which patches are hidden", list(MODES), format_func=MODES.get,
+               key=keys.MAE_MODE)
     if x.mode == "random":
         with left:
             st.select_slider("Share of patches hidden (the mask ratio r)", RATIO_CHOICES,

@@ -111,18 +111,24 @@ def _tokens_figure(x: Ctx, _) -> None:
     c = x.c
     g, N, D, pre = c.grid, c.num_patches, c.embed_dim, c.num_prefix_tokens
     K = rf"K_\mathrm{{seg}}={c.seg_classes}" if c.seg_classes else "K"
-    picture, formula = st.columns([3, 2], vertical_alignment="center")
-    with picture:  # the picture beside the formula: on a slide it takes the figure's height
+    shapes = [rf"Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in \mathbb{{R}}^{{{N}\times{D}}}",
+              rf"\mathbb{{R}}^{{{g}\times{g}\times{D}}}",
+              rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times {K}}}"]
+    if x.presenting:  # a slide: the formula on one line above, the picture the whole width
+        picture = formula = st.container()
+        with formula:
+            st.latex(r"\;\to\;".join(shapes))
+    else:  # the page: the formula beside the picture, from top to bottom
+        picture, formula = st.columns([3, 2], vertical_alignment="center")
+        with formula:
+            st.latex(r"\begin{gathered}" + r"\\ \downarrow\\ ".join(shapes) +
+                     r"\end{gathered}")
+    with picture:
         rgb = state.patch_pca(x.inp, x.name, session.chosen_mask())
         show.image(figures.tile([x.prep.crop, figures.array_image(rgb.transpose(2, 0, 1),
                                                                  c.img_size)], cols=2, cell=240),
                    "left: the image; right: each patch's final vector as a colour: its first "
                    "three principal components as red, green and blue", "patch-token-pca")
-    with formula:
-        st.latex(rf"\begin{{gathered}}Z_\mathrm{{patches}} = Z_L[{pre}{{:}}{pre + N}] \in "
-                 rf"\mathbb{{R}}^{{{N}\times{D}}}\\ \downarrow\\ \mathbb{{R}}^{{{g}\times{g}"
-                 rf"\times{D}}}\\ \downarrow\\ \mathbb{{R}}^{{{c.img_size}\times{c.img_size}"
-                 rf"\times {K}}}\end{{gathered}}")
 
 
 def _tokens_words(x: Ctx, share: torch.Tensor) -> str:

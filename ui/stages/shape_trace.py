@@ -77,6 +77,11 @@ class Rows:
     end: int  # the first row after the block (final LN)
 
     @property
+    def in_block(self) -> tuple[bool, ...]:
+        """Per row: a step of every block (counted over the layers), not once per pass."""
+        return tuple(self.first <= k < self.end for k in range(len(self.rows)))
+
+    @property
     def around(self) -> list[dict]:
         return self.rows[:self.first] + self.rows[self.end:]
 
@@ -233,8 +238,7 @@ def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[s
 
 def _costliest_question(x: Ctx, f: Rows) -> Question:
     c = x.c
-    macs = [(r["step"], r["macs"], f.first <= k < f.end)  # in every block?
-            for k, r in enumerate(f.rows)]
+    macs = [(r["step"], r["macs"], block) for r, block in zip(f.rows, f.in_block, strict=True)]
     total = sum(m for _, m, _ in macs)
     most = max(m for _, m, _ in macs)
     tops = [(step, block) for step, m, block in macs if m == most]  # a tie names them all
@@ -409,6 +413,7 @@ STAGE = deck.Stage(
              notes=_block_notes, reads=("caption_pass",)),
         Step("costs", "What each step costs, next to ViT-B/16", _cost_figure, facts=_rows,
              words=_cost_words, notes=_cost_notes, question=_costliest_question,
+             asks=("in_block", "rows"),
              reads=("caption_pass",)),
         Step("totals", "The whole pass, next to ViT-B/16", _totals_figure, facts=_totals_facts,
              words=_totals_words, reads=("caption_pass",)),

@@ -28,6 +28,8 @@ from ui.replies import judge
 from ui.routes import STAGES
 from vit_core.trace import Trace
 
+pytestmark = pytest.mark.slow  # builds every stage for three models (~30 s of CPU)
+
 FAMILIES = ("shapes-classifier", "shapes-captioner-causal", "vit-ti16")
 PATCH = 5  # the selected patch
 COMPUTES = ("prepare", "trace", "logits", "scores", "experiment", "experiment_caption",

@@ -103,7 +103,7 @@ def test_the_clicker_moves_on_after_reveal_play_and_a_click_on_the_figure(browse
     page.goto(f"{server}/?page=attention&presenter=1&step=3")
     at(page, f"Stage 4/{LAST} · step 3/6")
     page.get_by_text("Reveal").first.click()  # the question's answer shows
-    page.get_by_text("In block 5").first.wait_for(timeout=30_000)
+    page.get_by_text("the top of the maps' shared scale").first.wait_for(timeout=30_000)
     wait_idle(page)
     page.keyboard.press("ArrowRight")
     at(page, f"Stage 4/{LAST} · step 4/6")

@@ -106,6 +106,8 @@ def build(name: str, mp: pytest.MonkeyPatch) -> list[Built]:
         mp.setattr(Trace, fn, _noting(getattr(Trace, fn), f"trace.{fn}", computing))
     for fn in COMPUTES:
         mp.setattr(state, fn, _noting(getattr(state, fn), f"state.{fn}", computing))
+    for fn in ("parameters", "named_parameters"):  # counting a model's weights
+        mp.setattr(torch.nn.Module, fn, _noting(getattr(torch.nn.Module, fn), fn, computing))
     charts, scales = [], []
     real_chart, real_scale = deck.chart, figures.with_scale
     mp.setattr(deck, "chart", lambda fig, key, **kw: (charts.append(fig),

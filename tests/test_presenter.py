@@ -136,28 +136,6 @@ def test_the_patch_size_answer_is_computed_for_this_model(model):
     assert {"shapes-classifier": "15.5×", "vit-ti16": "15.9×"}[model] in text
 
 
-def pct(x: float) -> str:
-    return f"{x:.1%}" if x < 0.1 else f"{x:.0%}"
-
-
-@pytest.mark.parametrize("model", ["shapes-classifier", f"{HUB}/tiny-org/deit-distilled"])
-def test_where_cls_looks_is_read_from_the_trace(model):
-    answers, at = reveal("attention", model)
-    net, tr = trace_of(at, model)
-    c = net.config
-    last = tr[f"blocks.{c.depth - 1}.attn.pattern"].double()  # [H, S, S]
-    row = last[:, 0].mean(0)  # CLS is token 0
-    j = int(row.argmax())
-    name = list(c.prefix_names)[j] if j < c.num_prefix_tokens else (
-        f"patch {j - c.num_prefix_tokens} ({(j - c.num_prefix_tokens) // c.grid},"
-        f"{(j - c.num_prefix_tokens) % c.grid})")
-    assert f"CLS puts {pct(float(row[j]))} on {name}" in answers[0]
-    favourites = [int(r.argmax()) for r in last[:, 0]]
-    assert all(f"head {h} → " in answers[1] for h in range(c.num_heads))
-    agree = max(favourites.count(f) for f in favourites)
-    assert (f"All {c.num_heads} agree" in answers[1]) == (agree == c.num_heads)
-
-
 @pytest.mark.parametrize("model", ["shapes-classifier", "vit-ti16"])
 def test_the_share_of_hidden_units_on_is_read_from_the_trace(model):
     answers, at = reveal("mlp", model, {"layer": "1", "patch": "3"})

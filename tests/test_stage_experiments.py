@@ -73,9 +73,11 @@ def questions(at) -> list[str]:
             if m.value.startswith("**Ask the class:**")]
 
 
-def revealed(model: str, mask: str | None = None):
-    """The page with every answer revealed: (questions, answers, the app)."""
-    at = open_app("experiments", model, mask)
+def revealed(model: str, mask: str | None = None, kind: str | None = None, **chosen):
+    """The page with every answer revealed, the change `kind` chosen (default: the first):
+    (questions, answers, the app)."""
+    at = open_app("experiments", model, mask, state={**({keys.EXP_KIND: kind} if kind else {}),
+                                                     **chosen})
     before = {i.value for i in at.info}
     toggles = [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]
     for t in toggles:
@@ -100,7 +102,7 @@ def test_the_steps_for_each_family(name, keys_):
     assert [s.key for s in steps] == keys_
     assert [s.title_for(c) for s in steps][:2] == ["Choose a change", "Before and after"]
     asked = [s.key for s in steps if s.question is not stage.deck._none]
-    assert asked == ["change", "compare", "unordered"]  # one question per step, three in all
+    assert asked == ["compare", "unordered"]  # a question where a chart shows the result
 
 
 def test_each_presenter_step_draws_one_key_figure():
@@ -115,85 +117,89 @@ def test_each_presenter_step_draws_one_key_figure():
         assert not at.exception, [e.value for e in at.exception]
         drawn = {el.proto.id.split("-", 2)[-1] for el in at.get("plotly_chart")}
         assert drawn == charts, (step, drawn)
-        assert len(questions(at)) == (0 if step == 3 else 1)
+        assert len(questions(at)) == (0 if step in (1, 3) else 1)
 
 
-# ---------------------------------------------------------------- the three questions
-def test_the_three_questions_and_their_answers_on_the_classifier():
+# ---------------------------------------------------------------- the questions
+GREY, SHUFFLE = "Grey out patches", "Shuffle the patches"
+GREYED = "the middle of the picture (the 9 patches around patch 24) greyed out"
+
+
+def test_the_questions_and_their_answers_on_the_classifier():
+    """The question asks about the change the chart shows (issue 39: it asked about greying
+    while the chart showed switched-off heads)."""
     name = "shapes-classifier"
-    asked, answers, at = revealed(name)
     model = load_model(name)
+    asked, answers, at = revealed(name)  # the first change: heads switched off
+    L = (model.config.depth - 1) // 2
+    assert asked[0] == (f"With head 0 of block {at.session_state[keys.LAYER]} switched off: "
+                        "what does the classifier answer now?"), (asked, L)
+    asked, answers, at = revealed(name, kind=GREY)
     x = pixels_of(at, model)
     assert asked == [
-        "Grey out the middle of the picture (the 9 patches around patch 24): what does the "
-        "classifier answer now?",
-        "Shuffle the patches: does it still say ball, and what does that tell you about what "
-        "it uses?",
+        f"With {GREYED}: what does the classifier answer now?",
         "Why do 'Shuffle the patches and remove positions' and 'Remove position embeddings' "
         "give the same logits?"]
     p0 = probs(run_trace(model, x).logits)
     p1 = probs(run_trace(model, grey(x, CENTRE)).logits)
     top1 = max(p1, key=p1.get)
     assert top1 != "ball"  # greying the middle of the ball changes the answer
-    assert answers[0] == (f"{top1} ({shown(p1[top1])}) with the middle of the picture (the 9 "
-                          f"patches around patch 24) greyed out, where it answered ball "
+    assert answers[0] == (f"{top1} ({shown(p1[top1])}) with {GREYED}, where it answered ball "
                           f"({shown(p0['ball'])}); P(ball) is now {shown(p1['ball'])}.")
+    asked, answers, at = revealed(name, kind=SHUFFLE)
     p2 = probs(run_trace(model, shuffled(x, 0)).logits)
     assert max(p2, key=p2.get) == "ball"
     a, b = shown(p0["ball"]), shown(p2["ball"])
     points = round(float(b[:-1]) - float(a[:-1]), 1) + 0.0
     sign = "+" if points > 0 else "−" if points < 0 else ""
-    assert answers[1].startswith(f"Yes. Still ball: {a} before and {b} with the patches shuffled "
+    assert answers[0].startswith(f"Still ball: {a} before and {b} with the patches shuffled "
                                  f"(seed 0), a change of {sign}{abs(points):.1f} points.")
     plain = run_trace(model, x, positions=False).logits.double()
     mixed = run_trace(model, shuffled(x, 0), positions=False).logits.double()
     assert float((plain - mixed).abs().max()) < 1e-4
-    assert "every image token sees every other" in answers[2]
+    assert "every image token sees every other" in answers[1]
 
 
 def test_the_questions_follow_the_seed_and_the_grey_set():
-    at = open_app("experiments", "shapes-classifier",
-                  state={keys.EXP_OCCLUDED: [0, 1], keys.EXP_SEED: 1})
-    assert questions(at)[0].startswith("Grey out patches 0 and 1: ")
-    for t in [t for t in at.toggle if str(t.key).startswith(keys.REVEAL_PREFIX)]:
-        t.set_value(True)
-    at.run()
-    text = said(at)
     model = load_model("shapes-classifier")
+    asked, answers, at = revealed("shapes-classifier", kind=GREY, **{keys.EXP_OCCLUDED: [0, 1]})
+    assert asked[0].startswith("With patches 0 and 1 greyed out: ")
     x = pixels_of(at, model)
-    p2 = probs(run_trace(model, shuffled(x, 1)).logits)
-    assert f"{shown(p2['ball'])} with the patches shuffled (seed 1)" in text
     p1 = probs(run_trace(model, grey(x, (0, 1))).logits)
-    assert f"{shown(p1['ball'])} with patches 0 and 1 greyed out" in text
+    assert f"{shown(p1['ball'])} with patches 0 and 1 greyed out" in answers[0]
+    asked, answers, at = revealed("shapes-classifier", kind=SHUFFLE, **{keys.EXP_SEED: 1})
+    p2 = probs(run_trace(model, shuffled(x, 1)).logits)
+    assert f"{shown(p2['ball'])} with the patches shuffled (seed 1)" in answers[0]
 
 
 def test_under_a_causal_mask_the_answers_say_the_classifier_cannot_see_the_image():
-    asked, answers, at = revealed("shapes-classifier", "causal")
     model = load_model("shapes-classifier")
-    x = pixels_of(at, model)
-    base = run_trace(model, x, mask="causal").logits
-    for changed in (grey(x, CENTRE), shuffled(x, 0)):  # exactly the same logits
-        assert torch.equal(run_trace(model, changed, mask="causal").logits, base)
-    assert answers[0].startswith("Exactly what it answered before: under the causal mask CLS "
-                                 "sees only itself")
-    assert answers[1].startswith("Yes, exactly: under the causal mask CLS sees only itself")
-    assert "(the largest change of any logit is 0)" in answers[1]
+    for kind, change in ((GREY, lambda x: grey(x, CENTRE)), (SHUFFLE, lambda x: shuffled(x, 0))):
+        asked, answers, at = revealed("shapes-classifier", "causal", kind)
+        x = pixels_of(at, model)
+        base = run_trace(model, x, mask="causal").logits
+        assert torch.equal(run_trace(model, change(x), mask="causal").logits, base)
+        assert answers[0].startswith("Exactly what it answered before: under the causal mask "
+                                     "CLS sees only itself"), answers[0]
 
 
 def test_a_captioner_answer_is_the_greedy_caption_written_with_the_change():
     name = "shapes-captioner-causal"
-    _, answers, at = revealed(name)
+    _, answers, at = revealed(name, kind=GREY)
     model = load_model(name)
     vocab = model.config.vocab
     x = pixels_of(at, model)
     before, after = greedy(model, x), greedy(model, grey(x, CENTRE))
-    t = next(i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b)
-    text = " ".join(vocab[i] for i in before if i != EOS)
-    assert answers[0] == (f"With the middle of the picture (the 9 patches around patch 24) "
-                          f"greyed out it parts from “{text}” at word {t + 1}: it writes "
-                          f"“{vocab[after[t]]}” where it wrote “{vocab[before[t]]}”.")
+    assert before != after
+
+    def text(ids):
+        return " ".join(vocab[i] for i in ids if i != EOS)
+
+    assert answers[0] == f"With {GREYED} it writes “{text(after)}” instead of “{text(before)}”."
+    _, answers, at = revealed(name, kind=SHUFFLE)
     moved = greedy(model, shuffled(x, 0))
-    assert answers[1].startswith("No." if moved != before else "Yes.")
+    assert answers[0].startswith(f"With the patches shuffled (seed 0) it writes “{text(moved)}”"
+                                 if moved != before else "The same caption")
 
 
 def test_the_order_question_asks_whether_when_the_runs_differ():
@@ -206,8 +212,8 @@ def test_the_order_question_asks_whether_when_the_runs_differ():
     plain = run_trace(model, x, mask="causal", positions=False).logits.double()
     mixed = run_trace(model, shuffled(x, 0, P, g), mask="causal", positions=False).logits
     assert float((plain - mixed.double()).abs().max()) > 1e-3
-    assert asked[2].startswith("Do 'Shuffle the patches and remove positions'")
-    assert "they need not" in answers[2]
+    assert asked[1].startswith("Do 'Shuffle the patches and remove positions'")
+    assert "they need not" in answers[1]
 
 
 # ---------------------------------------------------------------- facts from the mask tensor

@@ -78,10 +78,9 @@ def test_the_cls_query_reaches_every_step_and_both_answers():
     y = tr["blocks.2.ln1"][0].double().numpy()
     assert f"For CLS (token 0) at block 2 the result has mean {y.mean():.3f} and std " \
            f"{y.std():.3f}" in answers[0]
-    best = int(np.argmax(scores))
-    label = "CLS" if best == 0 else f"patch {best - 1} ({(best - 1) // 7},{(best - 1) % 7})"
-    assert f"For CLS in block 2, head 1, the highest score is with {label} " \
-           f"({scores[best]:.2f};" in answers[1]
+    dot = float(q[0] @ k[6])  # the pair the step's equation works out
+    assert (f"q_0·k_6 = {dot:.2f}, so the score is {dot:.2f}/√{model.config.head_dim} = "
+            f"{scores[6]:.2f}.") in answers[1]
 
 
 def test_the_patch_query_answers_are_read_from_the_trace():
@@ -94,10 +93,9 @@ def test_the_patch_query_answers_are_read_from_the_trace():
     head = at.session_state[keys.HEAD]
     q, k = tr["blocks.1.attn.q"][head].double(), tr["blocks.1.attn.k"][head].double()
     scores = (q[i] @ k.T).numpy() / math.sqrt(model.config.head_dim)
-    worst = int(np.argmin(scores))
-    name = (["CLS", "DIST"][worst] if worst < 2 else
-            f"patch {worst - 2} ({(worst - 2) // g},{(worst - 2) % g})")
-    assert f"the lowest with {name} ({scores[worst]:.2f})" in answers[1]
+    j = at.session_state[keys.KEY_PATCH] + 2  # the key the step's equation works out
+    assert f"q_{i}·k_{j} = {float(q[i] @ k[j]):.2f}, so the score is" in answers[1]
+    assert answers[1].endswith(f" = {scores[j]:.2f}.")
 
 
 def test_a_photo_on_the_qkv_stage():

@@ -177,4 +177,4 @@ def test_the_parameter_question_sits_under_the_parameter_table():
     model = load_model("shapes-classifier")
     mlp = sum(p.numel() for n, p in model.named_parameters() if ".mlp." in n)
     n = sum(p.numel() for p in model.parameters())
-    assert f"In the MLPs: {mlp:,} of {n:,} parameters ({mlp / n:.0%})" in words(at)
+    assert f"In “blocks: mlp”, {mlp:,} of {n:,} parameters ({mlp / n:.0%})" in words(at)

@@ -9,7 +9,11 @@ first step, how to load what it shows (`view`), and its steps in order. A `Step`
 - `words(view, facts)`: the sentence(s) said with the figure, worded from those facts;
 - `notes(view, facts)`: the longer explanation (under the figure on the page; in presenter mode
   the speaker notes, so it never pushes the figure off the slide);
-- `question(view, facts)`: the question to ask, with its answer computed for this model and image;
+- `question(view, facts)`: the question to ask, with its answer worded from `facts` alone (it
+  computes no number of its own);
+- `asks`: the facts its question reads, by name (fields of what `facts` returns); each one that
+  is a number is one its figure draws, so the answer is what the figure shows
+  (tests/test_question_facts.py reads both);
 - `controls`: the shared controls it is changed with ("layer", "head", "patch", "play");
 - `reads`: what it asks ui/state for beyond the trace (ui/tour.py's read-ahead reads these);
 - `applies(config)`: False for the model families it does not apply to.
@@ -62,6 +66,7 @@ class Step:
     controls: tuple[str, ...] = ()  # names in CONTROLS, drawn above the figure
     reads: tuple[str, ...] = ()  # names in ui/tour.READS
     applies: Callable[[Any], bool] = _always
+    asks: tuple[str, ...] = ()  # the facts `question` reads; `figure` draws each number of them
 
     def title_for(self, config) -> str:
         return self.title(config) if callable(self.title) else self.title

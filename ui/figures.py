@@ -356,7 +356,8 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
                    highlight_row: int | None = None, highlight_col: int | None = None,
                    colorscale: str = "RdBu_r", zmid: float | None = 0.0, height: int = 420,
                    square: bool = True, boundaries: tuple[int, ...] = (),
-                   tick_text: dict[str, str] | None = None) -> go.Figure:
+                   tick_text: dict[str, str] | None = None,
+                   zrange: tuple[float, float] | None = None) -> go.Figure:
     """A matrix as a heatmap that reads without hovering.
 
     Args:
@@ -367,13 +368,17 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
         boundaries: token indices where a new block starts (after CLS/DIST, before text):
             drawn as thin lines on both axes of a token x token matrix.
         tick_text: what to print for some ticks instead of their short label (prefix_ticks).
+        zrange: the colour scale's ends (e.g. 0 to a maximum, so that cells judged by eye
+            differ only as much as their values do); default: the values' own range.
     """
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
     hover = f"%{{y}} → %{{x}}<br>{value_name} %{{z:.4g}}<extra></extra>"
     trace = go.Heatmap(
         z=np.where(np.isfinite(z), z, np.nan), colorscale=colorscale, zmid=zmid,
-        zmin=None if zmid is not None or not finite.size else float(finite.min()),
+        zmin=zrange[0] if zrange else
+        None if zmid is not None or not finite.size else float(finite.min()),
+        zmax=zrange[1] if zrange else None,
         x=col_labels, y=row_labels, hovertemplate=hover if row_labels else None,
         hoverongaps=False, colorbar=_colorbar(value_name))
     lines, line = [], dict(color="white", width=1)

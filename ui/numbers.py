@@ -23,6 +23,17 @@ def pct(x: float, decimals: int | None = None) -> str:
     return percent(x, d)
 
 
+def pct_at_least(x: float, figures: int = 2) -> str:
+    """A small share with `figures` significant digits (0.24 %, not 0.2 %), so that a bound
+    printed from it ("no class gets more than ...") is not smaller than what a chart shows."""
+    import math
+
+    if x <= 0:
+        return "0%"
+    digits = max(0, figures - 1 - math.floor(math.log10(x * 100)))
+    return percent(x, digits)
+
+
 def span(lo: str, hi: str) -> str:
     """'9–12', or '9' when both ends print the same."""
     return lo if lo == hi else f"{lo}–{hi}"

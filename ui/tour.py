@@ -117,15 +117,6 @@ def _image_only(a: Ask, kind: str, arg: tuple = ()) -> list[Callable]:
     return [lambda: state.experiment(a.inp, a.name, kind, arg, None, a.mask)]
 
 
-def _grey_run(a: Ask) -> list[Callable]:
-    """The Experiments stage's first grey set: the 3 x 3 patches around the session's patch."""
-    from .stages.experiments import around
-
-    g = state.get_model(a.name).config.grid
-    p = a.patch if a.patch is not None else g // 2 * g + g // 2
-    return _image_only(a, "occlude", tuple(around(p, g)))
-
-
 # A step's `reads` (ui/deck.Step) -> the calls into ui/state's caches that compute it.
 READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "weight_views": lambda a: [lambda: state.weight_views(a.name)],
@@ -142,8 +133,6 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "generation": lambda a: ([lambda: state.generation(a.inp, a.name, mask=a.mask)]
                              if state.get_model(a.name).config.has_text else []),
     "patch_pca": lambda a: [lambda: state.patch_pca(a.inp, a.name, a.mask)],
-    "grey_run": _grey_run,
-    "shuffle_run": lambda a: _image_only(a, "shuffle", (0,)),  # the stage's first seed: 0
     "unordered_runs": lambda a: (_image_only(a, "positions")
                                  + _image_only(a, "shuffle_no_positions", (0,))),
     "scores": lambda a: [],  # the Logits stage scores the caption a student types: not known yet

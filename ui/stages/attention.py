@@ -25,11 +25,6 @@ NEAR_EVEN = 0.75  # ... and "looks everywhere" when even its nearest is at least
 EVEN_ENTROPY = 0.9  # "almost evenly": the lowest entropy is at least this share of the maximum
 STRONGEST = 5  # the rollout sentence sums the strongest patches, this many
 VIEWS = ("raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A")  # what the matrix shows
-NAMED = 3  # the last layer's answer names the keys weighed most, this many; the patches among
-#            them are the right clicks on the grid
-AGREE = ("Yes: every head has the same favourite key",  # the agreement question's options
-         "Partly: some heads share a favourite, not all",
-         "No: no two heads share a favourite")
 
 
 @dataclass(frozen=True)
@@ -139,7 +134,7 @@ def _where_figure(x: Ctx, f: Where) -> None:
     left, right = st.columns(2)
     on_prefix = ", ".join(f"{pct(s)} on {n}" for s, n in zip(f.on_prefix, x.c.prefix_names,
                                                                   strict=True))
-    lo = float(min(f.row.min(), f.col.min()))  # one scale: the two maps are compared
+    lo = 0.0  # one scale from 0: the two maps are compared, and no weight looks larger than it is
     hi = float(max(f.row.max(), f.col.max()))
     for where, m, title, what in (
             (left, f.row, f"Where patch {p} looks",
@@ -150,7 +145,7 @@ def _where_figure(x: Ctx, f: Where) -> None:
             st.markdown(f"**{title}** · layer {x.layer}, head {x.head}")
             norm = ((m - lo) / max(hi - lo, 1e-12)).numpy()
             show.image(figures.with_scale(figures.overlay(x.prep.crop, norm, normalise=False),
-                                          lo, hi, "attention weight (both maps)"),
+                                          lo, hi, "attention weight from 0, both maps"),
                        what, "attention-" + title.split()[0].lower())
 
 
@@ -263,9 +258,10 @@ def _rollout_facts(x: Ctx) -> dict:
 
 
 def _rollout_figure(x: Ctx, f: dict) -> None:
-    m = f["map"]
-    show.image(figures.with_scale(figures.overlay(x.prep.crop, m.numpy()), float(m.min()),
-                                  float(m.max()), "rollout share"),
+    m = f["map"]  # coloured from 0, so that an even map does not look like a sharp one
+    top = max(float(m.max()), 1e-12)
+    show.image(figures.with_scale(figures.overlay(x.prep.crop, m.numpy() / top, normalise=False),
+                                  0.0, top, "rollout share, from 0"),
                "Rollout: " + ("the CLS row, over the patches" if x.c.num_prefix_tokens else
                               "the mean of the patch rows"), "rollout", width=360)
 
@@ -358,7 +354,8 @@ def head_name(k: int, H: int) -> str:
     return f"layer {k // H}, head {k % H}"
 
 
-def head_choice(values, H: int, right: int | None) -> Choice:
+def head_choice(values, H: int, right: int | None,
+                prompt: str = "Which of these heads looks farthest?") -> Choice:
     """Choose one head: `right` (a flat head index; None: nobody is marked, and the top head is
     offered), the bottom head of `values` ([L * H], flattened) and the two a third and two thirds
     down its ranking: at most 4, in layer and head order, so that where the right one stands
@@ -368,8 +365,7 @@ def head_choice(values, H: int, right: int | None) -> Choice:
     top = order[0] if right is None else right
     picks = sorted({top, order[-1], order[n // 3], order[2 * n // 3]})
     return Choice(tuple(head_name(k, H) for k in picks),
-                  None if right is None else picks.index(right),
-                  "Which of these heads looks farthest?")
+                  None if right is None else picks.index(right), prompt)
 
 
 def _distance_question(x: Ctx, f: dict) -> Question:
@@ -404,7 +400,8 @@ def _entropy_figure(x: Ctx, f: dict) -> None:
         f["ent"], f"Attention entropy (nats; max for the {x.tr.mask_kind} mask = {f['max']:.2f})",
         row_labels=[f"layer {i}" for i in range(c.depth)],
         col_labels=[f"head {h}" for h in range(c.num_heads)], colorscale="Viridis", zmid=None,
-        square=False, height=320, value_name="entropy (nats)", x_title="head", y_title="layer"),
+        zrange=(0.0, f["max"]), square=False, height=320, x_title="head", y_title="layer",
+        value_name=f"entropy (nats), 0 to the max {f['max']:.2f}"),
         key=keys.ATTN_ENTROPY)
 
 
@@ -437,63 +434,55 @@ def _entropy_notes(x: Ctx, f: dict) -> str:
             f"mask lets it see (the mean of log(visible keys)).")
 
 
-# ---------------------------------------------------------------- the last layer's readers
-@dataclass(frozen=True)
-class LastLayer:
-    who: str  # "CLS" or "the average patch"
-    rows: torch.Tensor  # [H, S] its row in every head of the last block (float64)
-    words: list[str]  # a name per token
+# ---------------------------------------------------------------- the questions on the maps
+def _where_question(x: Ctx, f: Where) -> Question:
+    """Where patch p looks most: the brightest patch of the left map."""
+    p, top = x.patch, int(f.row.flatten().argmax())
+    return Question(f"In layer {x.layer}, head {x.head}, which patch does patch {p} look at most?",
+                    f"Patch {top} ({pct(float(f.row.flatten()[top]))} of patch {p}'s attention), "
+                    "the brightest cell of the left map.", PatchPick((top,)))
 
 
-def _last_layer(x: Ctx) -> LastLayer:
-    c = x.c
-    pre, g, L = c.num_prefix_tokens, c.grid, c.depth
-    last = x.tr[f"blocks.{L - 1}.attn.pattern"].double()  # [H, S, S]
-    labels = [*c.prefix_names, *(f"patch {i} ({i // g},{i % g})" for i in range(g * g))]
-    labels += [f"text {t}" for t in range(x.tr.n_text)]
-    if pre:
-        return LastLayer("CLS", last[:, 0], labels)
-    return LastLayer("the average patch", last[:, pre:pre + g * g].mean(1), labels)
+def _brightest_question(x: Ctx, f: Heads) -> Question | None:
+    """The brightest cell of the heads' maps of the first prefix token (one scale for all), and
+    whether the heads agree on their brightest patch."""
+    tok, g = x.c.prefix_names[0], x.c.grid
+    if not f.sees_patches[0]:
+        return None  # no map colours the image: nothing to click
+    rows = torch.stack([torch.as_tensor(r, dtype=torch.float64) for r in f.rows[0]])  # [H, N]
+    H, top = rows.shape[0], float(rows.max())
+    right = tuple(int(p) for p in torch.nonzero((rows == top).any(0)).flatten())
+    h = int((rows == top).any(1).nonzero()[0])
+    fav = [int(r.argmax()) for r in rows]
+    shared = max(fav.count(p) for p in fav)
+    agree = ("" if H == 1 else " All the heads share it." if shared == H else
+             f" {shared} of the {H} heads share a brightest patch." if shared > 1 else
+             " No two heads share a brightest patch.")
+    return Question(f"In layer {x.layer}, which patch does {tok} look at most, in any head? (the "
+                    f"brightest cell of {'the map' if H == 1 else f'all {H} maps'})",
+                    f"Patch {right[0]} ({right[0] // g},{right[0] % g}): head {h} puts "
+                    f"{pct(top)} of {tok}'s attention on it, the top of the maps' shared scale. "
+                    "Each head's brightest patch: " + "; ".join(
+                        f"head {k} → patch {p} ({pct(float(rows[k, p]))})"
+                        for k, p in enumerate(fav)) + "." + agree, PatchPick(right))
 
 
-def _looks_question(x: Ctx, _) -> Question:
-    c, f = x.c, _last_layer(x)
-    L, H, g, pre = c.depth, c.num_heads, c.grid, c.num_prefix_tokens
-    q = ("In the last layer, where does CLS look?" if pre else
-         "In the last layer, where does the average patch look? (this model has no CLS)")
-    mean = f.rows.mean(0)
-    seen = torch.nonzero(mean > 0).flatten()  # the mask may hide keys: name only those weighed
-    top = torch.topk(mean[seen], min(NAMED, seen.numel()))
-    on_patches = 1 - float(mean[:pre].sum() + mean[pre + g * g:].sum())
-    named = (int(seen[j]) for j in top.indices)  # the keys the answer names, as token numbers
-    clicks = PatchPick(tuple(sorted(t - pre for t in named if pre <= t < pre + g * g)))
-    return Question(q, (f"In block {L - 1}, " + (f"averaged over its {H} heads" if H > 1 else
-                                                  "in its only head") + f", {f.who} puts "
-                        + ", ".join(f"{pct(float(v))} on {f.words[int(seen[j])]}" for v, j in
-                                    zip(top.values, top.indices, strict=True))
-                        + (f"; {pct(on_patches)} on the {g * g} patches altogether."
-                           if on_patches > 0 else
-                           f"; under the {x.tr.mask_kind} mask it may see none of the {g * g} "
-                           f"patches.")), clicks)
-
-
-def _agree_question(x: Ctx, _) -> Question:
-    c, f = x.c, _last_layer(x)
-    H, L = c.num_heads, c.depth
-    q = f"Do all heads agree on where {f.who} looks in the last layer?"
-    if H == 1:
-        return Question(q, "This model has a single head, so there is nothing to compare.",
-                        Choice(AGREE))
-    fav = [int(r.argmax()) for r in f.rows]
-    common = max(set(fav), key=fav.count)
-    shared = fav.count(common)
-    agree = ((". Both agree." if H == 2 else f". All {H} agree.") if shared == H else
-             f". {shared} of {H} share the favourite {f.words[common]}."
-             if shared > 1 else ". No two heads agree.")
-    return Question(q, f"Each head's favourite key for {f.who} in block {L - 1}: "
-                       + "; ".join(f"head {h} → {f.words[j]} ({pct(float(f.rows[h, j]))})"
-                                   for h, j in enumerate(fav)) + agree,
-                    Choice(AGREE, 0 if shared == H else 1 if shared > 1 else 2))
+def _focused_question(x: Ctx, f: dict) -> Question:
+    """Which head is the most focused: the lowest entropy of the heatmap."""
+    e, H = torch.as_tensor(f["ent"]).flatten(), x.c.num_heads
+    low, high = int(e.argmin()), int(e.argmax())
+    q = "Which head is the most focused (the lowest entropy, the darkest cell)?"
+    even = float(e[low]) >= EVEN_ENTROPY * f["max"]
+    said = (f"The lowest entropy is {head_name(low, H)}'s, {float(e[low]):.3f} nats; the highest "
+            f"{head_name(high, H)}'s, {float(e[high]):.3f}; the maximum is {f['max']:.3f}.")
+    if e.numel() == 1:
+        return Question(q, f"This model has one head: its entropy is {float(e[0]):.3f} nats, of "
+                           f"a maximum {f['max']:.3f}.", head_choice(-e, H, None))
+    if even:  # nobody is marked: every cell is nearly the maximum
+        return Question(q, said + f" Every head is at least {pct(EVEN_ENTROPY)} of the maximum: "
+                        "all spread almost evenly, none is really focused.",
+                        head_choice(-e, H, None, "Which of these heads is the most focused?"))
+    return Question(q, said, head_choice(-e, H, low, "Which of these heads is the most focused?"))
 
 
 def _has_prefix(c) -> bool:
@@ -513,19 +502,23 @@ STAGE = deck.Stage(
              reads=("layer_block",)),
         Step("where", "Where a patch looks, and who looks at it", _where_figure,
              facts=_where_facts, words=_where_words, controls=("layer", "head", "patch"),
-             question=lambda x, f: None if _has_prefix(x.c) else _looks_question(x, f),
-             reads=("layer_block",)),
+             question=lambda x, f: None if _has_prefix(x.c) else _where_question(x, f),
+             asks=("row",), reads=("layer_block",)),
         Step("heads", _heads_title, _heads_figure, facts=_heads_facts, words=_heads_words,
-             controls=("layer", "head", "play"), question=_looks_question, applies=_has_prefix,
+             controls=("layer", "head", "play"), question=_brightest_question,
+             asks=("rows", "sees_patches"),
+             applies=_has_prefix,
              reads=("layer_block", "attention_summary")),
         Step("rollout", "Attention rollout: all layers together", _rollout_figure,
              facts=_rollout_facts, words=_rollout_words, notes=_rollout_notes,
              reads=("attention_summary",)),
         Step("entropy", "How evenly each head looks", _entropy_figure, facts=_entropy_facts,
-             words=_entropy_words, notes=_entropy_notes, question=_agree_question,
+             words=_entropy_words, notes=_entropy_notes, question=_focused_question,
+             asks=("ent", "max"),
              reads=("attention_summary",)),
         Step("distance", "How far each head looks", _distance_figure, facts=_distance_facts,
              words=_distance_words, notes=_distance_notes, question=_distance_question,
+             asks=("dist",),
              reads=("attention_summary",)),
     ),
 )

@@ -21,6 +21,8 @@ WEAK_GAP = 0.05  # ... "only a little more alike" from this gap, "hardly" under 
 CHECKERBOARD = 0.05  # even-step pairs more alike than odd-step ones by this: "a checkerboard"
 APART = 3  # the most alike pairs are "not neighbours": at least this many steps apart ...
 ALIKE_GAP = 0.2  # ... and at least this much more alike than neighbours are on average
+BORDER_GAP = 0.2  # border positions "alike among themselves": their mean cosine above the
+#                   inner pairs' and the border-inner pairs' by at least this
 SAME_CONFIDENCE = 0.05  # another size moves the top class's probability less than this: "about
 #                         as sure"; from this on, "N points more / less sure"
 SAME_WE = Choice((  # why one W_E for every patch: the right reason, and what students often think
@@ -265,6 +267,17 @@ def similarity_words(stats: dict, trained: bool = True) -> str:
     return text
 
 
+def border_words(stats: dict) -> str | None:
+    """The border pattern, when positions on the grid's border are clearly more alike among
+    themselves (BORDER_GAP) than inner positions are, and than border and inner."""
+    bb, ii, bi = stats.get("border_border"), stats.get("inner_inner"), stats.get("border_inner")
+    if bb is None or ii is None or bb - max(ii, bi) < BORDER_GAP:
+        return None
+    return (f"The strongest pattern is the border: positions on the grid's border are alike "
+            f"among themselves (mean cosine {_num(bb)} over pairs of border positions), inner "
+            f"positions hardly ({_num(ii)}), a border and an inner position {_num(bi)}.")
+
+
 def similarity_notes(stats: dict, trained: bool = True) -> str | None:
     """The patterns under the headline: a checkerboard, and the most alike pairs by name."""
     said = []
@@ -273,6 +286,9 @@ def similarity_notes(stats: dict, trained: bool = True) -> str | None:
         said.append(f"There is a checkerboard pattern: positions an even number of steps apart "
                     f"are more alike (mean {_num(even)}) than an odd number, 3 or more "
                     f"({_num(odd)}).")
+    border = border_words(stats)
+    if border:
+        said.append(border)
     apart = _apart(stats, trained)
     if apart:
         g = stats["grid"]
@@ -511,7 +527,7 @@ def _size_question(v: deck.View, f: dict) -> Question | None:
     o, n = f["own"], f["other"]
     if f["same"]:
         return None
-    r = round(f["pair_ratio"], 2)
+    r = round((n["S"] / o["S"]) ** 2, 2)  # the tokens of the two grids drawn
     return Question(
         f"The image goes from {o['size']} to {n['size']} px. How many times as many query–key "
         f"pairs does each attention head score?",
@@ -547,7 +563,8 @@ STAGE = deck.Stage(
         Step("text", "Then the text tokens", _text_figure, facts=_text_facts, words=_text_words,
              notes=_text_notes, applies=_has_text, reads=("caption_pass",)),
         Step("size", "At another input size", _size_figure, facts=_size_facts, words=_size_words,
-             notes=_size_notes, question=_size_question, controls=("patch",),
+             notes=_size_notes, question=_size_question,
+             asks=("other", "own", "same"), controls=("patch",),
              reads=("size_views",)),
     ),
 )

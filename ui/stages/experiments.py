@@ -44,8 +44,6 @@ NAMED_PATCHES = 6  # a grey set this small is listed patch by patch in the quest
 OFFERED = 4  # "what does it answer now?" offers this many classes at most
 COSINE_TOLERANCE = 0.05  # how far a student's guess of a cosine similarity may be off
 SAME_CAPTION = ("The same caption as before", "Another caption")  # right: it changed
-STILL = ("Yes, and as sure as before",  # the shuffle question's options for a classifier
-         "Yes, but more or less sure", "No, another class")
 UNORDERED = (  # the shuffle-without-positions question's options; right: decided from the mask
     "Yes: shuffling changes no pixel, so nothing can change",
     "Yes: without positions the patches are a set, order is lost",
@@ -287,7 +285,6 @@ class Change:
     n_patches: int
     new_mask: str | None  # mask: the mask of the run after
     text_positions: bool  # positions: a captioner keeps its text positions
-    grey_diff: float | None  # the question's run, the grey set greyed: its largest change
 
 
 def _change_facts(x: Ctx) -> Change:
@@ -297,9 +294,7 @@ def _change_facts(x: Ctx) -> Change:
     return Change(x.kind, x.layer, tuple(h for _, h in x.arg) if x.kind == "heads" else (),
                   c.num_heads, x.arg if x.kind == "occlude" else (),
                   tuple(round(255 * m) for m in c.mean), stay, c.num_patches,
-                  x.arg[0] if x.kind == "mask" else None, c.has_text,
-                  # computed with the facts, so the words and question come with the figure
-                  ex.max_difference(x.tr, x.run("occlude", x.grey)) if x.grey else None)
+                  x.arg[0] if x.kind == "mask" else None, c.has_text)
 
 
 def _change_figure(x: Ctx, f: Change) -> None:
@@ -441,7 +436,7 @@ def _change_notes(x: Ctx, f: Change) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- the three questions
+# ---------------------------------------------------------------- the questions
 def _where_grey(x: Ctx) -> str:
     k = len(x.grey)
     c = x.c
@@ -456,64 +451,48 @@ def _where_grey(x: Ctx) -> str:
     return f"the {k} patches chosen on the grid"
 
 
+def _what(x: Ctx) -> str:
+    """The change chosen, said after 'with'."""
+    if x.kind == "heads":
+        hs = [h for _, h in x.arg]
+        return (f"head{'s' if len(hs) > 1 else ''} {_listed(hs)} of block {x.layer} switched off"
+                if hs else "no head switched off")
+    if x.kind == "occlude":
+        return f"{_where_grey(x)} greyed out"
+    if x.kind == "positions":
+        return "the position embeddings removed"
+    if x.kind in SHUFFLES:
+        return (f"the patches shuffled (seed {x.seed})"
+                + (" and positions removed" if x.kind == "shuffle_no_positions" else ""))
+    return f"the {common.mask_label(x.arg[0])} mask"
+
+
 def _blind(tr) -> bool:
     """The class logits of this run cannot see the image (decided from its mask tensor)."""
     return image_blind(tr.config, tr.mask)
 
 
-def _class_after(x: Ctx, after, what: str) -> tuple[ex.ClassChange, str]:
-    """What a classifier answers after a change (`what`: the change, said after 'with'): the
-    change in numbers, and one sentence."""
-    names = names_of(x.c)
-    ch = ex.class_change(x.tr.logits.softmax(-1), after.logits.softmax(-1))
+def _class_after(names: list[str], ch: ex.ClassChange, what: str) -> str:
+    """What a classifier answers after a change (`what`: the change, said after 'with')."""
     n0, n1 = names[ch.top_before], names[ch.top_after]
     a, b = share(ch.before), share(ch.after)
     pts = points(a, b)
     if ch.changed:
-        return ch, (f"{n1} ({share(ch.new)}) with {what}, where it answered {n0} ({a}); P({n0}) "
-                    f"is now {b}.")
+        return (f"{n1} ({share(ch.new)}) with {what}, where it answered {n0} ({a}); P({n0}) "
+                f"is now {b}.")
     change = f", a change of {pts}." if pts else "."
     if not moved(ch):
-        return ch, f"Still {n0}: {a} before and {b} with {what}{change}"
-    return ch, (f"Still {n0}, but {'less' if ch.after < ch.before else 'more'} sure: {a} before "
-                f"and {b} with {what}{change}")
+        return f"Still {n0}: {a} before and {b} with {what}{change}"
+    return (f"Still {n0}, but {'less' if ch.after < ch.before else 'more'} sure: {a} before "
+            f"and {b} with {what}{change}")
 
 
-def _uniform(x: Ctx) -> bool:
-    """Nothing to read from the classifier's answer: random weights, or an answer before that
-    is close to uniform (readout.near_uniform)."""
-    return not x.model.info.trained or near_uniform(x.tr.logits.softmax(-1))
-
-
-def _uniform_words(x: Ctx) -> str:
-    K = x.c.num_classes
-    if not x.model.info.trained:
+def _uniform_words(trained: bool, K: int) -> str:
+    if not trained:
         return ("But this model has random weights: nothing was learned, so this says nothing "
                 "about what it uses.")
     return (f"But its probabilities are close to uniform (1/{K} = {share(1 / K)} each), so this "
             f"says little about what it uses.")
-
-
-def _caption_after(x: Ctx, kind: str, arg: tuple, what: str) -> tuple[bool, str]:
-    """(the caption changed, one sentence on what a captioner writes after a change). Read from
-    one pass fed the caption before when that tells it exactly (ex.forced_parting), else from
-    the caption written with the change."""
-    before = x.gen0
-    tok = tokenizer_for(x.model)
-    if x.text_ids == [tok.sos_id, *before.ids[:-1]] and not ex.text_sees_ahead(x.c, x.tr.mask):
-        part = ex.forced_parting(before.ids, x.run(kind, arg).logits)
-        if part is None:
-            return False, f"The same caption with {what}: “{before.text}”."
-        t, new = part
-        return True, (f"With {what} it parts from “{before.text}” at word {t + 1}: it writes "
-                      f"“{tok.decode([new], skip_special=False)}” where it wrote "
-                      f"“{before.words[t]}”.")
-    after = x.caption(kind, arg)
-    part = ex.caption_parting(before, after)
-    if part is None:
-        return False, f"The same caption with {what}: “{before.text}”."
-    return True, (f"With {what} it writes “{after.text}” instead of “{before.text}” (they part "
-                  f"at word {part + 1}).")
 
 
 def _turned(sims: dict[str, float]) -> str:
@@ -540,83 +519,39 @@ def cosine_number(sims: dict[str, float] | None) -> Number:
     return Number(round(value, 3), COSINE_TOLERANCE, f"cosine similarity, final {name}")
 
 
-def _grey_question(x: Ctx, f: Change) -> Question:
-    c, where = x.c, _where_grey(x)
-    fam = family(c)
-    q = (f"Grey out {where}: "
-         + ("what does the classifier answer now?" if fam == "class" else
-            "what caption does the model write now?" if fam == "text" else
-            "how far do the model's final tokens turn?"))
-    before = int(x.tr.logits.argmax()) if fam == "class" else None
-    if not x.grey:
-        reply = (class_choice(c, x.tr.logits.softmax(-1), before, None) if fam == "class" else
-                 Choice(SAME_CAPTION) if fam == "text" else cosine_number(None))
-        return Question(q, "No patch is greyed out yet: choose some under 'Grey out patches', "
-                           "then reveal again.", reply)
-    if fam == "class":
-        after = x.run("occlude", x.grey)
-        reply = class_choice(c, after.logits.softmax(-1), before, int(after.logits.argmax()))
-        if _blind(x.tr):
-            return Question(q, f"Exactly what it answered before: under the {x.run_mask} mask "
-                               f"{common.prefix_sight(x.tr)}, so no patch, greyed or not, "
-                               f"reaches the class head (the largest change of any logit is "
-                               f"{f.grey_diff:.2g}).", reply)
-        ch, said = _class_after(x, after, f"{where} greyed out")
-        if _uniform(x):
-            return Question(q, said + " " + _uniform_words(x), reply)
-        return Question(q, said + ("" if moved(ch) else " The answer hardly rests on them."),
-                        reply)
-    if fam == "text":
-        changed, said = _caption_after(x, "occlude", x.grey, f"{where} greyed out")
-        return Question(q, said, Choice(SAME_CAPTION, int(changed)))
-    sims = ex.similarities(x.tr, x.run("occlude", x.grey))
-    return Question(q, f"This model has no head to answer with. Its final tokens turn to a cosine "
-                       f"similarity of {_turned(sims)} with the unchanged run (1.000: unchanged).",
-                    cosine_number(sims))
-
-
-def _shuffle_question(x: Ctx, f: Compare) -> Question:
-    c, s = x.c, x.seed
-    fam = family(c)
-    what = f"the patches shuffled (seed {s})"
-    if fam == "class":
-        names = names_of(c)
-        top = names[int(x.tr.logits.argmax())]
-        q = (f"Shuffle the patches: does it still say {top}, and what does that tell you about "
-             f"what it uses?")
-        after = x.run("shuffle", (s,))
-        ch, said = _class_after(x, after, what)
-        reply = Choice(STILL, 2 if ch.changed else 1 if moved(ch) else 0)
-        if _blind(x.tr):
-            return Question(q, f"Yes, exactly: under the {x.run_mask} mask "
-                               f"{common.prefix_sight(x.tr)}, so neither the patches nor their "
-                               f"order reach the class head (the largest change of any logit is "
-                               f"{f.shuffle_diff:.2g}).", reply)
-        if _uniform(x):
-            return Question(q, f"{said} {_uniform_words(x)}", reply)
-        if ch.changed:
-            return Question(q, f"No: {said} It uses where the patches are, not only what they "
-                               f"show.", reply)
-        if not moved(ch):
-            return Question(q, f"Yes. {said} What it uses is what the patches show, hardly "
-                               f"where they are.", reply)
-        return Question(q, f"Yes. {said} What the patches show still decides the answer, but "
-                           f"where they are matters too.", reply)
-    if fam == "text":
-        q = ("Shuffle the patches: does it still write the same caption, and what does that tell "
-             "you about what it uses?")
-        changed, said = _caption_after(x, "shuffle", (s,), what)
-        reply = Choice(SAME_CAPTION, int(changed))
-        if not x.model.info.trained:
-            return Question(q, f"{said} {_uniform_words(x)}", reply)
-        if not changed:
-            return Question(q, f"Yes. {said} It reads what the patches show, not where they are.",
-                            reply)
-        return Question(q, f"No. {said} Where the patches are is part of what it reads.", reply)
-    q = "Shuffle the patches: how far do the model's final tokens turn?"
-    sims = ex.similarities(x.tr, x.run("shuffle", (s,)))
-    return Question(q, f"With {what}, cosine similarity with the unchanged run {_turned(sims)} "
-                       f"(1.000: unchanged).", cosine_number(sims))
+def _after_question(x: Ctx, f: Compare) -> Question:
+    """What the model answers with the change chosen: read off the step's chart (the two runs'
+    top classes, captions or final tokens)."""
+    c, what = x.c, _what(x)
+    q = (f"With {what}: " + ("what does the classifier answer now?" if f.family == "class" else
+                             "does the model still write the same caption?"
+                             if f.family == "text" else
+                             "how far do the model's final tokens turn?"))
+    if f.empty:
+        reply = (class_choice(c, f.p0, int(f.p0.argmax()), None) if f.family == "class" else
+                 Choice(SAME_CAPTION) if f.family == "text" else cosine_number(None))
+        return Question(q, "Nothing is changed yet: choose under 'Choose a change', then reveal "
+                           "again (does not apply yet).", reply)
+    if f.family == "text":
+        same = f.gen1.text == f.gen0.text
+        return Question(q, f"The same caption with {what}: “{f.gen0.text}”." if same else
+                        f"With {what} it writes “{f.gen1.text}” instead of “{f.gen0.text}”.",
+                        Choice(SAME_CAPTION, int(not same)))
+    if f.family != "class":
+        return Question(q, f"This model has no head to answer with. Its final tokens turn to a "
+                           f"cosine similarity of {_turned(f.sims)} with the unchanged run "
+                           f"(1.000: unchanged).", cosine_number(f.sims))
+    ch = ex.class_change(f.p0, f.p1)
+    reply = class_choice(c, f.p1, ch.top_before, ch.top_after)
+    said = _class_after(names_of(c), ch, what)
+    if f.blind and x.kind in ("occlude", *SHUFFLES):
+        return Question(q, f"Exactly what it answered before: under the {x.run_mask} mask "
+                           f"{common.prefix_sight(x.tr)}, so no patch, greyed, moved or not, "
+                           f"reaches the class head. {said}", reply)
+    if f.uniform:
+        return Question(q, f"{said} {_uniform_words(f.trained, c.num_classes)}", reply)
+    return Question(q, said + ("" if moved(ch) else " The answer hardly rests on what changed."),
+                    reply)
 
 
 def _unordered_question(x: Ctx, _) -> Question:
@@ -667,22 +602,24 @@ class Compare:
     change: ex.ClassChange | None = None
     parting: int | None = None  # captions: the first word where they differ (None: the same)
     sims: dict | None = None  # headless: cosine similarity of each final token
-    shuffle_diff: float = 0.0  # the question's run, the patches shuffled: its largest change
+    gen0: Any = None  # captions: the greedy caption before and after (Generation)
+    gen1: Any = None
+    blind: bool = False  # the class logits cannot see the image (readout.image_blind)
+    uniform: bool = False  # random weights, or probabilities before close to uniform
+    trained: bool = True
 
 
 def _compare_facts(x: Ctx) -> Compare:
-    fam = family(x.c)
-    # computed with the facts, so the words and question come with the figure
-    shuffle = ex.max_difference(x.tr, x.run("shuffle", (x.seed,)))
+    fam, trained = family(x.c), x.model.info.trained
     if fam == "class":
         p0, p1 = x.tr.logits.softmax(-1), x.after.logits.softmax(-1)
         return Compare(fam, x.empty, x.diff, p0, p1, ex.class_change(p0, p1),
-                       shuffle_diff=shuffle)
+                       blind=_blind(x.tr), uniform=not trained or near_uniform(p0),
+                       trained=trained)
     if fam == "text":
         return Compare(fam, x.empty, x.diff, parting=ex.caption_parting(x.gen0, x.gen1),
-                       shuffle_diff=shuffle)
-    return Compare(fam, x.empty, x.diff, sims=ex.similarities(x.tr, x.after),
-                   shuffle_diff=shuffle)
+                       gen0=x.gen0, gen1=x.gen1, trained=trained)
+    return Compare(fam, x.empty, x.diff, sims=ex.similarities(x.tr, x.after), trained=trained)
 
 
 def _compare_figure(x: Ctx, f: Compare) -> None:
@@ -699,7 +636,7 @@ def _compare_figure(x: Ctx, f: Compare) -> None:
                 title="class" + (f" (the top {TOP} before and after)" if c.num_classes > TOP
                                  else "")), key=keys.EXP_COMPARE)
     elif f.family == "text":
-        g0, g1 = x.gen0, x.gen1
+        g0, g1 = f.gen0, f.gen1
         deck.chart(figures.caption_pair(
             g0.words, g0.chosen, g1.words, g1.chosen, f"before: “{g0.text}”",
             f"after ({x.label.lower()}): “{g1.text}”",
@@ -1070,11 +1007,11 @@ STAGE = deck.Stage(
     extra_reads=("generation", "caption_pass"),
     steps=(
         Step("change", "Choose a change", _change_figure, facts=_change_facts,
-             words=_change_words, notes=_change_notes, question=_grey_question,
-             reads=("grey_run",)),
+             words=_change_words, notes=_change_notes),
         Step("compare", "Before and after", _compare_figure, facts=_compare_facts,
-             words=_compare_words, notes=_compare_notes, question=_shuffle_question,
-             reads=("experiment", "shuffle_run")),
+             words=_compare_words, notes=_compare_notes, question=_after_question,
+             asks=("family", "empty", "p0", "p1", "gen0", "gen1", "sims", "blind", "uniform",
+                   "trained"), reads=("experiment",)),
         Step("words", "Each word of the caption, before and after", _fed_figure,
              facts=_fed_facts, words=_fed_words, reads=("experiment",), applies=_has_text),
         Step("unordered", "Shuffled without positions", _unordered_figure,

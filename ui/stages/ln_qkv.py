@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from vit_core.explain.tokens import layernorm_steps, token_stats
 
 from .. import deck, figures, keys
 from ..deck import Choice, Question, Step
 from ..numbers import pct
-from . import common
 
 NOT_EXACT = (  # why LN's output is not exactly mean 0, std 1; right: γ and β, or ε alone
     "It normalises over all tokens at once, not each token",
@@ -204,8 +202,8 @@ def _ln_question(x: Ctx, f: dict) -> Question:
           f"block {layer} the result has mean {mean:.3f} and std {std:.3f}"
           + (": this layer's γ is all ones and β all zeros (as initialised), so only ε keeps "
              "them from being exactly 0 and 1." if f["identity"] else
-             f": γ averages {f['gamma_mean']:.2f} and β {f['beta_mean']:+.2f} here, "
-             f"so the output sits where this layer wants it."))
+             ": this layer's γ and β were learned (they are not all ones and zeros), so the "
+             "output sits where this layer wants it."))
     return Question("After LayerNorm, why are the mean and std not exactly 0 and 1?", ln,
                     Choice(NOT_EXACT, 3 if f["identity"] else 1))
 
@@ -319,23 +317,16 @@ def _score_notes(x: Ctx, f: dict) -> str:
             f"k = {np.array2string(f['k'], precision=3)} … ({x.c.head_dim} numbers each).")
 
 
-def _score_question(x: Ctx, _) -> Question:
-    c, i, layer, head = x.c, x.i, x.layer, x.head
-    q = x.tr[f"blocks.{layer}.attn.q"][head, i].double()
-    k = x.tr[f"blocks.{layer}.attn.k"][head].double()
-    scores = x.tr[f"blocks.{layer}.attn.scores"][head, i].double()
-    idx = torch.nonzero(torch.isfinite(scores)).flatten()
-    best = int(idx[scores[idx].argmax()])
-    worst = int(idx[scores[idx].argmin()])
-    cos = float(q @ k[best] / (q.norm() * k[best].norm()).clamp_min(1e-12))
-    words = common.labels(c) + [f"text {t}" for t in range(x.tr.n_text)]
+def _score_question(x: Ctx, f: dict) -> Question:
+    """The rule, and the pair the step's equation works out."""
+    dk, i, j = x.c.head_dim, x.i, x.j
+    pair = (f"Here {x.labels[j]} is blocked for {x.labels[i]} by the mask: its score is −∞."
+            if f["masked"] else
+            f"For the pair worked out here, q_{i}·k_{j} = {f['dot']:.2f}, so the score is "
+            f"{f['dot']:.2f}/√{dk} = {f['score']:.2f}.")
     return Question("What makes a query and a key score high?",
                     f"A key that points the same way as the query, and is long: the score is "
-                    f"q·k/√{c.head_dim}. For {x.labels[i]} in block {layer}, head {head}, the "
-                    f"highest score is with {words[best]} ({float(scores[best]):.2f}; the cosine "
-                    f"between q and k is {cos:.2f}), the lowest with {words[worst]} "
-                    f"({float(scores[worst]):.2f}), among the {len(idx)} keys it may see.",
-                    SCORES_HIGH)
+                    f"q·k/√{dk}, and a dot product grows with both. {pair}", SCORES_HIGH)
 
 
 STAGE = deck.Stage(
@@ -347,11 +338,13 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("layernorm", "LayerNorm of one token", _ln_figure, facts=_ln_facts, words=_ln_words,
-             notes=_ln_notes, question=_ln_question, controls=("layer", "patch")),
+             notes=_ln_notes, question=_ln_question,
+             asks=("after", "identity"), controls=("layer", "patch")),
         Step("qkv", "Q, K and V, split into heads", _qkv_figure, facts=_qkv_facts,
              words=_qkv_words, notes=_qkv_notes, controls=("layer", "head", "patch")),
         Step("score", "One attention score, by hand", _score_figure, facts=_score_facts,
              words=_score_words, notes=_score_notes, question=_score_question,
+             asks=("dot", "masked", "score"),
              controls=("layer", "head", "patch")),
     ),
 )

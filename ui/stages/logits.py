@@ -16,6 +16,8 @@ from vit_core import allowed_keys
 from vit_core.config import MASK_KINDS
 from vit_core.explain.lens import logit_lens
 from vit_core.explain.readout import (
+    UNIFORM_ENTROPY,
+    UNIFORM_MOVED,
     distribution,
     headless_summary,
     image_blind,
@@ -25,7 +27,7 @@ from vit_core.explain.readout import (
 
 from .. import deck, figures, keys, models, player, session, show, state
 from ..deck import Choice, Number, Question, Step
-from ..numbers import pct
+from ..numbers import pct, pct_at_least
 
 CONFIDENT = 0.75  # "confident": at least this much on the top class ...
 CLEAR_LEAD = 5.0  # ... and at least this many times the runner-up's probability
@@ -238,8 +240,11 @@ def lens_words(lens_probs, names: list[str]) -> str:
     s = lens_summary(lens_probs)
     K = s["K"]
     if s["all_near_uniform"]:
-        return (f"Every read-out is close to uniform: no class gets more than "
-                f"{pct(s['p_max'], 1)} at any depth (1/{K} = {pct(1 / K, 1)}).")
+        return (f"Every read-out is close to uniform (its entropy at least "
+                f"{pct(UNIFORM_ENTROPY)} of the maximum, and at most {pct(UNIFORM_MOVED)} of "
+                f"the probability away from an even split): the most any class gets at any "
+                f"depth is {pct_at_least(s['p_max'])}, {s['p_max'] * K:.1f}× the even "
+                f"1/{K} = {pct_at_least(1 / K)}.")
     final, lead = s["final"], s["lead"]
     text = (f"Read after the embedding the top guess is {names[s['first']]} at "
             f"{pct(s['p_first'], 0)} (entropy {s['first_entropy']:.2f} of a possible "
@@ -282,16 +287,6 @@ TEMPERATURE = Choice((  # its options: the right one (true for any logits) and m
     "How sure it looks; never which one is on top",
     "The logits' order; never the probabilities",
     "Nothing at all: the softmax undoes it"), right=1)
-
-
-def _temperature_answer(z: torch.Tensor, names: list[str], what: str) -> str:
-    """How sure the top of logits `z` looks at T = 0.5, 1 and 2, and why its order stays."""
-    best = int(z.argmax())
-    p = {t: float((z / t).softmax(-1)[best]) for t in (0.5, 1.0, 2.0)}
-    return (f"How sure the probabilities look: {what}, {names[best]}, gets {pct(p[0.5], 1)} at "
-            f"T = 0.5, {pct(p[1.0], 1)} at T = 1 and {pct(p[2.0], 1)} at T = 2. Never the order: "
-            f"dividing every logit by the same T > 0 keeps every inequality, so {names[best]} "
-            f"stays on top.")
 
 
 # ---------------------------------------------------------------- classifier: the answer
@@ -366,8 +361,13 @@ def _answer_notes(x: Ctx, f: Answer) -> str | None:
 
 
 def _answer_question(x: Ctx, f: Answer) -> Question:
-    return Question(TEMPERATURE_Q, _temperature_answer(f.logits.double(), x.names,
-                                                       "the top class"),
+    """Read off the bars at the slider's T: how sure the top class looks, and that it stays."""
+    best = x.names[int(np.argmax(f.probs))]
+    return Question(TEMPERATURE_Q,
+                    f"How sure the probabilities look: at T = {f.T:g} the chart gives the top "
+                    f"class, {best}, {pct(float(np.max(f.probs)), 1)}; a lower T makes it surer, "
+                    f"a higher one flatter (move the slider). Never the order: dividing every "
+                    f"logit by the same T > 0 keeps every inequality, so {best} stays on top.",
                     TEMPERATURE)
 
 
@@ -405,13 +405,14 @@ class Lens:
     probs: np.ndarray  # [L + 1, K] softmax(lens logits / T); row 0 after the embedding
     drawn: list[int]  # the classes the chart draws
     left_out: list[int]  # classes on top at some depth that it does not draw
+    trained: bool = True  # False: random weights, nothing learned to form an answer
 
 
 def _lens_facts(x: Ctx) -> Lens:
     T = _temperature()
     lens = (logit_lens(x.model, x.tr) / T).softmax(-1).numpy()  # [L + 1, K]
     drawn, left_out = lens_lines((x.tr.logits / T).softmax(-1).numpy(), lens)
-    return Lens(T, lens, drawn, left_out)
+    return Lens(T, lens, drawn, left_out, x.model.info.trained)
 
 
 def _lens_figure(x: Ctx, f: Lens) -> None:
@@ -455,7 +456,10 @@ def _lens_question(x: Ctx, f: Lens) -> Question:
              f"only after the last block ({x.c.depth - 1})")
     return Question("At which block does the answer appear?",
                     f"Read through the logit lens, {x.names[best]} is on top {where}, and stays "
-                    f"there to the end ({n - r} of {n} read-outs, counting the embeddings).",
+                    f"there to the end ({n - r} of {n} read-outs, counting the embeddings)."
+                    + ("" if f.trained else " But this model has random weights: nothing was "
+                       "learned, so no answer forms; this only says where a random class came "
+                       "out on top."),
                     # read-out r is the one after block r - 1 (exact: read off the x axis)
                     Number(r - 1, 0, "", "Block number (−1: already in the embeddings)"))
 
@@ -617,15 +621,20 @@ def _writing_notes(x: Ctx, f: Writing) -> str | None:
             + kept)
 
 
-def _writing_question(x: Ctx, _) -> Question:
-    gen = state.generation(x.inp, x.name, mask=x.mask)  # greedy: its first step at T = 1
-    if not gen.probs:
+def _writing_question(x: Ctx, f: Writing) -> Question:
+    """Read off the next-word bars the chart draws now."""
+    if f.probs is None:
         return Question(TEMPERATURE_Q, "Temperature reshapes each next-word distribution before "
-                                       "a word is picked; this model wrote no word for this "
-                                       "image.", TEMPERATURE)
-    z = gen.probs[0].double().clamp_min(1e-30).log()  # log P = logits - a constant
-    return Question(TEMPERATURE_Q, _temperature_answer(z, list(x.c.vocab),
-                                                       "the first word (greedy)"),
+                                       "a word is picked; the caption is written out, so no "
+                                       "distribution is drawn now (Next token from the start "
+                                       "draws one).", TEMPERATURE)
+    best = int(np.argmax(f.probs))
+    word = list(x.c.vocab)[best]
+    return Question(TEMPERATURE_Q,
+                    f"How sure the distribution looks: the chart's most likely next word, "
+                    f"“{word}”, gets {pct(float(f.probs[best]), 1)}; a lower temperature makes it "
+                    f"surer, a higher one flatter. Never the order: dividing every logit by the "
+                    f"same T > 0 keeps every inequality, so “{word}” stays the most likely.",
                     TEMPERATURE)
 
 
@@ -684,15 +693,18 @@ STAGE = deck.Stage(
     steps=(
         Step("answer", "From the last layer to an answer", _answer_figure, facts=_answer_facts,
              words=_answer_words, notes=_answer_notes, question=_answer_question,
+             asks=("probs", "T"),
              applies=_classifier),
         Step("raw", "The raw logits", _raw_figure, facts=_raw_facts, words=_raw_words,
              notes=_raw_notes, applies=_classifier),
         Step("lens", "The logit lens: how the answer forms", _lens_figure, facts=_lens_facts,
              words=_lens_words, notes=_lens_notes, question=_lens_question,
+             asks=("probs", "trained"),
              applies=_classifier),
         Step("caption", "Writing the caption, word by word", _writing_figure,
              facts=_writing_facts, words=_writing_words, notes=_writing_notes,
-             question=_writing_question, reads=("generation",), applies=_captioner),
+             question=_writing_question, asks=("probs",), reads=("generation",),
+             applies=_captioner),
         Step("score", "Score your own caption", _scoring_figure, facts=_scoring_facts,
              words=_scoring_words, notes=_scoring_notes, reads=("scores",),
              applies=_captioner),

@@ -584,9 +584,9 @@ def _loss_question(x: Ctx, f: Numbers | None) -> Question | None:
     return Question(
         "Why does the loss leave out the visible patches?",
         f"They are in the encoder's input: copying them back would lower a loss that counted "
-        f"them without learning anything about what is hidden. This model was never asked to "
-        f"copy them: on this image its error on the visible patches is {f.visible_error:.4f}, "
-        f"on the hidden ones {f.loss:.4f}.",
+        f"them without learning anything about what is hidden. So the chart's dashed line, "
+        f"L = {f.loss:.4f}, averages the {f.n_hidden} hidden patches' errors and no other "
+        f"(the step before shows the visible patches' errors too).",
         Choice(("They are the input: copying them scores without learning",
                 "They have no positions", "The decoder does not predict them",
                 "They would make the loss negative"), right=0))
@@ -603,14 +603,16 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("hide", "Hide patches", _hide_figure, measure, _hide_words,
-             question=_hide_question),
+             question=_hide_question, asks=("N",)),
         Step("shapes", "The encoder reads fewer tokens; the decoder all of them", _shapes_figure,
-             measure, _shapes_words, _shapes_notes, _shapes_question),
+             measure, _shapes_words, _shapes_notes, _shapes_question,
+             asks=("N", "S_dec", "n_hidden", "n_visible")),
         Step("reconstruction", "The reconstruction", _reconstruction_figure, measure,
-             _reconstruction_words, question=_reconstruction_question),
+             _reconstruction_words, question=_reconstruction_question,
+             asks=("n_hidden", "n_visible")),
         Step("error", "Error per patch", _error_figure, measure, _error_words,
-             question=_error_question),
+             question=_error_question, asks=("error", "grid", "hidden", "loss")),
         Step("loss", "The loss counts hidden patches only", _loss_figure, measure, _loss_words,
-             question=_loss_question),
+             question=_loss_question, asks=("hidden", "loss", "n_hidden")),
     ),
 )

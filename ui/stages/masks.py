@@ -698,7 +698,9 @@ def _windows_question(x: Ctx, f: Windows) -> Question:
     c = x.c
     g = c.grid
     r, col = divmod(f.centre, g)
-    rows, cols = f.centre_window
+    same = f.bands[0] == f.bands[0].flat[f.centre]  # block 0's window of the white square
+    rows, cols = int(same.any(1).sum()), int(same.any(0).sum())
+    keys_ = int(f.allowed[0, c.num_prefix_tokens + f.centre].sum())  # its row of the mask
     inside = rows * cols
     clipped = ", clipped at the border" if inside < f.size**2 else ""
     pre = c.num_prefix_tokens
@@ -706,8 +708,8 @@ def _windows_question(x: Ctx, f: Windows) -> Question:
     return Question(
         f"With {f.size}×{f.size} windows, how many keys may patch {f.centre} (row {r}, column "
         f"{col}, the white square) read in block 0, itself included?",
-        f"{f.centre_keys}: the {inside} patches of its window (a {rows}×{cols} window{clipped})"
-        f"{extra}.", Number(f.centre_keys, 0, "keys"))
+        f"{keys_}: the {inside} patches of its window (a {rows}×{cols} window{clipped})"
+        f"{extra}.", Number(keys_, 0, "keys"))
 
 
 STAGE = deck.Stage(
@@ -733,6 +735,7 @@ STAGE = deck.Stage(
              question=_classifier_question, reads=("causal_classifier",)),
         Step("windows", "Windowed attention", _windows_figure, facts=_windows_facts,
              words=_windows_words, notes=_windows_notes, question=_windows_question,
+             asks=("allowed", "bands", "centre", "size"),
              reads=("window_top1",), applies=_has_windows),
     ),
 )

@@ -124,17 +124,10 @@ def _gelu_notes(x: Ctx, f: dict) -> str:
 
 
 def _units_question(x: Ctx, f: dict) -> Question:
-    c, i = x.c, x.i
-    L, F_ = c.depth, c.mlp_hidden
-    share = [float((x.tr[f"blocks.{b}.mlp.pre"][i] > 0).double().mean()) for b in range(L)]
-    on = f["on"]
-    lo, hi = min(range(L), key=share.__getitem__), max(range(L), key=share.__getitem__)
+    on, F_ = f["on"], f["F"]  # the dots right of U = 0 on the chart
     return Question("What fraction of hidden units fire for this token?",
-                    f"In block {x.layer}, {on} of {x.labels[i]}'s {F_} hidden units have U > 0: "
-                    f"{pct(on / F_, 1)}."
-                    + (f" Over its {L} blocks the share goes from {pct(share[lo], 1)} (block "
-                       f"{lo}) to {pct(share[hi], 1)} (block {hi})." if L > 1 else ""),
-                    Number(100 * on / F_, SHARE_TOLERANCE, "%"))
+                    f"In block {x.layer}, {on} of {x.labels[x.i]}'s {F_} hidden units have U > 0: "
+                    f"{pct(on / F_, 1)}.", Number(100 * on / F_, SHARE_TOLERANCE, "%"))
 
 
 def _top_figure(x: Ctx, f: dict) -> None:
@@ -208,12 +201,10 @@ def _stream_notes(x: Ctx, f: dict) -> str:
             "bars stand side by side, not stacked).")
 
 
-def _stream_question(x: Ctx, _) -> Question:
-    c, i, tr = x.c, x.i, x.tr
-    L = c.depth
-    name = common.labels(c)[i]
-    attn = [float(tr[f"blocks.{b}.attn_out"][i].double().norm()) for b in range(L)]
-    mlp_ = [float(tr[f"blocks.{b}.mlp_out"][i].double().norm()) for b in range(L)]
+def _stream_question(x: Ctx, f: dict) -> Question:
+    L = x.c.depth
+    name = common.labels(x.c)[x.i]
+    attn, mlp_ = [float(a) for a in f["attn"]], [float(m) for m in f["mlp"]]  # the chart's bars
     more = sum(m > a for a, m in zip(attn, mlp_, strict=True))
     return Question("Does the MLP or attention add more to the residual stream?",
                     f"For {name}, summed over the {L} block{'s' if L > 1 else ''}: attention adds "
@@ -232,12 +223,13 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("gelu", "One token through the MLP", _gelu_figure, facts=_units_facts,
-             words=_gelu_words, notes=_gelu_notes, question=_units_question,
+             words=_gelu_words, notes=_gelu_notes, question=_units_question, asks=("F", "on"),
              controls=("layer", "patch")),
         Step("units", "Its most active hidden units", _top_figure, facts=_units_facts,
              words=_top_words, notes=_top_notes, controls=("layer", "patch")),
         Step("stream", "The residual stream, block by block", _stream_figure,
              facts=_stream_facts, words=_stream_words, notes=_stream_notes,
-             question=_stream_question, controls=("patch",), reads=("sublayer_norms",)),
+             question=_stream_question, asks=("attn", "mlp"), controls=("patch",),
+             reads=("sublayer_norms",)),
     ),
 )

@@ -258,7 +258,8 @@ def _edges_figure(x: Ctx, f: dict) -> None:
     show.image(figures.with_legend(_edges_picture(x), [
         (f"class edge on a patch border ({f['on_boundary']:,} pairs)", ON_BORDER),
         (f"class edge inside a patch ({f['inside']:,} pairs)", INSIDE),
-        ("patch border", GRID)]),
+        (f"patch border ({f['boundary_pairs']:,} of all {f['pairs']:,} neighbouring pairs "
+         "straddle one)", GRID)]),
         f"the class map with its {x.c.grid}×{x.c.grid} patch grid: where the class changes "
         f"between two neighbouring pixels", "class-edges")
 
@@ -301,7 +302,7 @@ def _edges_notes(x: Ctx, f: dict) -> str | None:
 def _edges_question(x: Ctx, f: dict) -> Question:
     c = x.c
     q = "Do the class edges follow the patch grid, or cut through patches, and why?"
-    on, total = f["on_boundary"], f["changes"]
+    on, total = f["on_boundary"], f["on_boundary"] + f["inside"]  # the legend's two counts
     if not total:
         return Question(q, "On this image the map is one class everywhere: there are no edges.",
                         Choice(EDGES))
@@ -348,6 +349,7 @@ STAGE = deck.Stage(
              facts=_shares_facts, words=_shares_words, applies=_has_head),
         Step("edges", "Class edges against the patch grid", _edges_figure, facts=_edges_facts,
              words=_edges_words, notes=_edges_notes, question=_edges_question,
+             asks=("boundary_pairs", "inside", "on_boundary", "pairs"),
              applies=_has_head),
     ),
 )

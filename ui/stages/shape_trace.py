@@ -76,6 +76,11 @@ class Rows:
     end: int  # the first row after the block (final LN)
 
     @property
+    def in_block(self) -> tuple[bool, ...]:
+        """Per row: a step of every block (counted over the layers), not once per pass."""
+        return tuple(self.first <= k < self.end for k in range(len(self.rows)))
+
+    @property
     def around(self) -> list[dict]:
         return self.rows[:self.first] + self.rows[self.end:]
 
@@ -230,8 +235,7 @@ def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[s
 
 def _costliest_question(x: Ctx, f: Rows) -> Question:
     c = x.c
-    macs = [(r["step"], r["macs"], f.first <= k < f.end)  # in every block?
-            for k, r in enumerate(f.rows)]
+    macs = [(r["step"], r["macs"], block) for r, block in zip(f.rows, f.in_block, strict=True)]
     total = sum(m for _, m, _ in macs)
     most = max(m for _, m, _ in macs)
     tops = [(step, block) for step, m, block in macs if m == most]  # a tie names them all
@@ -312,25 +316,16 @@ def _params_words(x: Ctx, f: dict[str, int]) -> str:
     return f"The {sum(f.values()):,} parameters of {x.label}, in {len(f)} groups: {blocks}."
 
 
-def _params_question(x: Ctx, _) -> Question:
-    groups: dict[str, int] = {}
-    for pname, prm in x.model.named_parameters():
-        part = pname.split(".")
-        key = {"attn": "the attention layers (W_Q, W_K, W_V, W_O)", "mlp": "the MLPs"}.get(
-            part[2], "the LayerNorms") if part[0] == "blocks" else {
-            "patch_embed": "the patch embedding W_E", "pos_embed": "the position embeddings"}.get(
-            part[0], "everything else (CLS, heads, final LayerNorm, text embeddings)")
-        groups[key] = groups.get(key, 0) + prm.numel()
-    n = sum(groups.values())
-    order = sorted(groups, key=lambda k: -groups[k])
-    options, right = offered(groups, order[0], list(groups))  # groups: in the model's order
+def _params_question(x: Ctx, f: dict[str, int]) -> Question:
+    """The table's largest row (its groups are the facts', largest first)."""
+    groups = dict(f.items())
+    n, order = sum(groups.values()), list(groups)
+    options, right = offered(groups, order[0], order)
     return Question("Where do most of the parameters live?",
-                    f"In {order[0]}: {groups[order[0]]:,} of {n:,} parameters "
+                    f"In “{order[0]}”, {groups[order[0]]:,} of {n:,} parameters "
                     f"({pct(groups[order[0]] / n)})"
-                    + (f"; then {order[1]} ({pct(groups[order[1]] / n)})." if len(order) > 1
-                       else "."),
-                    # said short: "the attention layers (W_Q, …)" -> "The attention layers"
-                    Choice(tuple(k[0].upper() + k.split(" (")[0][1:] for k in options), right))
+                    + (f"; then “{order[1]}” ({pct(groups[order[1]] / n)})." if len(order) > 1
+                       else "."), Choice(tuple(options), right))
 
 
 # ---------------------------------------------------------------- cost against patch size
@@ -406,11 +401,13 @@ STAGE = deck.Stage(
              notes=_block_notes, reads=("caption_pass",)),
         Step("costs", "What each step costs, next to ViT-B/16", _cost_figure, facts=_rows,
              words=_cost_words, notes=_cost_notes, question=_costliest_question,
+             asks=("in_block", "rows"),
              reads=("caption_pass",)),
         Step("totals", "The whole pass, next to ViT-B/16", _totals_figure, facts=_totals_facts,
              words=_totals_words, reads=("caption_pass",)),
         Step("params", "Parameters by component", _params_figure, facts=_params_facts,
-             words=_params_words, question=_params_question),
+             words=_params_words, question=_params_question,
+             asks=("items",)),  # asks: every row of the table
         Step("patch", "Attention cost against patch size", _by_size_figure,
              facts=_by_size_facts, words=_by_size_words, notes=_by_size_notes),
     ),

@@ -51,6 +51,7 @@ ABOVE_CHANCE = 1.25  # ... from this ratio "somewhat more than an even spread"; 
 TIE = 0.01  # cosines (or attention shares, relative) this close to the best count as the best
 OBJECT_PATCH = 0.5  # a patch is outlined as the object's when this share of its pixels is
 TOP_SHOWN = 5  # the prediction's bars show this many classes
+READ_OFF = 0.05  # a value read off a chart counts as right within this share of its axis
 COLOURS = {"start": "#8c8c8c", "this": "#d62728", "final": "#1f4e9c"}  # step 0, session, end
 
 
@@ -315,20 +316,26 @@ def _curves_notes(x: Ctx, f: dict) -> str | None:
 
 
 def _curves_question(x: Ctx, f: dict) -> Question | None:
+    """Where the loss curve starts: its first point, as drawn (the whole training loss, a
+    classifier's segmentation term included), next to the ln K an even guess scores."""
     K = x.c.num_classes
-    if f["log"] is None or not K:
+    if f["log"] is None or not K or not f["loss"][0]:
         return None
-    want = uniform_loss(K)
-    first = f["first"]
-    seen = (f" The log's first row (the mean of steps 1–{first['step']}) shows a classification "
-            f"loss of {first['cls']:.2f}." if first is not None and "cls" in first else "")
+    want, (steps, loss) = uniform_loss(K), f["loss"]
+    seg = f["recipe"].get("task") == "classify"
+    even = (f"an even guess over {K} classes scores a classification loss of ln {K} = "
+            f"{want:.2f}")
     return Question(
-        f"At the random start the model spreads its probability about evenly over its {K} "
-        f"classes. What classification loss (cross-entropy) should the log start near?",
-        f"**ln {K} = {want:.2f}**: each class gets 1/{K}, and the cross-entropy of the right "
-        f"one is −ln(1/{K}) (label smoothing does not change it for an even guess: the targets "
-        f"still sum to 1).{seen}",
-        Number(round(want, 2), tolerance=0.1, prompt="The starting loss"))
+        "Where does the training loss start: the curve's first point, at the left of the top "
+        "chart?" + (" (The curve is the whole loss: classification plus the segmentation "
+                     "term.)" if seg else ""),
+        f"At **{loss[0]:.2f}** (the mean of steps 1–{steps[0]}). At the random start "
+        + (f"{even}; the rest is the segmentation term, {f['recipe']['seg_weight']:g} × the "
+           "per-patch cross-entropy of a model that has not learned yet." if seg else
+           f"{even} (label smoothing does not change it for an even guess), and the curve "
+           "starts near it."),
+        Number(round(loss[0], 2), tolerance=round(READ_OFF * max(loss), 2),
+               prompt="Where the loss curve starts"))
 
 
 # ---------------------------------------------------------------- 2. position embeddings
@@ -612,11 +619,13 @@ def cls_figure(share: np.ndarray, grid: int, outline: list[int], map_title: str,
     fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.2,  # a 14-px bar and axis between
                         column_widths=[0.42, 0.58] if cols == 2 else None,
                         subplot_titles=(map_title, "CLS attention on the object ÷ chance")[:cols])
+    top = max(float(share.max()), 1e-12)  # the scale from 0: an even map is not full contrast
     fig.add_trace(go.Heatmap(
-        z=share.reshape(grid, grid), colorscale="Viridis", zmin=0,
+        z=share.reshape(grid, grid), colorscale="Viridis", zmin=0, zmax=top,
         hovertemplate="row %{y}, column %{x}<br>share %{z:.3f}<extra></extra>",
         colorbar=dict(thickness=10, x=0.4 if cols == 2 else None, title=dict(
-            text="share of CLS's attention", side="right", font=dict(size=11)))), row=1, col=1)
+            text=f"share of CLS's attention, 0 to {top:.3f}", side="right",
+            font=dict(size=11)))), row=1, col=1)
     figures.add_shapes(fig, [dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
                                   xref="x", yref="y", line=dict(color="#ff2d55", width=2))
                              for r, c in (divmod(p, grid) for p in outline)])
@@ -836,12 +845,11 @@ def _prediction_notes(x: Ctx, f: dict) -> str:
 
 
 def _prediction_question(x: Ctx, f: dict) -> Question:
-    K, names = f["K"], f["names"]
+    K, names = len(f["probs"]), f["names"]  # the classes of the bars drawn
     even = 100 / K
-    start = f.get("start")
-    seen = ("" if start is None else
-            f" This model at step 0 gives {names[f['final']]} {pct(start[f['final']])}, and its "
-            f"classes {span(pct(float(start.min())), pct(float(start.max())))}.")
+    at_0 = f.get("steps") and f["steps"][0] == 0  # the curve's first point: step 0
+    seen = (f" The chart's curve gives {names[f['final']]} {pct(f['curve'][0])} at step 0."
+            if at_0 else "")
     return Question(
         f"A model that knows nothing yet (random weights) gives every one of its {K} classes "
         f"about the same probability. About what probability is that, in %?",
@@ -866,19 +874,22 @@ STAGE = deck.Stage(
     steps=(
         Step("curves", "Loss and held-out accuracy, step by step", _curves_figure,
              facts=_curves_facts, words=_curves_words, notes=_curves_notes,
-             question=_curves_question),
+             question=_curves_question, asks=("log", "loss", "recipe")),
         Step("positions", "Position embeddings: neighbours against far positions",
              _positions_figure, facts=_positions_facts, words=_positions_words,
-             notes=_positions_notes, question=_positions_question, controls=("patch",),
+             notes=_positions_notes, question=_positions_question,
+             asks=("runs",), controls=("patch",),
              reads=("weight_views",)),
         Step("distance", "How far the heads look, block by block", _distance_figure,
              facts=_distance_facts, words=_distance_words, notes=_distance_notes,
-             question=_distance_question, reads=("attention_summary",)),
+             question=_distance_question, asks=("baseline", "runs"), reads=("attention_summary",)),
         Step("cls", "CLS attention on the object", _cls_figure, facts=_cls_facts,
-             words=_cls_words, notes=_cls_notes, question=_cls_question, applies=_has_cls,
+             words=_cls_words, notes=_cls_notes, question=_cls_question,
+             asks=("blind", "cover", "known", "runs"), applies=_has_cls,
              reads=("attention_summary",)),
         Step("prediction", "The prediction at every kept step", _prediction_figure,
              facts=_prediction_facts, words=_prediction_words, notes=_prediction_notes,
-             question=_prediction_question, applies=_classifies),
+             question=_prediction_question,
+             asks=("curve", "final", "names", "probs", "steps"), applies=_classifies),
     ),
 )

@@ -61,7 +61,9 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
          "even", "odd": pairs an even number (>= 2) / odd number (>= 3) of steps apart
          (None if none): a checkerboard in the similarity maps shows as even > odd,
          "most_alike": the MOST_ALIKE most alike pairs of distinct patches, most alike first,
-         each (patch i, patch j, steps apart, cosine, both on the grid's border)}.
+         each (patch i, patch j, steps apart, cosine, both on the grid's border),
+         "border_border", "inner_inner", "border_inner": the mean cosine of pairs of distinct
+         patches both on the grid's border, both inside it, one of each (None if none)}.
     """
     e = pos_embed.reshape(-1, pos_embed.shape[-1])[prefix:prefix + grid * grid].double()
     e = torch.nn.functional.normalize(e, dim=-1)
@@ -83,4 +85,7 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
     return {"by_distance": by, "near": by.get(1), "two": by.get(2),
             "far": mean(steps >= far_from), "far_from": far_from,
             "even": mean((steps >= 2) & (steps % 2 == 0)),
-            "odd": mean((steps >= 3) & (steps % 2 == 1)), "most_alike": alike, "grid": grid}
+            "odd": mean((steps >= 3) & (steps % 2 == 1)), "most_alike": alike, "grid": grid,
+            "border_border": mean(border[:, None] & border[None] & (steps > 0)),
+            "inner_inner": mean(~border[:, None] & ~border[None] & (steps > 0)),
+            "border_inner": mean(border[:, None] & ~border[None])}

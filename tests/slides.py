@@ -112,3 +112,38 @@ def problems_on(page, where: str) -> list[str]:
         if button.evaluate(CUT_JS):
             found.append(f"{where}: the label of {button.inner_text()!r} is cut")
     return found
+
+
+# A phone (tests/test_phone_browser.py). The size of every text node drawn in a figure laid out
+# for the phone (the containers ui/phone.both shows on a narrow screen): [[px, text], ...].
+PHONE_TEXT_JS = """() => {
+  const out = [];
+  for (const box of document.querySelectorAll('[class*="st-key-phone_only_"]')) {
+    if (box.getBoundingClientRect().width < 2) continue;  // not shown
+    for (const t of box.querySelectorAll('.main-svg text')) {
+      if (t.closest('.hoverlayer') || !t.textContent.trim()) continue;
+      const r = t.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1) continue;
+      out.push([parseFloat(getComputedStyle(t).fontSize), t.textContent.slice(0, 40)]);
+    }
+  }
+  return out;
+}"""
+
+# The labels of a figure in the container with this key: how many, and every two whose boxes
+# overlap (by more than 1 px each way): [count, [[text, text], ...]].
+MAP_OVERLAPS_JS = """key => {
+  const box = document.querySelector('.st-key-' + key);
+  const nodes = [...box.querySelectorAll('.main-svg text')].filter(
+      t => !t.closest('.hoverlayer') && t.textContent.trim());
+  const rects = nodes.map(t => t.getBoundingClientRect());
+  const pairs = [];
+  for (let i = 0; i < rects.length; i++)
+    for (let j = i + 1; j < rects.length; j++) {
+      const a = rects[i], b = rects[j];
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) pairs.push([nodes[i].textContent, nodes[j].textContent]);
+    }
+  return [nodes.length, pairs];
+}"""

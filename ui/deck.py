@@ -30,7 +30,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import controls, keys
+from . import controls, keys, phone, phone_figures
 from .replies import Choice, Number, PatchPick, Reply, Words  # noqa: F401 (stages use deck.Choice…)
 
 
@@ -218,11 +218,17 @@ def speaker_notes(texts: list[str]) -> None:
 def chart(fig, key: str, **kwargs) -> Any:
     """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
     the slide leaves it (the figure's container sets it: ui/presenter.CSS), on a copy (a figure
-    may be shared by every session: ui/stages/masks._same_for_every_image)."""
+    may be shared by every session: ui/stages/masks._same_for_every_image). A figure of panels
+    side by side (figures.panels) is drawn twice, the second stacked for a phone."""
     if presenting():
         fig = go.Figure(fig).update_layout(height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
-    return st.plotly_chart(fig, key=key, **kwargs)
+    tall = None if "on_select" in kwargs else phone_figures.stacked(fig)
+    if tall is None:
+        return st.plotly_chart(fig, key=key, **kwargs)
+    # panels side by side; on a phone one under another (ui/phone.py: the screen chooses)
+    phone.both(key, lambda: st.plotly_chart(fig, key=key, **kwargs),
+               lambda: st.plotly_chart(tall, key=f"{key}_phone", width="stretch"))
 
 
 def _say(words: str | None) -> None:

@@ -16,7 +16,7 @@ from vit_core.explain.attention import (
     uniform_distance,
 )
 
-from .. import deck, figures, keys, session, show, state
+from .. import deck, figures, keys, phone, session, show, state
 from ..deck import Choice, PatchPick, Question, Step
 from ..numbers import pct, span
 
@@ -189,18 +189,32 @@ def _heads_facts(x: Ctx) -> Heads:
 
 def _heads_figure(x: Ctx, f: Heads) -> None:
     c = x.c
-    g, H = c.grid, c.num_heads
+    g = c.grid
     for i, tok in enumerate(c.prefix_names):
         top = f.top[i]
         maps = [figures.overlay(x.prep.crop, r.reshape(g, g).numpy() / max(top, 1e-12),
                                 normalise=False) for r in f.rows[i]]
-        tiled = figures.tile(maps, cols=min(H, 6), cell=160, labels=[
-            f"head {h}: {pct(float(r.min()))} to {pct(float(r.max()))}"
-            for h, r in enumerate(f.rows[i])])
-        show.image(figures.with_scale(tiled, 0.0, top, f"{tok}'s attention weight on a patch, "
-                                      "one scale for every head"),
-                   f"layer {x.layer}: every head's {tok} row over the patches",
-                   f"{tok.lower()}-heads")
+        labels = [f"head {h}: {pct(float(r.min()))} to {pct(float(r.max()))}"
+                  for h, r in enumerate(f.rows[i])]
+        caption = f"layer {x.layer}: every head's {tok} row over the patches"
+
+        def wide(maps=maps, labels=labels, top=top, tok=tok, caption=caption):
+            tiled = figures.tile(maps, cols=min(c.num_heads, 6), cell=160, labels=labels)
+            show.image(figures.with_scale(tiled, 0.0, top, f"{tok}'s attention weight on a "
+                                          "patch, one scale for every head"),
+                       caption, f"{tok.lower()}-heads")
+
+        def narrow(maps=maps, labels=labels, top=top, tok=tok, caption=caption):
+            # a phone: two maps a row, 14-px labels (a row of four was ~80 px a map)
+            tiled = figures.tile(maps, cols=min(c.num_heads, 2), cell=160, labels=labels,
+                                 font_size=14)
+            show.image(figures.with_scale(tiled, 0.0, top, "one scale, every head",
+                                          font_size=14), caption, f"{tok.lower()}-heads-phone")
+
+        if x.presenting:
+            wide()
+        else:
+            phone.both(f"{tok.lower()}_heads", wide, narrow)
 
 
 def _heads_words(x: Ctx, f: Heads) -> str:

@@ -67,7 +67,7 @@ def test_every_page_fits_a_phone(browser, server):
     picker = page.get_by_role("button", name=re.compile("Your image"))
     assert picker.bounding_box()["y"] < 200
     picker.click()
-    page.get_by_text("Upload a photo").wait_for()
+    page.get_by_test_id("stPopoverBody").get_by_text("Upload a photo", exact=True).wait_for()
     assert not problems, "\n".join(problems)
 
 

@@ -31,7 +31,8 @@ PHONE, WIDE = "phone_only_", "wide_only_"  # key prefixes of the two layouts' co
 
 CSS = f"""<style>
 @media (max-width: {NARROW}px) {{ [class*="st-key-{WIDE}"] {{ display: none !important; }}
-  [data-testid="stImage"] img {{ max-width: 100% !important; height: auto !important; }} }}
+  [data-testid="stImage"] * {{ max-width: 100% !important; }}
+  [data-testid="stImage"] img {{ height: auto !important; }} }}
 @media (min-width: {NARROW + 1}px) {{ [class*="st-key-{PHONE}"] {{ display: none !important; }} }}
 @media (hover: none), (pointer: coarse) {{ .modebar-container {{ display: none !important; }} }}
 .st-key-{keys.PHONE_JS} {{ position: absolute; width: 0; height: 0; overflow: hidden; }}

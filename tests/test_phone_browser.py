@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from PIL import Image
 
 from tests.slides import LAYOUT_JS, MAP_OVERLAPS_JS, PHONE_TEXT_JS, settle
 from tools.browser import serve, wait_idle
@@ -63,12 +64,33 @@ def test_every_page_fits_a_phone(browser, server):
             labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")
             assert labels > 40, labels  # box names, arrow shapes, the note and layer cells
             problems += [f"overview: map labels overlap: {a!r} and {b!r}" for a, b in overlaps]
-    # the image picker is atop every page: "Your image" opens an uploader without the sidebar
-    picker = page.get_by_role("button", name=re.compile("Your image"))
-    assert picker.bounding_box()["y"] < 200
-    picker.click()
-    page.get_by_test_id("stPopoverBody").get_by_text("Upload a photo", exact=True).wait_for()
+    # the model map of a captioner (a text stream beside) and of 12 blocks (two rows of cells)
+    for model in ("shapes-captioner-causal", "vit-ti16"):
+        page.goto(f"{server}/?page=overview&model={model}")
+        wait_idle(page)
+        settle(page)
+        labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")
+        assert labels > 40, (model, labels)
+        problems += [f"{model}'s map: labels overlap: {a!r} and {b!r}" for a, b in overlaps]
+        problems += problems_on_phone(page, f"{model}'s overview")[0]
     assert not problems, "\n".join(problems)
+
+
+def test_the_image_picker_is_atop_the_page_on_a_phone(browser, server, tmp_path):
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(f"{server}/?page=overview")
+    wait_idle(page)
+    picker = page.get_by_role("button", name=re.compile("Your image"))
+    assert picker.bounding_box()["y"] < 200  # above the page's title, the sidebar closed
+    picker.click()
+    body = page.get_by_test_id("stPopoverBody")
+    body.get_by_text("Upload a photo", exact=True).wait_for()
+    photo = tmp_path / "phone-photo.png"
+    Image.new("RGB", (300, 200), (20, 120, 200)).save(photo)
+    body.locator("input[type='file']").set_input_files(photo)
+    page.get_by_text("upload: phone-photo.png").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, server):
@@ -114,6 +136,15 @@ def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, 
                             cells["y"] + cells["height"] * 0.5 / g)
     student.get_by_text(re.compile(r"Chosen: patch 3\b")).wait_for(timeout=30_000)
     wait_idle(student)
+
+    # the teacher moves on: the student's page shows the next step from its top, the banner
+    # saying where (the page's big title is not said again on a phone)
+    student.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 400)")
+    teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
+    banner.get_by_text(re.compile("step 4/")).wait_for(timeout=60_000)
+    wait_idle(student)
+    assert student.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop") == 0
+    assert not student.locator("h1").first.is_visible()
 
     # "Explore on my own" gives the whole page back: every step of the stage
     student.get_by_role("button", name="Explore on my own").click()

@@ -228,7 +228,7 @@ def chart(fig, key: str, **kwargs) -> Any:
         return st.plotly_chart(fig, key=key, **kwargs)
     # panels side by side; on a phone one under another (ui/phone.py: the screen chooses)
     phone.both(key, lambda: st.plotly_chart(fig, key=key, **kwargs),
-               lambda: st.plotly_chart(tall, key=f"{key}_phone", width="stretch"))
+               lambda: st.plotly_chart(tall, key=keys.phone(key), width="stretch"))
 
 
 def _say(words: str | None) -> None:

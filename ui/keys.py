@@ -100,7 +100,7 @@ PHONE_IMAGE = "phone_image"  # popover: "Your image" atop the page, on a phone (
 #                              only while it is open)
 PHONE_UPLOAD_PREFIX = "phone-upload-"  # + upload round: its uploader (as UPLOAD_PREFIX)
 PHONE_CAMERA = "phone_camera"  # its camera photo (camera_input)
-PHONE_MAP = "overview_map_phone"  # chart: the model map laid out top to bottom, for a phone
+PHONE_SUFFIX = "_phone"  # a chart's key + this: its copy laid out for a phone (see phone())
 
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
@@ -273,6 +273,11 @@ def upload(round_: int) -> str:
 def phone_upload(round_: int) -> str:
     """The phone picker's uploader key in upload round `round_`: 'phone-upload-0', …"""
     return f"{PHONE_UPLOAD_PREFIX}{round_}"
+
+
+def phone(key: str) -> str:
+    """The key of a chart's copy for a phone: 'masks_three_phone' (ui/phone.both)."""
+    return f"{key}{PHONE_SUFFIX}"
 
 
 def png(slug: str) -> str:

@@ -38,8 +38,16 @@ CSS = f"""<style>
 .st-key-{keys.PHONE_JS} {{ position: absolute; width: 0; height: 0; overflow: hidden; }}
 </style>"""
 
+# A following student's page names the stage and step in its banner (ui/live/student.py): on a
+# phone the page's big title, said again under it, would push the step off the first screen.
+FOLLOWING_CSS = f"""<style>
+@media (max-width: {NARROW}px) {{ [data-testid="stMainBlockContainer"] h1 {{ display: none; }} }}
+</style>"""
+
 # Runs in the page (as ui/presenter's KEYS_JS does), once per page: a touch on a chart's drag
-# layer first moves plotly's hover there, so the selection on tap is the touched point.
+# layer first moves plotly's hover there, so the selection on tap is the touched point; and
+# when a following student's banner names another step, the page goes back to its top (the
+# new step's figure, not the middle of the page where the last question was answered).
 TOUCH_JS = """
 const doc = window.parent.document;
 if (!doc.__vitTouch) {
@@ -51,12 +59,25 @@ if (!doc.__vitTouch) {
     drag.dispatchEvent(new MouseEvent('mousemove', {clientX: t.clientX, clientY: t.clientY,
                                                     bubbles: true}));
   }, {capture: true, passive: true});
-}"""
+  let step = null;
+  new MutationObserver(() => {
+    const banner = doc.querySelector('.st-key-%BANNER% p');
+    const now = banner && banner.textContent.includes('Following class')
+                ? banner.textContent : null;
+    if (now && step && now !== step) {
+      const main = doc.querySelector('[data-testid="stMain"]');
+      if (main) main.scrollTo(0, 0);
+    }
+    step = now;
+  }).observe(doc.body, {childList: true, subtree: true, characterData: true});
+}""".replace("%BANNER%", keys.LIVE_BANNER)
 
 
 def install() -> None:
     """The phone CSS and the touch script, on every page (app.py)."""
-    st.html(CSS)
+    from .live import session
+
+    st.html(CSS + (FOLLOWING_CSS if session.following() else ""))
     with st.container(key=keys.PHONE_JS):
         st.iframe("<script>new window.parent.Function(" + json.dumps(TOUCH_JS) + ")();</script>",
                   height=1)

@@ -96,7 +96,7 @@ def _map_figure(x: Ctx, f: Map) -> None:
     # is the browser's choice, by the screen's width)
     phone.both(keys.OVERVIEW_MAP, lambda: _map_chart(fig, keys.OVERVIEW_MAP, "content"),
                lambda: _map_chart(figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm)),
-                                  keys.PHONE_MAP, "stretch"))
+                                  keys.phone(keys.OVERVIEW_MAP), "stretch"))
 
 
 def _map_chart(fig, key: str, width: str) -> None:

@@ -147,3 +147,18 @@ MAP_OVERLAPS_JS = """key => {
     }
   return [nodes.length, pairs];
 }"""
+
+# Every shown chart's plotting areas (plotly's drag layers: one per subplot) narrower than
+# `px`: [[chart, width], ...]: side-by-side panels squeezed onto a phone.
+NARROW_PANELS_JS = """px => {
+  const out = [];
+  for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    if (chart.getBoundingClientRect().width < 2) continue;  // not shown
+    for (const drag of chart.querySelectorAll('.nsewdrag')) {
+      const w = drag.getBoundingClientRect().width;
+      if (w > 0 && w < px) out.push([(chart.closest('[class*="st-key-"]') || chart).className
+                                     .match(/st-key-\\S+/)?.[0] || '', Math.round(w)]);
+    }
+  }
+  return out;
+}"""

@@ -15,7 +15,7 @@ import re
 import pytest
 from PIL import Image
 
-from tests.slides import LAYOUT_JS, MAP_OVERLAPS_JS, PHONE_TEXT_JS, settle
+from tests.slides import LAYOUT_JS, MAP_OVERLAPS_JS, NARROW_PANELS_JS, PHONE_TEXT_JS, settle
 from tools.browser import serve, wait_idle
 from ui import keys, stages
 from ui.routes import STAGES
@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
              device_scale_factor=2)
 MIN_TEXT_PX = 14
+MIN_PANEL_PX = 200  # a chart's plotting area on a phone (side by side, panels were 100-150 px)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,8 @@ def problems_on_phone(page, where: str) -> list[str]:
                          "document.documentElement.clientWidth]")
     if wide[0] > wide[1] + 1:
         found.append(f"{where}: the page is {wide[0]} px wide on a {wide[1]}-px screen")
+    found += [f"{where}: a panel {w} px wide in {chart}"
+              for chart, w in page.evaluate(NARROW_PANELS_JS, MIN_PANEL_PX)]
     texts = page.evaluate(PHONE_TEXT_JS)
     found += [f"{where}: text of {px:.1f} px in a figure: {text!r}"
               for px, text in texts if px < MIN_TEXT_PX - 0.05]
@@ -68,6 +71,8 @@ def test_every_page_fits_a_phone(browser, server):
     for model in ("shapes-captioner-causal", "vit-ti16"):
         page.goto(f"{server}/?page=overview&model={model}")
         wait_idle(page)
+        page.locator(f".st-key-phone_only_{keys.OVERVIEW_MAP} .main-svg text").first.wait_for(
+            timeout=60_000)  # (a captioner writes its caption first)
         settle(page)
         labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")
         assert labels > 40, (model, labels)

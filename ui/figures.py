@@ -70,9 +70,8 @@ def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
         notes.append(dict(text=panel_title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=13), name=f"panel:{i}"))
-    # meta: how many panels, for ui/phone_figures.stacked (a phone shows them one under another)
     return go.Figure(data=data, layout={**layout, "shapes": shapes, "annotations": notes,
-                                        "meta": {"panels": n}, **(more or {})})
+                                        **(more or {})})
 
 
 def patch_grid(crop: Image.Image, patch_size: int, selected: int | None = None,
@@ -560,7 +559,9 @@ def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 32
     fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode)
                      for name, y in ys.items()])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
-                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis)
+                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis,
+                      # the legend under the chart: at its right it left a phone's chart 127 px
+                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
     return fig
 
 

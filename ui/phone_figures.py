@@ -59,58 +59,102 @@ def tall_plan(mm) -> MapPlan:
 
 
 # ---------------------------------------------------------------- panels, one under another
-PANEL_PX = 300  # px: a stacked panel's height at most (a 390-px phone's column is ~358 px wide)
+PANEL_PX = 300  # px: a stacked panel's height (a 390-px phone's column is ~358 px wide)
 GAP_PX = 90  # px between panels: the upper one's axis labels, the lower one's title
+COLOURBAR_PX = 60  # px between the last panel and a shared colour bar under it
 TITLE_CHARS = 40  # a title's line on a phone: ~40 characters of 14-px type
 
 
 def stacked(fig: go.Figure) -> go.Figure | None:
-    """A figures.panels figure with its panels one under another, each as wide as the phone
-    (None for any other figure). Side by side on a 390-px phone each panel was 100-150 px wide
-    with overlapping titles. The panels keep their traces, axes, lines and labels; each title
-    goes above its own panel, the figure's title is wrapped to the width."""
-    n = ((fig.layout.meta or {}) if isinstance(fig.layout.meta, dict) else {}).get("panels", 0)
-    if n < 2:
+    """The figure with its panels side by side (figures.panels, make_subplots with one row)
+    one under another, each as wide as the phone; None for a figure of one panel or another
+    grid. Side by side on a 390-px phone each panel was 90-150 px wide, the titles overlapping.
+    The panels keep their traces, axes, lines and labels; each title goes above its own panel,
+    the figure's title is wrapped to the width, and every label is at least FONT px."""
+    if "xaxis2" not in fig.layout:  # one panel (the check costs nothing; to_dict does)
         return None
-    out = go.Figure(fig)
-    lay = out.layout
-    margin = lay.margin
-    top, bottom = (margin.t if margin.t is not None else 60), margin.b or 0
-    plot_h = (lay.height or 360) - top - bottom
-    ph = min(plot_h, PANEL_PX)
-    total = n * ph + (n - 1) * GAP_PX
-    spans = []
-    for i in range(n):
-        y1 = 1 - i * (ph + GAP_PX) / total
-        spans.append((max(y1 - ph / total, 0.0), min(y1, 1.0)))
-        sfx = "" if i == 0 else str(i + 1)
-        out.layout[f"xaxis{sfx}"].domain = [0, 1]
-        out.layout[f"yaxis{sfx}"].domain = list(spans[-1])
-        for axis in (out.layout[f"xaxis{sfx}"], out.layout[f"yaxis{sfx}"]):
-            axis.update(tickfont=dict(size=FONT), title_font=dict(size=FONT))
-    for note in lay.annotations:
-        if (note.name or "").startswith("panel:"):
-            i = int(note.name.split(":")[1])
-            note.update(x=0.5, y=spans[i][1], font=dict(size=FONT))
-        elif note.font.size is None or note.font.size < FONT:
-            note.font.size = FONT
-    for trace in out.data:  # a colour bar of its own sits beside its own panel
-        bar = getattr(trace, "colorbar", None)
-        if bar is not None and bar.x is not None:
-            i = int((trace.yaxis or "y")[1:] or 1) - 1
-            bar.update(x=1.01, y=sum(spans[i]) / 2, yanchor="middle", len=ph / total)
-        if bar is not None:
-            bar.update(tickfont=dict(size=FONT), title_font=dict(size=FONT))
+    d = fig.to_dict()
+    lay = d["layout"]
+    cols = _side_by_side(lay)
+    if cols is None:
+        return None
+    n = len(cols)
+    margin = lay.get("margin", {})
+    top, bottom = margin.get("t", 60), margin.get("b", 0) or 0
+    total = n * PANEL_PX + (n - 1) * GAP_PX
+    spans, where = [], {}  # panel i's y domain; an axis id ("x2", "y2") -> its panel
+    before = [lay[_axis(x)].get("domain", [0.0, 1.0]) for x, _ in cols]  # side by side
+    for i, (x, y) in enumerate(cols):
+        y1 = 1 - i * (PANEL_PX + GAP_PX) / total
+        spans.append([max(y1 - PANEL_PX / total, 0.0), min(y1, 1.0)])
+        where[x], where[y] = i, i
+        for name, dom in ((_axis(x), [0.0, 1.0]), (_axis(y), spans[-1])):
+            lay[name] = {**lay.get(name, {}), "domain": dom, "tickfont": {"size": FONT},
+                         "title": {**lay.get(name, {}).get("title", {}), "font": {"size": FONT}}}
+    for note in lay.get("annotations", []):
+        i = _title_of(note, before)
+        if i is not None:
+            note.update(x=0.5, xanchor="center", y=spans[i][1], yanchor="bottom")
+        note["font"] = {**note.get("font", {}), "size": max(note.get("font", {}).get("size") or 0,
+                                                            FONT)}
+    for trace in d["data"]:
+        bar = trace.get("colorbar")
+        if bar is not None:  # a colour bar of its own sits beside its own panel
+            i = where.get(trace.get("yaxis", "y"), 0)
+            bar.update(x=1.01, xanchor="left", y=sum(spans[i]) / 2, yanchor="middle",
+                       len=PANEL_PX / total, tickfont={"size": FONT},
+                       title={**bar.get("title", {}), "font": {"size": FONT}})
         if "textfont" in trace:
-            trace.textfont.size = max(trace.textfont.size or 0, FONT)
-    if lay.coloraxis.colorbar is not None:
-        lay.coloraxis.colorbar.update(tickfont=dict(size=FONT), title_font=dict(size=FONT))
-    title = lay.title.text
+            trace["textfont"]["size"] = max(trace["textfont"].get("size") or 0, FONT)
+    bar = lay.get("coloraxis", {}).get("colorbar")
+    if bar is not None:  # one scale for every panel: under the last, so each is as wide as
+        bar.update(tickfont={"size": FONT}, orientation="h", x=0.5, xanchor="center",  # can be
+                   y=-COLOURBAR_PX / total, yanchor="top", len=1.0, thickness=12,
+                   title={**bar.get("title", {}), "font": {"size": FONT}, "side": "top"})
+        bottom += COLOURBAR_PX + 60
+    lay["legend"] = {**lay.get("legend", {}), "font": {"size": FONT}}
+    title = (lay.get("title") or {}).get("text")
     if title:  # wrapped, atop the figure, with the first panel's title under it
         lines = textwrap.wrap(title, TITLE_CHARS)
-        lay.title.update(text="<br>".join(lines), font=dict(size=FONT), y=1, yref="container",
-                         yanchor="top", pad=dict(t=6))
+        lay["title"] = {**lay["title"], "text": "<br>".join(lines), "font": {"size": FONT},
+                        "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
         top = max(top, 40 + 20 * len(lines))
-    out.update_layout(height=total + top + bottom, margin=dict(t=top, r=max(margin.r or 0, 8)),
-                      width=None, autosize=True, font=dict(size=FONT))
-    return out
+    lay.update(height=total + top + bottom, width=None, autosize=True,
+               margin={**margin, "t": top, "r": max(margin.get("r") or 0, 8)},
+               font={**lay.get("font", {}), "size": FONT})
+    return go.Figure(d)
+
+
+def _axis(ref: str) -> str:
+    """'x2' -> 'xaxis2', 'y' -> 'yaxis'."""
+    return f"{ref[0]}axis{ref[1:]}"
+
+
+def _side_by_side(lay: dict) -> list[tuple[str, str]] | None:
+    """The (x, y) axis ids of the panels left to right, when there are two or more in one row."""
+    found = []
+    for name, ax in lay.items():
+        if not name.startswith("xaxis") or not isinstance(ax, dict):
+            continue
+        dom = ax.get("domain", [0.0, 1.0])
+        if dom[1] - dom[0] < 0.9:
+            y = ax.get("anchor", "y")
+            found.append((dom[0], "x" + name[5:], y,
+                          tuple(lay.get(_axis(y), {}).get("domain", [0.0, 1.0]))))
+    if len(found) < 2 or len({f[3] for f in found}) > 1:  # one panel, or rows of panels
+        return None
+    return [(x, y) for _, x, y, _ in sorted(found)]
+
+
+def _title_of(note: dict, domains: list) -> int | None:
+    """The panel whose title this annotation is (figures.panels names them; make_subplots puts
+    them atop their panel, in paper coordinates), or None."""
+    name = note.get("name") or ""
+    if name.startswith("panel:"):
+        return int(name.split(":")[1])
+    if note.get("xref") != "paper" or note.get("yref") != "paper" or note.get("y", 0) < 0.95:
+        return None
+    for i, (lo, hi) in enumerate(domains):
+        if lo - 0.01 <= note.get("x", -1) <= hi + 0.01:
+            return i
+    return None

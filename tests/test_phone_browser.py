@@ -1,5 +1,6 @@
 """A phone in Chromium (390×844, mobile, touch): every page of the tour on the bundled
-classifier, and a student following a live class on the phone.
+classifier (the model map and the stacked panels at 360×740 too), and a student following a
+live class on the phone.
 
 Each page is opened once and read whole (every step's figure is on it, as a following student
 sees them one at a time): nothing wider than the screen, the phone's figures' text ≥ 14 px, no
@@ -78,6 +79,16 @@ def test_every_page_fits_a_phone(browser, server):
         assert labels > 40, (model, labels)
         problems += [f"{model}'s map: labels overlap: {a!r} and {b!r}" for a, b in overlaps]
         problems += problems_on_phone(page, f"{model}'s overview")[0]
+    # the narrower phone (360×740): the map and the stacked panels still fit
+    page.set_viewport_size({"width": 360, "height": 740})
+    for slug in ("overview", "masks"):
+        page.goto(f"{server}/?page={slug}")
+        wait_idle(page)
+        settle(page)
+        problems += problems_on_phone(page, f"{slug} at 360 px")[0]
+        if slug == "overview":
+            overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")[1]
+            problems += [f"the map at 360 px: {a!r} and {b!r} overlap" for a, b in overlaps]
     assert not problems, "\n".join(problems)
 
 

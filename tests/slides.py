@@ -148,16 +148,35 @@ MAP_OVERLAPS_JS = """key => {
   return [nodes.length, pairs];
 }"""
 
-# Every shown chart's plotting areas (plotly's drag layers: one per subplot) narrower than
-# `px`: [[chart, width], ...]: side-by-side panels squeezed onto a phone.
+# The plotting areas (plotly's drag layers: one per subplot) of shown charts of two or more
+# panels narrower than `px`: [[chart, width], ...]: panels side by side squeezed onto a phone
+# (one panel narrow by its own aspect, e.g. square cells, is not this).
 NARROW_PANELS_JS = """px => {
   const out = [];
   for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
-    if (chart.getBoundingClientRect().width < 2) continue;  // not shown
-    for (const drag of chart.querySelectorAll('.nsewdrag')) {
+    const drags = chart.querySelectorAll('.nsewdrag');
+    if (chart.getBoundingClientRect().width < 2 || drags.length < 2) continue;  // one panel
+    for (const drag of drags) {
       const w = drag.getBoundingClientRect().width;
       if (w > 0 && w < px) out.push([(chart.closest('[class*="st-key-"]') || chart).className
                                      .match(/st-key-\\S+/)?.[0] || '', Math.round(w)]);
+    }
+  }
+  return out;
+}"""
+
+# The texts of shown charts that run past their chart's left or right edge (plotly never wraps
+# a title): [text, ...].
+TEXT_OFF_CHART_JS = """() => {
+  const out = [];
+  for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    const r = chart.getBoundingClientRect();
+    if (r.width < 2) continue;  // not shown
+    for (const t of chart.querySelectorAll('.main-svg text')) {
+      if (t.closest('.hoverlayer') || !t.textContent.trim()) continue;
+      const e = t.getBoundingClientRect();
+      if (e.width >= 1 && (e.right > r.right + 1 || e.left < r.left - 1))
+        out.push(t.textContent.slice(0, 50));
     }
   }
   return out;

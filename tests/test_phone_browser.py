@@ -16,7 +16,14 @@ import re
 import pytest
 from PIL import Image
 
-from tests.slides import LAYOUT_JS, MAP_OVERLAPS_JS, NARROW_PANELS_JS, PHONE_TEXT_JS, settle
+from tests.slides import (
+    LAYOUT_JS,
+    MAP_OVERLAPS_JS,
+    NARROW_PANELS_JS,
+    PHONE_TEXT_JS,
+    TEXT_OFF_CHART_JS,
+    settle,
+)
 from tools.browser import serve, wait_idle
 from ui import keys, stages
 from ui.routes import STAGES
@@ -43,6 +50,8 @@ def problems_on_phone(page, where: str) -> list[str]:
         found.append(f"{where}: the page is {wide[0]} px wide on a {wide[1]}-px screen")
     found += [f"{where}: a panel {w} px wide in {chart}"
               for chart, w in page.evaluate(NARROW_PANELS_JS, MIN_PANEL_PX)]
+    found += [f"{where}: cut at the chart's edge: {text!r}"
+              for text in page.evaluate(TEXT_OFF_CHART_JS)]
     texts = page.evaluate(PHONE_TEXT_JS)
     found += [f"{where}: text of {px:.1f} px in a figure: {text!r}"
               for px, text in texts if px < MIN_TEXT_PX - 0.05]

@@ -218,17 +218,18 @@ def speaker_notes(texts: list[str]) -> None:
 def chart(fig, key: str, **kwargs) -> Any:
     """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
     the slide leaves it (the figure's container sets it: ui/presenter.CSS), on a copy (a figure
-    may be shared by every session: ui/stages/masks._same_for_every_image). A figure of panels
-    side by side (figures.panels) is drawn twice, the second stacked for a phone."""
+    may be shared by every session: ui/stages/masks._same_for_every_image). A figure that needs
+    another layout on a phone (ui/phone_figures.for_phone) is drawn twice, once for a phone."""
     if presenting():
         fig = go.Figure(fig).update_layout(height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
-    tall = None if "on_select" in kwargs else phone_figures.stacked(fig)
-    if tall is None:
+    narrow = None if "on_select" in kwargs else phone_figures.for_phone(fig)
+    if narrow is None:
         return st.plotly_chart(fig, key=key, **kwargs)
-    # panels side by side; on a phone one under another (ui/phone.py: the screen chooses)
+    # panels side by side (on a phone one under another), or a long title (wrapped there):
+    # both drawn, the screen's width shows one (ui/phone.py)
     phone.both(key, lambda: st.plotly_chart(fig, key=key, **kwargs),
-               lambda: st.plotly_chart(tall, key=keys.phone(key), width="stretch"))
+               lambda: st.plotly_chart(narrow, key=keys.phone(key), width="stretch"))
 
 
 def _say(words: str | None) -> None:

@@ -65,6 +65,65 @@ COLOURBAR_PX = 60  # px between the last panel and a shared colour bar under it
 TITLE_CHARS = 40  # a title's line on a phone: ~40 characters of 14-px type
 
 
+def for_phone(fig: go.Figure) -> go.Figure | None:
+    """The figure laid out for a phone, when it needs another layout there: panels side by side
+    stacked (`stacked`), or a title longer than a phone's line wrapped (plotly never wraps a
+    title: on a 390-px phone ten of the tour's titles ran off the chart's right edge). None:
+    the figure fits a phone as it is."""
+    tall = stacked(fig)
+    if tall is not None:
+        return tall
+    title = fig.layout.title.text
+    if not title or len(title) <= TITLE_CHARS:
+        return None
+    d = fig.to_dict()
+    lay = d["layout"]
+    lines = textwrap.wrap(title, TITLE_CHARS)
+    lay["title"] = {**lay["title"], "text": "<br>".join(lines), "y": 1, "yref": "container",
+                    "yanchor": "top", "pad": {"t": 6}, "x": 0, "xanchor": "left",
+                    "xref": "container"}
+    grow = 20 * (len(lines) - 1)  # the title's new lines: the chart grows by them
+    margin = lay.get("margin", {})
+    lay.update(margin={**margin, "t": margin.get("t", 80) + grow},
+               height=lay.get("height", 450) + grow, width=None, autosize=True)
+    return go.Figure(_readable(d))
+
+
+def wrap(text: str) -> str:
+    """Text in lines of a phone's width (plotly breaks a line only at <br>)."""
+    return text if len(text) <= TITLE_CHARS or "<br>" in text else "<br>".join(
+        textwrap.wrap(text, TITLE_CHARS))
+
+
+def _readable(d: dict) -> dict:
+    """Every label of a figure's dict at least FONT px: ticks, axis and colour-bar titles,
+    legends, annotations, text on the traces."""
+    lay = d["layout"]
+    for name, ax in lay.items():
+        if name[1:].startswith("axis") and isinstance(ax, dict):
+            ax["tickfont"] = {**ax.get("tickfont", {}), "size": FONT}
+            title = ax.get("title", {})
+            title = title if isinstance(title, dict) else {"text": title}
+            ax["title"] = {**title, "font": {"size": FONT}}
+            if name.startswith("x") and title.get("text"):
+                ax["title"]["text"] = wrap(title["text"])
+    for note in lay.get("annotations", []):
+        size = note.get("font", {}).get("size") or 0
+        note["font"] = {**note.get("font", {}), "size": max(size, FONT)}
+    bars = [t["colorbar"] for t in d["data"] if "colorbar" in t]
+    bars += [lay["coloraxis"]["colorbar"]] if "colorbar" in lay.get("coloraxis", {}) else []
+    for bar in bars:
+        bar.update(tickfont={"size": FONT}, title={**bar.get("title", {}), "font": {"size": FONT}})
+    for trace in d["data"]:
+        if "textfont" in trace:
+            trace["textfont"]["size"] = max(trace["textfont"].get("size") or 0, FONT)
+        if trace.get("name"):  # a legend's entry
+            trace["name"] = wrap(trace["name"])
+    lay["legend"] = {**lay.get("legend", {}), "font": {"size": FONT}}
+    lay["font"] = {**lay.get("font", {}), "size": FONT}
+    return d
+
+
 def stacked(fig: go.Figure) -> go.Figure | None:
     """The figure with its panels side by side (figures.panels, make_subplots with one row)
     one under another, each as wide as the phone; None for a figure of one panel or another
@@ -89,40 +148,33 @@ def stacked(fig: go.Figure) -> go.Figure | None:
         spans.append([max(y1 - PANEL_PX / total, 0.0), min(y1, 1.0)])
         where[x], where[y] = i, i
         for name, dom in ((_axis(x), [0.0, 1.0]), (_axis(y), spans[-1])):
-            lay[name] = {**lay.get(name, {}), "domain": dom, "tickfont": {"size": FONT},
-                         "title": {**lay.get(name, {}).get("title", {}), "font": {"size": FONT}}}
+            lay[name] = {**lay.get(name, {}), "domain": dom}
     for note in lay.get("annotations", []):
         i = _title_of(note, before)
         if i is not None:
-            note.update(x=0.5, xanchor="center", y=spans[i][1], yanchor="bottom")
-        note["font"] = {**note.get("font", {}), "size": max(note.get("font", {}).get("size") or 0,
-                                                            FONT)}
+            note.update(x=0.5, xanchor="center", y=spans[i][1], yanchor="bottom",
+                        text=wrap(note.get("text", "")))
     for trace in d["data"]:
         bar = trace.get("colorbar")
         if bar is not None:  # a colour bar of its own sits beside its own panel
             i = where.get(trace.get("yaxis", "y"), 0)
             bar.update(x=1.01, xanchor="left", y=sum(spans[i]) / 2, yanchor="middle",
-                       len=PANEL_PX / total, tickfont={"size": FONT},
-                       title={**bar.get("title", {}), "font": {"size": FONT}})
-        if "textfont" in trace:
-            trace["textfont"]["size"] = max(trace["textfont"].get("size") or 0, FONT)
+                       len=PANEL_PX / total)
     bar = lay.get("coloraxis", {}).get("colorbar")
     if bar is not None:  # one scale for every panel: under the last, so each is as wide as
-        bar.update(tickfont={"size": FONT}, orientation="h", x=0.5, xanchor="center",  # can be
-                   y=-COLOURBAR_PX / total, yanchor="top", len=1.0, thickness=12,
-                   title={**bar.get("title", {}), "font": {"size": FONT}, "side": "top"})
+        bar.update(orientation="h", x=0.5, xanchor="center", y=-COLOURBAR_PX / total,  # can be
+                   yanchor="top", len=1.0, thickness=12,
+                   title={**bar.get("title", {}), "side": "top"})
         bottom += COLOURBAR_PX + 60
-    lay["legend"] = {**lay.get("legend", {}), "font": {"size": FONT}}
     title = (lay.get("title") or {}).get("text")
     if title:  # wrapped, atop the figure, with the first panel's title under it
         lines = textwrap.wrap(title, TITLE_CHARS)
-        lay["title"] = {**lay["title"], "text": "<br>".join(lines), "font": {"size": FONT},
-                        "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}}
+        lay["title"] = {**lay["title"], "text": "<br>".join(lines), "y": 1, "yref": "container",
+                        "yanchor": "top", "pad": {"t": 6}}
         top = max(top, 40 + 20 * len(lines))
     lay.update(height=total + top + bottom, width=None, autosize=True,
-               margin={**margin, "t": top, "r": max(margin.get("r") or 0, 8)},
-               font={**lay.get("font", {}), "size": FONT})
-    return go.Figure(d)
+               margin={**margin, "t": top, "r": max(margin.get("r") or 0, 8)})
+    return go.Figure(_readable(d))
 
 
 def _axis(ref: str) -> str:

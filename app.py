@@ -7,7 +7,18 @@ wakeups.install()  # one wake-up of the server's loop for many drawn elements (u
 
 import streamlit as st  # noqa: E402
 
-from ui import controls, icon, keys, presenter, readahead, share, sidebar, steps, worker  # noqa: E402
+from ui import (  # noqa: E402
+    controls,
+    icon,
+    keys,
+    phone,
+    presenter,
+    readahead,
+    share,
+    sidebar,
+    steps,
+    worker,  # noqa: E402
+)
 from ui.live import session as live  # noqa: E402
 from ui.live import student, teacher  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
@@ -39,6 +50,9 @@ if head is None:
 config = presenter.model_config()  # the session's model at the sidebar's input size
 controls.clamp(config)
 share.write(stage)
+phone.install()  # the phone's CSS and touch fix (ui/phone.py)
+if head is None:  # (presenter mode has its own "Model and image")
+    phone.image_picker()  # a phone's "Your image", atop the page
 student.banner(config)
 try:
     pg.run()

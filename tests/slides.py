@@ -275,3 +275,72 @@ def figure_problems(page, where: str) -> list[str]:
         if abs(p["drawn"] / p["natural"] - 1) > ASPECT:
             found.append(f"{where}: a picture {p['size']} is drawn at another shape")
     return found
+
+
+# A phone (tests/test_phone_browser.py). The size of every text node drawn in a figure laid out
+# for the phone (the containers ui/phone.both shows on a narrow screen): [[px, text], ...].
+PHONE_TEXT_JS = """() => {
+  const out = [];
+  for (const box of document.querySelectorAll('[class*="st-key-phone_only_"]')) {
+    if (box.getBoundingClientRect().width < 2) continue;  // not shown
+    for (const t of box.querySelectorAll('.main-svg text')) {
+      if (t.closest('.hoverlayer') || !t.textContent.trim()) continue;
+      const r = t.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1) continue;
+      out.push([parseFloat(getComputedStyle(t).fontSize), t.textContent.slice(0, 40)]);
+    }
+  }
+  return out;
+}"""
+
+# The labels of a figure in the container with this key: how many, and every two whose boxes
+# overlap (by more than 1 px each way): [count, [[text, text], ...]].
+MAP_OVERLAPS_JS = """key => {
+  const box = document.querySelector('.st-key-' + key);
+  const nodes = [...box.querySelectorAll('.main-svg text')].filter(
+      t => !t.closest('.hoverlayer') && t.textContent.trim());
+  const rects = nodes.map(t => t.getBoundingClientRect());
+  const pairs = [];
+  for (let i = 0; i < rects.length; i++)
+    for (let j = i + 1; j < rects.length; j++) {
+      const a = rects[i], b = rects[j];
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1) pairs.push([nodes[i].textContent, nodes[j].textContent]);
+    }
+  return [nodes.length, pairs];
+}"""
+
+# The plotting areas (plotly's drag layers: one per subplot) of shown charts of two or more
+# panels narrower than `px`: [[chart, width], ...]: panels side by side squeezed onto a phone
+# (one panel narrow by its own aspect, e.g. square cells, is not this).
+NARROW_PANELS_JS = """px => {
+  const out = [];
+  for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    const drags = chart.querySelectorAll('.nsewdrag');
+    if (chart.getBoundingClientRect().width < 2 || drags.length < 2) continue;  // one panel
+    for (const drag of drags) {
+      const w = drag.getBoundingClientRect().width;
+      if (w > 0 && w < px) out.push([(chart.closest('[class*="st-key-"]') || chart).className
+                                     .match(/st-key-\\S+/)?.[0] || '', Math.round(w)]);
+    }
+  }
+  return out;
+}"""
+
+# The texts of shown charts that run past their chart's left or right edge (plotly never wraps
+# a title): [text, ...].
+TEXT_OFF_CHART_JS = """() => {
+  const out = [];
+  for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    const r = chart.getBoundingClientRect();
+    if (r.width < 2) continue;  // not shown
+    for (const t of chart.querySelectorAll('.main-svg text')) {
+      if (t.closest('.hoverlayer') || !t.textContent.trim()) continue;
+      const e = t.getBoundingClientRect();
+      if (e.width >= 1 && (e.right > r.right + 1 || e.left < r.left - 1))
+        out.push(t.textContent.slice(0, 50));
+    }
+  }
+  return out;
+}"""

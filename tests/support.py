@@ -160,9 +160,12 @@ def open_app(page: str | None = None, model: str | None = None, mask: str | None
 
 # ---------------------------------------------------------------- reading what a page shows
 def charts(at: AppTest) -> dict[str, dict]:
-    """Chart title -> the chart's plotly JSON (data and layout), in page order."""
+    """Chart title -> the chart's plotly JSON (data and layout), in page order; not a phone's
+    copy of a figure (ui/phone.both: the same figure laid out for a narrow screen)."""
     out = {}
     for el in at.get("plotly_chart"):
+        if el.proto.id.endswith(keys.PHONE_SUFFIX):
+            continue
         spec = json.loads(el.proto.spec)
         out[spec["layout"].get("title", {}).get("text", f"untitled {len(out)}")] = spec
     return out

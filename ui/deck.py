@@ -34,7 +34,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import controls, keys
+from . import controls, keys, phone, phone_figures
 from .readable import readable
 from .replies import Choice, Number, PatchPick, Reply, Words  # noqa: F401 (stages use deck.Choice…)
 
@@ -226,12 +226,19 @@ def chart(fig, key: str, **kwargs) -> Any:
     """st.plotly_chart of a key figure: its own height on the page; in presenter mode the height
     the slide leaves it (the figure's container sets it: ui/presenter.CSS), on a copy (a figure
     may be shared by every session: ui/stages/masks._same_for_every_image). Its text is never
-    smaller than readable.TEXT_PX (the copy's fonts are raised)."""
+    smaller than readable.TEXT_PX (the copy's fonts are raised). A figure that needs another
+    layout on a phone (ui/phone_figures.for_phone) is drawn twice, once for a phone."""
     fig = readable(fig)
     if presenting():
         fig = fig.update_layout(height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
-    return st.plotly_chart(fig, key=key, **kwargs)
+    narrow = None if "on_select" in kwargs else phone_figures.for_phone(fig)
+    if narrow is None:
+        return st.plotly_chart(fig, key=key, **kwargs)
+    # panels side by side (on a phone one under another), or a long title (wrapped there):
+    # both drawn, the screen's width shows one (ui/phone.py)
+    phone.both(key, lambda: st.plotly_chart(fig, key=key, **kwargs),
+               lambda: st.plotly_chart(narrow, key=keys.phone(key), width="stretch"))
 
 
 SLIDE_TABLE_ROWS = 12  # a table on a slide shows its first rows in large type, then a count

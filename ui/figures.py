@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import io
+import textwrap
+from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.graph_objects as go
@@ -81,7 +83,7 @@ def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
                             "yref": ref(item.get("yref"), "y")})
         notes.append(dict(text=panel_title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
-                          font=dict(size=13)))
+                          font=dict(size=13), name=f"panel:{i}"))
     return go.Figure(data=data, layout={**layout, "shapes": shapes, "annotations": notes,
                                         **(more or {})})
 
@@ -506,7 +508,9 @@ def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 32
     fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode)
                      for name, y in ys.items()])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
-                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis)
+                      margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis,
+                      # the legend under the chart: at its right it left a phone's chart 127 px
+                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
     return fig
 
 
@@ -802,6 +806,31 @@ MAP_WIDTH = 800  # fixed: fits the main column at 1280 px, with the sidebar or z
 MAP_BOX_W, MAP_BOX_H = 0.36, 0.3  # half width / half height of a box, in column / row units
 
 
+@dataclass(frozen=True)
+class MapPlan:
+    """How a model map is laid out: box centres (columns, rows), sizes, type sizes in px."""
+
+    pos: dict[str, tuple[float, float]]
+    box_w: float = MAP_BOX_W  # half width of a box, in column units
+    box_h: float = MAP_BOX_H  # half height, in row units
+    row_px: int = MAP_ROW_PX
+    width: int | None = MAP_WIDTH  # px; None: as wide as its column (the x range fits it)
+    x_pad: float = 0.5  # columns of margin left of the first box centre and right of the last
+    font: dict = field(default_factory=lambda: dict(box=11, edge=11, frame=12, strip=9,
+                                                    strip_note=10))
+    note_at: dict | None = None  # where the block's note goes (default: atop the frame, left)
+    strip: tuple[float, float, float] | None = None  # the layer strip's left, right, row
+    strip_per_row: int = 12
+    strip_gap: float = 0.3  # rows between two rows of layer cells
+    note_wrap: int | None = None  # wrap the block's note at this many characters
+    elbow: bool = False  # an arrow down to the right leaves its source's side, not its bottom
+    cell_px: int = 18  # a layer cell's largest side
+
+
+def wide_plan(mm) -> MapPlan:
+    return MapPlan(model_map_layout(mm))
+
+
 def model_map_layout(mm) -> dict[str, tuple[float, float]]:
     """Where each box of a vit_core.explain.stages.ModelMap sits: (x in columns, y in rows).
 
@@ -839,71 +868,81 @@ def model_map_layout(mm) -> dict[str, tuple[float, float]]:
     return pos
 
 
-def model_map(mm, title: str | None = None, scale: float = 1.0) -> go.Figure:
+def model_map(mm, title: str | None = None, scale: float = 1.0, plan=None) -> go.Figure:
     """The whole forward pass as boxes and arrows (vit_core.explain.stages.ModelMap).
 
     Every box is a rectangle with its name; every arrow carries the live shape of the tensor it
     carries (annotation name "edge:<trace name>", text the shape). An invisible marker on each box
     makes it clickable (customdata [stage slug, layer or -1, box id]); the strip of L cells under
     the block picks the layer it shows (customdata ["", layer, "layer"]). `scale` enlarges
-    the whole drawing (size, text, markers), e.g. for presenter mode.
+    the whole drawing (size, text, markers), e.g. for presenter mode. `plan`: where the boxes,
+    the block's note and the strip go, and the sizes (MapPlan; default: the wide serpentine;
+    ui/map_phone.py has one top to bottom for a phone).
     """
 
     def px(n: float) -> int:
         return max(1, round(n * scale))
 
-    pos = model_map_layout(mm)
+    plan = plan or wide_plan(mm)
+    pos, box_w, box_h, font = plan.pos, plan.box_w, plan.box_h, plan.font
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
-    x_lo, x_hi = min(xs) - 0.5, max(xs) + 0.5
+    x_lo, x_hi = min(xs) - plan.x_pad, max(xs) + plan.x_pad
     fig = go.Figure()
     shapes, notes = [], []
     block_ids = [b.id for b in mm.boxes if b.in_block]
     bx = [pos[i][0] for i in block_ids]
     by = [pos[i][1] for i in block_ids]
-    frame = dict(x0=min(bx) - 0.46, x1=max(bx) + 0.46, y0=min(by) - 0.5, y1=max(by) + 0.5)
+    frame = dict(x0=min(bx) - box_w - 0.1, x1=max(bx) + box_w + 0.1, y0=min(by) - 0.5,
+                 y1=max(by) + 0.5)
     y_lo, y_hi = min(min(ys) - 0.4, frame["y0"] - 0.45), max(ys) + 0.55
     shapes.append(dict(type="rect", **frame, line=dict(color="#64748b", width=1.5, dash="dot"),
                        fillcolor="rgba(0,0,0,0)", layer="below"))
     L = mm.depth
-    notes.append(dict(x=frame["x0"], y=frame["y0"], xanchor="left", yanchor="bottom",
-                      text=(f"<b>Block {mm.layer}</b> (of blocks 0–{L - 1}), drawn in full: the "
-                            f"model repeats this block × {L}" if L > 1 else
-                            "<b>Block 0</b>, drawn in full: this model has a single block"),
-                      showarrow=False, font=dict(size=px(12), color="#334155"),
+    said = (f"<b>Block {mm.layer}</b> (of blocks 0–{L - 1}), drawn in full: the model repeats "
+            f"this block × {L}" if L > 1 else
+            "<b>Block 0</b>, drawn in full: this model has a single block")
+    where = plan.note_at or dict(x=frame["x0"], y=frame["y0"], xanchor="left", yanchor="bottom")
+    text = "<br>".join(textwrap.wrap(said, plan.note_wrap)) if plan.note_wrap else said
+    notes.append(dict(**where, text=text,
+                      showarrow=False, font=dict(size=px(font["frame"]), color="#334155"),
                       name="frame"))
     for b in mm.boxes:
         x, y = pos[b.id]
-        w = 0.25 if b.id == "mask" else MAP_BOX_W
+        w = 0.25 if b.id == "mask" else box_w
         fill = MAP_FILL["mask" if b.id == "mask" else b.row]
-        shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - MAP_BOX_H, y1=y + MAP_BOX_H,
+        shapes.append(dict(type="rect", x0=x - w, x1=x + w, y0=y - box_h, y1=y + box_h,
                            line=dict(color="#334155", width=1), fillcolor=fill, layer="below"))
         notes.append(dict(x=x, y=y, text=b.label.replace("\n", "<br>"), showarrow=False,
-                          font=dict(size=px(11), color="#0f172a"), name=f"box:{b.id}"))
+                          font=dict(size=px(font["box"]), color="#0f172a"), name=f"box:{b.id}"))
     for e in mm.edges:
         (x0, y0), (x1, y1) = pos[e.src], pos[e.dst]
-        w0 = 0.25 if e.src == "mask" else MAP_BOX_W
-        w1 = 0.25 if e.dst == "mask" else MAP_BOX_W
+        w0 = 0.25 if e.src == "mask" else box_w
+        w1 = 0.25 if e.dst == "mask" else box_w
         if abs(y0 - y1) < 1e-6:  # horizontal
             sx = 1 if x1 > x0 else -1
             a, b = (x0 + sx * w0, y0), (x1 - sx * w1, y1)
             label = dict(x=(a[0] + b[0]) / 2, y=y0, yanchor="bottom", yshift=px(2))
         elif abs(x0 - x1) < 1e-6:  # vertical
             sy = 1 if y1 > y0 else -1
-            a, b = (x0, y0 + sy * MAP_BOX_H), (x1, y1 - sy * MAP_BOX_H)
+            a, b = (x0, y0 + sy * box_h), (x1, y1 - sy * box_h)
             label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="left", xshift=px(5))
+        elif plan.elbow and x1 > x0:  # to the right: from the source's side to the top of
+            a, b = (x0 + box_w, y0), (x1, y1 - box_h)  # the destination, labelled above it
+            label = dict(x=x1, y=(a[1] + b[1]) / 2, xanchor="left", xshift=px(5))
         else:  # diagonal: from the bottom or top of the source to the side of the destination
             sy = 1 if y1 > y0 else -1
-            a = (x0, y0 + sy * MAP_BOX_H)
+            a = (x0, y0 + sy * box_h)
             b = (x1 - (w1 if x1 > x0 else -w1), y1)
             label = dict(x=x0, y=(a[1] + b[1]) / 2, xanchor="right", xshift=-px(5))
         if e.src == "mask":  # the mask's shape sits under its box
-            label = dict(x=x0, y=y0 + MAP_BOX_H, yanchor="top", yshift=-1)
+            label = dict(x=x0, y=y0 + box_h, yanchor="top", yshift=-1)
         notes.append(dict(x=b[0], y=b[1], ax=a[0], ay=a[1], xref="x", yref="y", axref="x",
                           ayref="y", text="", showarrow=True, arrowhead=2, arrowsize=1,
                           arrowwidth=1.3 * scale, arrowcolor="#475569", standoff=0,
                           startstandoff=0))
-        notes.append(dict(text=e.label, showarrow=False, font=dict(size=px(11), color="#1d4ed8"),
+        notes.append(dict(text=e.label, showarrow=False,
+                          font=dict(size=px(font["edge"]), color="#1d4ed8"),
                           bgcolor="rgba(255,255,255,0.85)", borderpad=0,
                           name=f"edge:{e.name}", **label))
     # clickable boxes: one invisible marker per box
@@ -914,34 +953,35 @@ def model_map(mm, title: str | None = None, scale: float = 1.0) -> go.Figure:
         text=[b.label.replace("\n", " ") for b in mm.boxes],
         hovertemplate="%{text}<br>click: open its stage<extra></extra>", showlegend=False,
         name="boxes"))
-    # the layer strip: one cell per block, under the MLP half
+    # the layer strip: one cell per block (under the MLP half; a phone's: beside the block)
     if L > 1:
-        per_row = 12
+        per_row = plan.strip_per_row
         rows = -(-L // per_row)
-        left, right = pos["mask"][0] - 0.2, pos["add2"][0] + MAP_BOX_W
+        left, right, cy0 = plan.strip or (pos["mask"][0] - 0.2, pos["add2"][0] + box_w,
+                                          pos["ln1"][1])
         step = min((right - left) / min(L, per_row), 0.2)
-        cy0 = pos["ln1"][1] - 0.15 * (rows - 1)
+        cy0 = cy0 - plan.strip_gap / 2 * (rows - 1)
         cx = [left + step * (i % per_row + 0.5) for i in range(L)]
-        cy = [cy0 + 0.3 * (i // per_row) for i in range(L)]
+        cy = [cy0 + plan.strip_gap * (i // per_row) for i in range(L)]
         fig.add_trace(go.Scatter(
             x=cx, y=cy, mode="markers+text", text=[str(i) for i in range(L)],
-            textfont=dict(size=px(9), color=["white" if i == mm.layer else "#0f172a"
-                                          for i in range(L)]),
-            marker=dict(size=px(min(18, max(8, int(step * 140) - 3))), symbol="square",
+            textfont=dict(size=px(font["strip"]), color=["white" if i == mm.layer else
+                                                         "#0f172a" for i in range(L)]),
+            marker=dict(size=px(min(plan.cell_px, max(8, int(step * 140) - 3))), symbol="square",
                         color=["#ea580c" if i == mm.layer else "#fed7aa" for i in range(L)],
                         line=dict(color="#9a3412", width=1)),
             customdata=[["", i, "layer"] for i in range(L)],
             hovertemplate="block %{customdata[1]}: click to show it<extra></extra>",
             showlegend=False, name="layers"))
         notes.append(dict(x=left, y=cy0 - 0.3, xanchor="left", yanchor="bottom",
-                          text="Show block (click):", showarrow=False, font=dict(size=px(10)),
-                          name="strip"))
+                          text="Show block (click):", showarrow=False,
+                          font=dict(size=px(font["strip_note"])), name="strip"))
     fig.update_layout(
-        shapes=shapes, annotations=notes, height=px((y_hi - y_lo) * MAP_ROW_PX + 10),
-        width=px(MAP_WIDTH),
+        shapes=shapes, annotations=notes, height=px((y_hi - y_lo) * plan.row_px + 10),
+        width=px(plan.width) if plan.width else None,
         margin=dict(l=4, r=4, t=4 if not title else 30, b=4), plot_bgcolor="white",
         title=dict(text=title, font=dict(size=14)) if title else None,
         xaxis=dict(visible=False, range=[x_lo, x_hi], fixedrange=True),
         yaxis=dict(visible=False, range=[y_hi, y_lo], fixedrange=True),
-        dragmode=False, clickmode="event+select", hoverlabel=dict(font_size=px(11)))
+        dragmode=False, clickmode="event+select", hoverlabel=dict(font_size=px(font["box"])))
     return fig

@@ -97,6 +97,14 @@ LIVE_CSV = "live_csv"  # download button: the class's answers
 LIVE_BANNER = "live_banner"  # container: "Following class ABC-DEF …" atop a student's page
 LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the teacher's header
 
+# ---------------------------------------------------------------- a phone (ui/phone.py)
+PHONE_JS = "phone_js"  # container: the touch script's invisible frame
+PHONE_IMAGE = "phone_image"  # popover: "Your image" atop the page, on a phone (its widgets drawn
+#                              only while it is open)
+PHONE_UPLOAD_PREFIX = "phone-upload-"  # + upload round: its uploader (as UPLOAD_PREFIX)
+PHONE_CAMERA = "phone_camera"  # its camera photo (camera_input)
+PHONE_SUFFIX = "_phone"  # a chart's key + this: its copy laid out for a phone (see phone())
+
 # ---------------------------------------------------------------- internal session state
 # Never a widget; written by code only.
 INPUT = "_input"  # inputs.Input: the image in use (sidebar.draw; session.load_current on bad files)
@@ -264,6 +272,16 @@ def ask(stage: str, step: str) -> str:
 def upload(round_: int) -> str:
     """The uploader's key in upload round `round_`: 'upload-0', 'upload-1', …"""
     return f"{UPLOAD_PREFIX}{round_}"
+
+
+def phone_upload(round_: int) -> str:
+    """The phone picker's uploader key in upload round `round_`: 'phone-upload-0', …"""
+    return f"{PHONE_UPLOAD_PREFIX}{round_}"
+
+
+def phone(key: str) -> str:
+    """The key of a chart's copy for a phone: 'masks_three_phone' (ui/phone.both)."""
+    return f"{key}{PHONE_SUFFIX}"
 
 
 def png(slug: str) -> str:

@@ -220,5 +220,6 @@ def _patch_input(view, key: str, chart: str, prompt: str) -> int | None:
                f"Chosen: patch {chosen} (click another to change).")
     st.plotly_chart(figures.patch_grid(view.prep.crop, c.patch_size, selected=chosen,
                                        show_index=c.grid <= 16, height=320),
-                    key=chart, on_select=clicked, selection_mode="points")
+                    key=chart, on_select=clicked, selection_mode="points",
+                    config={"displayModeBar": False})  # its toolbar covered the top row
     return chosen

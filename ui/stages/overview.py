@@ -13,7 +13,7 @@ from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
 
-from .. import deck, figures, keys, models, navigate, session, show, state
+from .. import deck, figures, keys, models, navigate, phone, phone_figures, session, show, state
 from ..deck import Step
 from ..numbers import pct
 from ..scene_notes import caption_note, class_note
@@ -91,10 +91,17 @@ def _map_figure(x: Ctx, f: Map) -> None:
     fig = figures.model_map(f.mm, scale=PRESENTER_SCALE if x.presenting else 1.0)
     if x.presenting:  # as wide as the slide (the height is the slide's: deck.chart)
         fig.update_layout(width=None)
-    deck.chart(fig, key=keys.OVERVIEW_MAP,
-               on_select=lambda: navigate.on_map_click(keys.OVERVIEW_MAP),
-               selection_mode="points", config={"displayModeBar": False},
-               width="stretch" if x.presenting else "content")
+        return _map_chart(fig, keys.OVERVIEW_MAP, "stretch")
+    # the 800-px serpentine, or on a phone the pass top to bottom (ui/phone.py: which is shown
+    # is the browser's choice, by the screen's width)
+    phone.both(keys.OVERVIEW_MAP, lambda: _map_chart(fig, keys.OVERVIEW_MAP, "content"),
+               lambda: _map_chart(figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm)),
+                                  keys.phone(keys.OVERVIEW_MAP), "stretch"))
+
+
+def _map_chart(fig, key: str, width: str) -> None:
+    deck.chart(fig, key=key, on_select=lambda: navigate.on_map_click(key),
+               selection_mode="points", config={"displayModeBar": False}, width=width)
 
 
 def _edge(mm: ModelMap, name: str):

@@ -128,7 +128,9 @@ def test_without_any_mae_the_stage_says_how_to_get_one(monkeypatch):
 
     if bundled_maes():
         pytest.skip("a bundled MAE ships: the stage runs it")
-    monkeypatch.setattr(stage, "DEFAULT_MAE", "no-such-mae")
+    from ui.stages import choices
+
+    monkeypatch.setattr(choices, "DEFAULT_MAE", "no-such-mae")
     at = open_app("mae", "shapes-classifier", no_error=True)
     assert stage.NO_MAE in note(at)
     assert "the first step says how to get one" in page_text(at)

@@ -228,10 +228,10 @@ def chart(fig, key: str, **kwargs) -> Any:
     may be shared by every session: ui/stages/masks._same_for_every_image). Its text is never
     smaller than readable.TEXT_PX (the copy's fonts are raised). A figure that needs another
     layout on a phone (ui/phone_figures.for_phone) is drawn twice, once for a phone."""
-    fig = readable(fig)
     if presenting():
-        fig = fig.update_layout(height=None, autosize=True)
+        fig = readable(fig, height=None, autosize=True)
         return st.plotly_chart(fig, key=key, height="stretch", **kwargs)
+    fig = readable(fig)
     narrow = None if "on_select" in kwargs else phone_figures.for_phone(fig)
     if narrow is None:
         return st.plotly_chart(fig, key=key, **kwargs)

@@ -319,6 +319,11 @@ def _colorbar(value_name: str) -> dict:
     return dict(thickness=10, title=dict(text=value_name, side="right", font=dict(size=11)))
 
 
+# A tick label turned 90° stands across its axis by the height of its glyphs (ascender to
+# descender, about 0.9 em), not by its length: such labels 13 px apart stand side by side at 14 px.
+TURNED_GAP_PX = TEXT_PX - 1
+
+
 def spaced_ticks(labels: list[str], grid: int, span_px: float,
                  min_px: float = TEXT_PX + 2) -> list[str]:
     """Ticks for a token axis `span_px` pixels long that never print over each other: CLS /
@@ -816,8 +821,10 @@ class MapPlan:
     row_px: int = MAP_ROW_PX
     width: int | None = MAP_WIDTH  # px; None: as wide as its column (the x range fits it)
     x_pad: float = 0.5  # columns of margin left of the first box centre and right of the last
-    font: dict = field(default_factory=lambda: dict(box=11, edge=11, frame=12, strip=9,
-                                                    strip_note=10))
+    # type sizes at scale 1: the figures' floor (readable.TEXT_PX), so a map scaled up for a
+    # slide draws its text larger than the page's
+    font: dict = field(default_factory=lambda: dict(box=TEXT_PX, edge=TEXT_PX, frame=TEXT_PX + 1,
+                                                    strip=TEXT_PX, strip_note=TEXT_PX))
     note_at: dict | None = None  # where the block's note goes (default: atop the frame, left)
     strip: tuple[float, float, float] | None = None  # the layer strip's left, right, row
     strip_per_row: int = 12

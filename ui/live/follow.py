@@ -23,7 +23,7 @@ import vit_core
 
 from .. import keys, share, state, tour
 from ..session import model_name
-from ..stages import attention, common, experiments, mae
+from ..stages import choices, common
 from . import classes
 
 SKIP = object()  # a fit's answer: this setting does not apply to the student's model
@@ -146,7 +146,7 @@ def _train_step(v, m):
 
 def _exp_mask(v, m):
     """A mask the Experiments stage offers this model (never the one it runs with)."""
-    return v if v in experiments.mask_options(m.config, m.run_mask()) else SKIP
+    return v if v in choices.mask_options(m.config, m.run_mask()) else SKIP
 
 
 def _captioner(m: Model):
@@ -157,7 +157,7 @@ def _captioner(m: Model):
 
 
 def _mae_patches(m: Model) -> int:
-    name = mae.mae_for(model_name(m.ss))
+    name = choices.mae_for(model_name(m.ss))
     return 1 if name is None else state.get_mae(name).encoder.config.num_patches
 
 
@@ -187,7 +187,7 @@ FOLLOWED = (
     # each stage's own
     Setting("key_patch", keys.KEY_PATCH, _place, ("qkv",)),
     Setting("query_is_cls", keys.QUERY_IS_CLS, _flag, ("qkv",)),
-    Setting("attention_view", keys.ATTN_VIEW, _only(lambda m: attention.VIEWS), ("attention",)),
+    Setting("attention_view", keys.ATTN_VIEW, _only(lambda m: choices.VIEWS), ("attention",)),
     Setting("mask_caption", keys.MASK_CAPTION, _text, ("masks",)),
     Setting("mask_layer", keys.MASK_LAYER, _below(lambda m: _captioner(m).depth), ("masks",)),
     Setting("mask_head", keys.MASK_HEAD, _below(lambda m: _captioner(m).num_heads), ("masks",)),
@@ -200,14 +200,14 @@ FOLLOWED = (
     Setting("top_k", keys.TOP_K, _vocab, ("logits",)),
     Setting("gen_seed", keys.GEN_SEED, _between(0, 10_000), ("logits",)),
     Setting("caption", keys.CAPTION, _text, ("logits",)),
-    Setting("experiment", keys.EXP_KIND, _only(lambda m: experiments.KINDS), ("experiments",)),
+    Setting("experiment", keys.EXP_KIND, _only(lambda m: choices.KINDS), ("experiments",)),
     Setting("heads_off", keys.EXP_HEADS, _indices(lambda m: m.config.num_heads),
             ("experiments",)),
     Setting("greyed", keys.EXP_OCCLUDED, _area, ("experiments",)),
     Setting("shuffle_seed", keys.EXP_SEED, _between(0, 10_000), ("experiments",)),
     Setting("other_mask", keys.EXP_MASK, _exp_mask, ("experiments",)),
-    Setting("mae_mode", keys.MAE_MODE, _only(lambda m: mae.MODES), ("mae",)),
-    Setting("mae_ratio", keys.MAE_RATIO, _one_of(lambda m: mae.RATIO_CHOICES), ("mae",)),
+    Setting("mae_mode", keys.MAE_MODE, _only(lambda m: choices.MODES), ("mae",)),
+    Setting("mae_ratio", keys.MAE_RATIO, _one_of(lambda m: choices.RATIO_CHOICES), ("mae",)),
     Setting("mae_seed", keys.MAE_SEED, _between(0, 2**31 - 1), ("mae",)),
     Setting("mae_hidden", keys.MAE_HIDDEN, _indices(_mae_patches, one_left=True), ("mae",)),
 )

@@ -19,12 +19,13 @@ from vit_core.explain.attention import (
 from .. import deck, figures, keys, session, show, state
 from ..deck import Choice, PatchPick, Question, Step
 from ..numbers import pct, span
+from . import choices
 
 LOCAL = 0.5  # a head "looks locally" when its mean distance is under this share of an even spread
 NEAR_EVEN = 0.75  # ... and "looks everywhere" when even its nearest is at least this share
 EVEN_ENTROPY = 0.9  # "almost evenly": the lowest entropy is at least this share of the maximum
 STRONGEST = 5  # the rollout sentence sums the strongest patches, this many
-VIEWS = ("raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A")  # what the matrix shows
+VIEWS = choices.VIEWS  # what the matrix shows
 
 
 @dataclass(frozen=True)

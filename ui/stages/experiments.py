@@ -17,26 +17,19 @@ from typing import Any
 import streamlit as st
 import torch
 
-from vit_core import MASK_KINDS, allowed_keys
+from vit_core import allowed_keys
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
 from vit_core.explain.readout import image_blind, near_uniform
 from vit_core.io.images import denormalize
-from vit_core.masks import parse_window, window_keys, window_name
+from vit_core.masks import parse_window, window_keys
 
 from .. import controls, deck, figures, keys, session, state
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
-from . import common
+from . import choices, common
 
-KINDS = {  # the radio's labels -> the intervention (vit_core.explain.interventions.KINDS)
-    "Switch off attention heads": "heads",
-    "Grey out patches": "occlude",
-    "Remove position embeddings": "positions",
-    "Shuffle the patches": "shuffle",
-    "Shuffle the patches and remove positions": "shuffle_no_positions",
-    "Apply another attention mask": "mask",
-}
+KINDS = choices.KINDS  # the radio's labels -> the intervention
 SHUFFLES = ("shuffle", "shuffle_no_positions")
 WIDGETS = (keys.EXP_KIND, keys.EXP_HEADS, keys.EXP_SEED, keys.EXP_MASK)  # kept across steps
 TOP = 5  # the class charts draw the top classes before and after, this many of each
@@ -180,11 +173,7 @@ def around(p: int, g: int) -> list[int]:
             if 0 <= r < g and 0 <= c < g]
 
 
-def mask_options(c, run_mask: str) -> list[str]:
-    """The masks the run after may use: the other plain masks, then M x M windows (plain, and
-    shifted on odd blocks) for the window sides smaller than the grid."""
-    windows = [window_name(m, shifted) for m in common.window_sizes(c) for shifted in (False, True)]
-    return [k for k in (*MASK_KINDS, *windows) if k != run_mask]
+mask_options = choices.mask_options
 
 
 def allowed_in_block0(c, kind: str, n_text: int):

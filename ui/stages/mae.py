@@ -18,17 +18,17 @@ import torch
 from PIL import Image
 
 from vit_core.io.images import denormalize
-from vit_core.io.mae_files import bundled_maes, is_mae
 from vit_core.mae import num_visible, pixel_targets, visible_colour_errors
 
 from .. import deck, figures, keys, state
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
 from ..readable import TEXT_PX
+from . import choices
 
-DEFAULT_MAE = "shapes-mae"  # the MAE shown when the session's model is not one
-RATIO_CHOICES = tuple(round(0.05 * k, 2) for k in range(1, 20))  # the shares offered: 5 … 95 %
-MODES = {"random": "At random: a share of them", "click": "The patches I click"}
+DEFAULT_MAE = choices.DEFAULT_MAE  # the MAE shown when the session's model is not one
+RATIO_CHOICES = choices.RATIO_CHOICES  # the shares offered: 5 … 95 %
+MODES = choices.MODES
 HIDDEN_GREY = (128, 128, 128)  # how a hidden patch is drawn in the encoder's input
 TEXT_CELLS = 64  # token strips and grids print patch numbers up to this many patches
 ROW_TEXT = 30  # the decoder's row prints its patch numbers up to this many tokens (all or none)
@@ -39,13 +39,7 @@ NO_MAE = ("This stage runs a masked autoencoder, and none is on this machine: th
           "hf:facebook/vit-mae-base in the sidebar).")
 
 
-def mae_for(session_model: str) -> str | None:
-    """The MAE the stage runs: the session's model if it is one, else the bundled one."""
-    if is_mae(session_model):
-        return session_model
-    if is_mae(DEFAULT_MAE):
-        return DEFAULT_MAE
-    return next(iter(bundled_maes()), None)
+mae_for = choices.mae_for
 
 
 # ---------------------------------------------------------------- the stage's view

@@ -224,7 +224,8 @@ def _visible_facts(x: Ctx) -> dict:
 def _visible_figure(x: Ctx, f: dict) -> None:
     t = f["tokens"]
     deck.chart(figures.visible_keys_chart(
-        f["visible"], t.labels, figures.spaced_ticks(t.labels, x.cap.config.grid, 760), t.n_img),
+        f["visible"], t.labels, figures.spaced_ticks(t.labels, x.cap.config.grid, 760,
+                                                     figures.TURNED_GAP_PX), t.n_img),
         key=keys.MASK_VISIBLE)
 
 

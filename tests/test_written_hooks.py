@@ -202,6 +202,19 @@ def test_threads_with_different_hooks_on_one_model_each_get_their_own():
         assert all(torch.equal(out, want[h]) for out in got[h]), h
 
 
+def test_an_activation_patched_in_from_another_image_carries_that_images_output():
+    """Everything after `embed` is computed from it: patching image b's embed into image a's
+    pass gives b's logits, bit for bit; patching one block's z gives neither."""
+    model = randomised(SMALL)
+    a, b = torch.randn(1, 3, 32, 32), torch.randn(1, 3, 32, 32)
+    tb = run_trace(model, b)
+    with torch.no_grad():
+        patched = run_with_hooks(model, a, {"embed": lambda t, n: tb[n][None]})[0]
+        mixed = run_with_hooks(model, a, {"blocks.0.attn.z": lambda t, n: tb[n][None]})[0]
+    assert torch.equal(patched, tb.logits)
+    assert not torch.allclose(mixed, tb.logits) and not torch.allclose(mixed, model(a)[0])
+
+
 def test_positions_left_out_by_hooks_are_the_hand_computation_without_them():
     model, x = setup64(3)
     tr = run_trace(model, x, positions=False)

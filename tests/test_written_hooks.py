@@ -223,6 +223,7 @@ def test_positions_left_out_by_hooks_are_the_hand_computation_without_them():
     assert torch.equal(tr["embed"][1:], tr["patch_embed"])  # nothing added to the patches
 
 
+@pytest.mark.slow  # a fresh interpreter loading the bundled classifier
 def test_the_library_docs_hooks_example_runs_and_prints_what_it_says():
     text = (ROOT / "docs" / "library.md").read_text()
     section = text.split("## Written hooks", 1)[1].split("\n## ", 1)[0]

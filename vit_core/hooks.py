@@ -9,9 +9,9 @@ Capturing does not register torch hooks on the (shared) model: `capture()` opens
 context variable, and every HookPoint writes into the store of the context that runs it. Two
 threads tracing one cached model at the same time therefore each get exactly their own tensors.
 
-Writing works the same way: `writing({name: fn})` opens a second context variable, and the
-HookPoint named `name` passes its tensor through `fn(tensor, name)` and carries on with what fn
-returns (None: the tensor unchanged), before the store keeps it. A trace therefore holds the
+Writing works the same way: `writing({name: [fn, ...]})` opens a second context variable, and
+the HookPoint named `name` passes its tensor through each `fn(tensor, name)` and carries on with
+what fn returns (None: the tensor unchanged), before the store keeps it. A trace therefore holds the
 tensors the model computed with. `vit_core.hooked.run_with_hooks` is the public way in.
 """
 

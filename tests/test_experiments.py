@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.support import SMALL, randomised
-from vit_core import generate, load_image, load_model, preprocess, run_trace
+from vit_core import generate, load_image, load_model, preprocess, run_trace, run_with_hooks
 from vit_core.explain.interventions import (
     SAME_OUTPUT,
     ablate_heads,
@@ -146,12 +146,11 @@ def test_a_caption_is_written_with_the_intervention_in_place():
     with the head switched off (or on greyed pixels)."""
     model = load_model("shapes-captioner-prefix")
     x = preprocess(load_image(scene_png()), model.config)
-    keep = torch.ones(model.config.depth, model.config.num_heads)
-    keep[5] = 0  # every head of the last block
+    off = {"blocks.5.attn.z": lambda z, name: torch.zeros_like(z)}  # every head of block 5
     ids = [1]
     with torch.no_grad():
         for _ in range(model.config.max_text_len):
-            nxt = int(model(x, torch.tensor([ids]), head_mask=keep)[0, -1].argmax())
+            nxt = int(run_with_hooks(model, x, off, torch.tensor([ids]))[0, -1].argmax())
             ids.append(nxt)
             if nxt == 2:
                 break

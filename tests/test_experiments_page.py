@@ -17,7 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app
 from ui import keys
-from vit_core import load_image, load_model, preprocess, run_trace
+from vit_core import load_image, load_model, preprocess, run_trace, run_with_hooks
+from vit_core.hooked import without_positions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hub"
 FIXTURE_MODELS = [str(FIXTURES / m) for m in (
@@ -230,11 +231,12 @@ def test_clicking_a_patch_toggles_it_in_the_grey_set():
 
 
 # ---------------------------------------------------------------- captioners
-def greedy(model, x, mask=None, **kwargs) -> list[int]:
+def greedy(model, x, mask=None, positions=True) -> list[int]:
+    hooks = {} if positions else without_positions(model)  # embed written without E_pos
     ids = [1]
     with torch.no_grad():
         for _ in range(model.config.max_text_len):
-            nxt = int(model(x, torch.tensor([ids]), mask=mask, **kwargs)[0, -1].argmax())
+            nxt = int(run_with_hooks(model, x, hooks, torch.tensor([ids]), mask)[0, -1].argmax())
             ids.append(nxt)
             if nxt == 2:
                 break

@@ -94,8 +94,8 @@ def test_the_layers_point_one_way():
     """The model knows nothing of io, explain or scenes; io/base is a leaf; only scenes and tests
     may import the scene world; vit_core never imports the app."""
     graph = import_graph()
-    model = ("vit_core.config", "vit_core.model", "vit_core.hooks", "vit_core.trace",
-             "vit_core.masks", "vit_core.patches")
+    model = ("vit_core.config", "vit_core.model", "vit_core.hooks", "vit_core.hooked",
+             "vit_core.trace", "vit_core.masks", "vit_core.patches")
     for name in model:
         assert {m for m in graph[name] if m.startswith("vit_core.")} <= set(model), name
     assert {m for m in graph["vit_core.io.base"] if m.startswith("vit_core")} == set()
@@ -115,8 +115,8 @@ def documented_signature(name: str) -> str:
     return m.group(1)
 
 
-@pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "load_model", "at_size",
-                                  "input_sizes", "training_log"])
+@pytest.mark.parametrize("name", ["generate", "segment", "run_trace", "run_with_hooks",
+                                  "load_model", "at_size", "input_sizes", "training_log"])
 def test_public_functions_have_the_signatures_the_docs_document(name):
     fn = getattr(vit_core, name)
     assert inspect.isfunction(fn), f"vit_core.{name} is a {type(fn).__name__}, not a function"

@@ -14,7 +14,8 @@ import torch
 
 from tests.support import SMALL, TEXT, randomised
 from vit_core import ViTConfig, load_model, make_mask, run_trace
-from vit_core.hooks import capture
+from vit_core.hooked import experiment_hooks
+from vit_core.hooks import capture, writing
 from vit_core.trace import KEEP_BLOCKS
 
 DEIT = Path(__file__).parent / "fixtures" / "hub" / "tiny-org" / "deit-distilled"
@@ -31,9 +32,9 @@ def eager(model, pixels, text_ids=None, mask=None, head_mask=None, positions=Tru
         n_text = 0 if text_ids is None else len(text_ids)
         mask = None if mask == "full" else make_mask(mask, model.config.num_image_tokens, n_text)
     ids = None if text_ids is None else text_ids[None]
-    with torch.inference_mode(), capture() as store:
-        model(pixels, ids, mask="full" if mask is None else mask, head_mask=head_mask,
-              positions=positions)
+    hooks = experiment_hooks(model, head_mask, positions)  # head switches, positions: hooks
+    with torch.inference_mode(), writing(hooks), capture() as store:
+        model(pixels, ids, mask="full" if mask is None else mask)
     return {name: t[0] for name, t in store.items()}
 
 

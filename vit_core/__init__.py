@@ -2,8 +2,9 @@
 
 The model a reader learns from sits at the top: `config` (every number that fixes a shape),
 `model` (forward reads like the equations), `hooks` (how every intermediate gets its name),
-`trace` (one pass, every tensor by name), `masks`, `patches` and `resolution` (the same
-model at another input size). Around it:
+`hooked` (run_with_hooks: functions that replace intermediates), `trace` (one pass, every
+tensor by name), `masks`, `patches` and `resolution` (the same model at another input size).
+Around it:
 - `vit_core.io`: reading images, text and checkpoints (ours, timm's, Hugging Face's);
 - `vit_core.explain`: numbers computed from a trace (rollout, distances, lens, PCA, FLOPs,
   interventions, generation, segmentation);
@@ -17,6 +18,7 @@ allocator settings. Never imports streamlit.
 from .config import MASK_KINDS, PRESETS, ViTConfig
 from .explain.generation import Generation, Scored, generate, score_text
 from .explain.segmentation import segment
+from .hooked import run_with_hooks
 from .io.base import CheckpointError, ImageError, ModelInfo
 from .io.checkpoints import (
     BUNDLED_DIR,
@@ -43,6 +45,6 @@ __all__ = [
     "ViTConfig",
     "allowed_keys", "at_size", "bundled_models", "default_model_name", "display_crop", "generate",
     "input_sizes", "load_image", "load_model", "make_mask", "patchify", "preprocess", "run_trace",
-    "save_checkpoint", "score_text", "segment", "training_log", "unpatchify",
+    "run_with_hooks", "save_checkpoint", "score_text", "segment", "training_log", "unpatchify",
     "MAE", "MAEConfig", "MAEOutput", "load_mae", "save_mae",
 ]

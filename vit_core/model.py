@@ -2,7 +2,9 @@
 
 Pieces in order of use: Attention -> Mlp -> Block -> PatchEmbed -> ViT. Parameter names are
 timm's, so a classifier's state dict loads into timm's VisionTransformer with strict=True.
-Every intermediate passes through a HookPoint; `run_trace` (trace.py) collects them by name.
+Every intermediate passes through a HookPoint; `run_trace` (trace.py) collects them by name, and
+`run_with_hooks` (hooked.py) lets a function replace any of them: experiments (heads off,
+positions left out) are such hooks, so forward holds only what the model itself computes.
 
 Symbols: B batch, C channels, P patch size, N patches, D width, H heads, d_k = D/H,
 S = N (+1 for CLS) (+T text tokens), d_ff MLP width, K classes, V vocabulary size.
@@ -15,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ViTConfig
-from .hooks import HookPoint, name_hook_points, wanted
+from .hooks import HookPoint, name_hook_points, wanted, writes
 from .masks import is_window, make_mask, window_masks
 from .patches import patchify
 
@@ -36,7 +38,7 @@ class Attention(nn.Module):
         self.hook_pattern = HookPoint()  # [batch, head, query_pos, key_pos], rows sum to 1
         self.hook_z = HookPoint()  # [batch, head, pos, d_k], each head's output A V
 
-    def forward(self, x, mask=None, head_mask=None, pattern_only: bool = False):
+    def forward(self, x, mask=None, pattern_only: bool = False):
         """(B, S, D) -> (B, S, D); with pattern_only, the pattern A (B, H, S, S) and no more
         (what a lean trace recomputes for attention summaries)."""
         B, S, D = x.shape
@@ -44,23 +46,26 @@ class Attention(nn.Module):
         # one matmul gives Q, K and V for all heads; split D into H heads of d_k
         qkv = self.qkv(x).view(B, S, 3, H, D // H).permute(2, 0, 3, 1, 4)  # (3, B, H, S, d_k)
         q, k, v = qkv[0], qkv[1], qkv[2]
-        if pattern_only or wanted(self.hook_q, self.hook_k, self.hook_v, self.hook_scores,
-                                  self.hook_pattern):
+        inside = (self.hook_q, self.hook_k, self.hook_v, self.hook_scores, self.hook_pattern)
+        written = writes(*inside)  # a hook replaces Q, K, V, the scores or A
+        if pattern_only or written or wanted(*inside):
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
             scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, S, S)  Q K^T / sqrt(d_k)
             if mask is not None:
                 scores = scores + mask  # + M: -inf where a query may not see a key
             scores = self.hook_scores(scores)
-            pattern = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A, for readers
+            pattern = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, S, S)  A
             if pattern_only:
                 return pattern
-        # z = A V, per head: softmax(Q K^T / sqrt(d_k) + M) V by torch's fused kernel, which
-        # never forms A, so a pass that reads no pattern (a plain forward, a lean trace) skips
-        # it. Every pass computes z this one way, so a lean trace's kept residual stream and
-        # the block internals it recomputes are bit for bit those of a pass that keeps all.
-        z = self.hook_z(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale))
-        if head_mask is not None:
-            z = z * head_mask.view(1, H, 1, 1)  # switch heads off (experiments page)
+        if written:
+            z = pattern @ v  # (B, H, S, d_k)  A V from the written tensors
+        else:
+            # softmax(Q K^T / sqrt(d_k) + M) V by torch's fused kernel, which never forms A, so
+            # a pass that reads no pattern (a plain forward, a lean trace) skips it. A pass that
+            # only reads computes z this same way, so a lean trace's kept residual stream and
+            # the block internals it recomputes are bit for bit those of a pass that keeps all.
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        z = self.hook_z(z)  # (B, H, S, d_k)  each head's output
         z = z.transpose(1, 2).reshape(B, S, D)  # (B, S, D)  concat(head_1, ..., head_H)
         return self.proj(z)  # (B, S, D)  ... W_O
 
@@ -98,9 +103,9 @@ class Block(nn.Module):
         self.hook_mlp_out = HookPoint()  # [batch, pos, D]
         self.hook_resid_post = HookPoint()  # [batch, pos, D]
 
-    def forward(self, x, mask=None, head_mask=None):
+    def forward(self, x, mask=None):
         x = self.hook_resid_pre(x)  # X: embed for block 0, else the previous block's output
-        attn_out = self.hook_attn_out(self.attn(self.hook_ln1(self.norm1(x)), mask, head_mask))
+        attn_out = self.hook_attn_out(self.attn(self.hook_ln1(self.norm1(x)), mask))
         x = self.hook_resid_mid(x + attn_out)  # X' = X + MSA(LN(X))
         mlp_out = self.hook_mlp_out(self.mlp(self.hook_ln2(self.norm2(x))))
         return self.hook_resid_post(x + mlp_out)  # X_out = X' + MLP(LN(X'))
@@ -166,7 +171,7 @@ class ViT(nn.Module):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
 
-    def embed(self, pixels, text_ids=None, positions: bool = True):
+    def embed(self, pixels, text_ids=None):
         """z_0 = [x_cls; x_p E] + E_pos, then (text) concat(E[t] + P_txt): (B, S, D)."""
         B, C, Hpx, Wpx = pixels.shape
         size = self.config.img_size
@@ -178,8 +183,7 @@ class ViT(nn.Module):
         prefix = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
         if prefix:
             x = torch.cat([*prefix, x], dim=1)  # (B, N+1, D), or N+2 with DeiT's [DIST]
-        if positions:  # switched off only by the experiments page
-            x = x + self.pos_embed  # + E_pos
+        x = x + self.pos_embed  # + E_pos
         if text_ids is not None:
             T = text_ids.shape[1]
             if T > self.config.max_text_len:
@@ -204,15 +208,13 @@ class ViT(nn.Module):
                              f"{self.config.depth}, not {mask.shape[0]}.")
         return mask
 
-    def forward(self, pixels, text_ids=None, mask=None, head_mask=None, positions=True):
+    def forward(self, pixels, text_ids=None, mask=None):
         """Args:
             pixels: (B, C, H, W) normalised images.
             text_ids: (B, T) token ids (text model only), starting with [SOS].
             mask: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted", an additive
                 (S, S) tensor, a per-block (L, S, S) one (block l adds mask[l]), or None =
                 the model's default.
-            head_mask: optional (L, H) multipliers on each head's output (1 keep, 0 remove).
-            positions: add the image position embeddings (False: an experiment without them).
         Returns:
             class logits (B, K), or text logits (B, T, V) for the text model.
         """
@@ -222,10 +224,10 @@ class ViT(nn.Module):
         mask = self.resolve_mask(mask, n_text)
         if mask is not None:
             mask = mask.to(pixels.device, pixels.dtype)
-        x = self.embed(pixels, text_ids, positions)  # (B, S, D)
+        x = self.embed(pixels, text_ids)  # (B, S, D)
         for layer, block in enumerate(self.blocks):
             m = mask[layer] if mask is not None and mask.dim() == 3 else mask  # (S, S) or None
-            x = block(x, m, None if head_mask is None else head_mask[layer])
+            x = block(x, m)
         x = self.hook_ln_final(self.norm(x))  # (B, S, D)  X_f = LN_f(X_L)
         n_img, n_pre = self.config.num_image_tokens, self.config.num_prefix_tokens
         if self.seg_head is not None:

@@ -23,7 +23,8 @@ from types import MappingProxyType
 import torch
 
 from .config import ViTConfig
-from .hooks import capture
+from .hooked import experiment_hooks
+from .hooks import capture, writing
 
 # Every name a trace can hold: pattern -> (shape in the notes' symbols, what it is).
 # `l` is the block index 0..L-1. docs/library.md's table is generated from this one, and a test
@@ -88,7 +89,7 @@ class _Rerun:
     model: object
     attn_mask: torch.Tensor | None  # the additive mask the pass added (None: "full", nothing);
     #                                 [S, S], or [L, S, S] for a per-block (window) mask
-    head_mask: torch.Tensor | None  # [L, H] as given to run_trace
+    hooks: dict  # {name: [fn, ...]} the pass wrote (head switches, positions, the caller's)
     device: torch.device
     version: tuple[int, ...]  # weights_version(model) at the pass
 
@@ -106,17 +107,15 @@ class _Rerun:
         mask = self.attn_mask
         if mask is not None:
             mask = (mask[layer] if mask.dim() == 3 else mask).to(self.device, x.dtype)  # (S, S)
-        heads = None if self.head_mask is None else self.head_mask[layer]
         x = x[None].to(self.device)  # (1, S, D), as in the pass
         if part == "attn_out":
-            with torch.inference_mode(), capture(only=()):  # keeps nothing: Q, K not formed
-                return {f"blocks.{layer}.attn_out": block.attn(block.norm1(x), mask, heads)[0]
-                        .cpu()}
-        with torch.inference_mode(), capture() as store:
+            with torch.inference_mode(), writing(self.hooks), capture(only=()):  # Q, K unkept
+                return {f"blocks.{layer}.attn_out": block.attn(block.norm1(x), mask)[0].cpu()}
+        with torch.inference_mode(), writing(self.hooks), capture() as store:
             if part == "pattern":  # LN(X) up to the pattern, the start of Block.forward
-                block.attn(block.norm1(x), mask, heads, pattern_only=True)
+                block.attn(block.norm1(x), mask, pattern_only=True)
             else:
-                block(x, mask, heads)
+                block(x, mask)
         return {name: t[0].cpu() for name, t in store.items()}
 
 
@@ -310,15 +309,14 @@ class Trace(Mapping):
         if self._rerun is None:  # a trace built from a dict lists only what it holds
             raise KeyError(f"This trace keeps no '{part}' and has no model to recompute it.")
         model = self._rerun.model
-        if part == "patch_embed":
+        if part in ("patch_embed", "ln_final"):  # through its hook point: a hook writes it
             self._rerun.check()
-            with torch.inference_mode():
-                return {part: model.patch_embed(self["patches"][None])[0]}
-        if part == "ln_final":
-            self._rerun.check()
-            with torch.inference_mode():
+            with torch.inference_mode(), writing(self._rerun.hooks):
+                if part == "patch_embed":
+                    embedded = model.patch_embed(self["patches"][None])  # (1, N, D)
+                    return {part: model.hook_patch_embed(embedded)[0]}
                 last = self[f"blocks.{self.config.depth - 1}.resid_post"]
-                return {part: model.norm(last[None])[0]}
+                return {part: model.hook_ln_final(model.norm(last[None]))[0]}
         out = self._rerun.block(part, self[f"blocks.{part}.resid_pre"])
         return {name: t for name, t in out.items() if self._alias(name) not in self._kept}
 
@@ -334,7 +332,7 @@ class Trace(Mapping):
 
 
 def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=None,
-              positions: bool = True, lean: bool = True) -> Trace:
+              positions: bool = True, lean: bool = True, hooks=None) -> Trace:
     """Run one forward pass and return a Trace that gives every intermediate under its name.
 
     Args:
@@ -345,6 +343,8 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
             [S, S] tensor, a per-block [L, S, S] one, or None = model default.
         head_mask: optional [L, H] multipliers on head outputs (0 switches a head off).
         positions: False leaves out the image position embeddings (an experiment).
+        hooks: {name: fn or [fn, ...]}, written as `run_with_hooks` writes them (vit_core/
+            hooked.py); a lean trace calls a block's hooks again when it recomputes the block.
         lean: keep only the residual stream (and patches, logits) and recompute the rest on
             first read, from the same modules (the model must not change meanwhile); False keeps
             every tensor the pass made (~170 MB for ViT-B/16).
@@ -361,17 +361,15 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
     resolved = model.resolve_mask(mask, n_text)  # None means "full": nothing to add
     if resolved is not None:
         resolved = resolved.detach().clone()  # the caller's tensor may change; recompute reads it
-    if head_mask is not None:
-        head_mask = torch.as_tensor(head_mask).detach().clone()
+    hooks = experiment_hooks(model, head_mask, positions, hooks)  # switches are hooks too
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
-    with torch.inference_mode(), capture(only=keep if lean else None) as store:
+    with torch.inference_mode(), writing(hooks), capture(only=keep if lean else None) as store:
         # capture lives in a context variable: concurrent traces of one model never mix
-        model(pixels, text_ids, mask="full" if resolved is None else resolved,
-              head_mask=head_mask, positions=positions)
+        model(pixels, text_ids, mask="full" if resolved is None else resolved)
     names = store.seen if lean else list(store)  # every name offered, in forward order
     tensors = {name: t[0].detach().cpu() for name, t in store.items()}
-    rerun = _Rerun(model, resolved, head_mask, pixels.device, weights_version(model))
+    rerun = _Rerun(model, resolved, hooks, pixels.device, weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()
     return Trace(tensors, model.config, shown, kind,

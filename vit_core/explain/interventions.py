@@ -3,8 +3,9 @@
 Each run function returns a fresh Trace (or Generation); the model itself is never modified, so a
 cached model shared by many sessions stays intact. `alter` says what an intervention feeds the
 model (the altered pixels, the mask, the head switches, positions on or off); `run` and `caption`
-run it; the comparison helpers below read the two results as numbers (the Experiments stage,
-ui/stages/experiments.py, words them).
+run it, the head switches and positions as written hooks (vit_core/hooked.py); the comparison
+helpers below read the two results as numbers (the Experiments stage, ui/stages/experiments.py,
+words them).
 
 Kinds (the `arg` each takes):
     "heads"                 ((layer, head), ...) to switch off
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..hooked import experiment_hooks, run_with_hooks
 from ..masks import allowed_keys
 from ..patches import patchify, unpatchify
 from ..trace import Trace, run_trace
@@ -78,6 +80,10 @@ class Altered:
     positions: bool  # image position embeddings added
     perm: torch.Tensor | None  # shuffles: grid cell i shows original patch perm[i]
 
+    def hooks(self, model) -> dict:
+        """The hooks that write the head switches and leave the positions out."""
+        return experiment_hooks(model, self.head_mask, self.positions)
+
 
 def permutation(n: int, seed: int) -> torch.Tensor:
     """The shuffle's order for `n` patches: cell i of the shuffled image shows patch perm[i]."""
@@ -123,7 +129,7 @@ def alter(model, pixels, kind: str, arg: tuple = (), mask=None) -> Altered:
 
 def _run(model, altered: Altered, text_ids=None) -> Trace:
     return run_trace(model, altered.pixels, text_ids, mask=altered.mask,
-                     head_mask=altered.head_mask, positions=altered.positions)
+                     hooks=altered.hooks(model))
 
 
 def run(model, pixels, kind: str, arg: tuple = (), text_ids=None, mask=None) -> Trace:
@@ -132,16 +138,15 @@ def run(model, pixels, kind: str, arg: tuple = (), text_ids=None, mask=None) -> 
 
 
 class _Intervened:
-    """A model that always runs with an intervention's head switches and positions setting,
-    so that `generate` writes its caption with the intervention in place."""
+    """A model that always runs with an intervention's hooks (head switches, positions), so
+    that `generate` writes its caption with the intervention in place."""
 
     def __init__(self, model, altered: Altered):
-        self.model, self.altered = model, altered
+        self.model, self.hooks = model, altered.hooks(model)
         self.config = model.config
 
     def __call__(self, pixels, text_ids=None, mask=None):
-        return self.model(pixels, text_ids, mask=mask, head_mask=self.altered.head_mask,
-                          positions=self.altered.positions)
+        return run_with_hooks(self.model, pixels, self.hooks, text_ids, mask)
 
 
 def caption(model, pixels, kind: str, arg: tuple = (), mask=None) -> Generation:

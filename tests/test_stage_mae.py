@@ -115,7 +115,9 @@ def test_another_ratio_hides_another_count(ratio):
 
 @pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
 def test_another_session_model_is_told_the_stage_runs_the_mae(monkeypatch):
-    monkeypatch.setattr(stage, "DEFAULT_MAE", MAE)
+    from ui.stages import choices
+
+    monkeypatch.setattr(choices, "DEFAULT_MAE", MAE)
     at = open_app("mae", "shapes-classifier", no_error=True)
     assert ("The sidebar's model, shapes-classifier, is not a masked autoencoder, so this stage "
             f"runs the MAE {MAE} on the same image.") in note(at)

@@ -284,13 +284,14 @@ def token_strips(f: Numbers) -> go.Figure:
         lines_y += [0.75, 0.25, None]
     data = [go.Scatter(x=lines_x, y=lines_y, mode="lines", line=dict(color="#9ab", width=1),
                        hoverinfo="skip", showlegend=False)]
+    # the legend counts them: N = n_visible + n_hidden patches
+    visible = f"a visible patch's token ({f.n_visible})"
+    hidden = f"[MASK]: a hidden patch ({f.n_hidden})"
     kinds = [("CLS", "#6c757d", [enc_x[0]], 1, ["CLS"]),
              ("CLS", "#6c757d", [0], 0, ["CLS"]),
-             ("a visible patch's token", "#1f77b4", list(enc_x[1:]), 1,
-              [str(p) for p in f.visible]),
-             ("a visible patch's token", "#1f77b4", [p + 1 for p in f.visible], 0,
-              [str(p) for p in f.visible]),
-             ("[MASK]: a hidden patch", "#ff7f0e", [p + 1 for p in f.hidden], 0,
+             (visible, "#1f77b4", list(enc_x[1:]), 1, [str(p) for p in f.visible]),
+             (visible, "#1f77b4", [p + 1 for p in f.visible], 0, [str(p) for p in f.visible]),
+             (hidden, "#ff7f0e", [p + 1 for p in f.hidden], 0,
               [str(p) for p in f.hidden])]
     shown = set()
     for name, colour, xs, row, labels in kinds:
@@ -305,7 +306,8 @@ def token_strips(f: Numbers) -> go.Figure:
             hovertemplate="%{customdata}<extra>" + name + "</extra>"))
         shown.add(name)
     return go.Figure(data=data, layout=dict(
-        title=dict(text=f"The encoder reads {f.S_enc} tokens, the decoder {f.S_dec}"),
+        title=dict(text=f"Of N = {f.N} patches the encoder reads {f.n_visible} (+ CLS), the "
+                        f"decoder all {f.S_dec} tokens"),
         height=260, margin=dict(l=150, r=0, t=40, b=0), barmode="overlay",
         uniformtext=dict(minsize=TEXT_PX, mode="hide"), legend=dict(orientation="h", y=-0.1),
         xaxis=dict(visible=False, zeroline=False),

@@ -206,9 +206,9 @@ def test_the_clicker_keys_leave_typing_alone(browser, server):
     box.press("End")
     box.press("ArrowLeft")  # moves the caret in the text box, not the slides
     page.wait_for_timeout(1500)
+    assert page.get_by_text(f"Stage 5/{LAST} · step 1/{n}").count() == 1, "← moved the deck"
     caret = box.evaluate("e => [e.selectionStart, e.value.length]")
     assert caret[0] == caret[1] - 1, f"← did not move the caret: {caret}"
-    assert page.get_by_text(f"Stage 5/{LAST} · step 1/{n}").count() == 1
     # the clicker's PageDown moves the deck whatever has the focus (ui/presenter.DECK_JS):
     # a single-line box has no use for it, and a clicker must never be trapped
     box.press("PageDown")

@@ -204,14 +204,20 @@ def test_the_clicker_keys_leave_typing_alone(browser, server):
     box = page.get_by_label("Caption fed to the text stream")
     box.click()
     box.press("End")
-    box.press("ArrowLeft")  # moves the cursor in the text box, not the slides
-    box.press("PageDown")
+    box.press("ArrowLeft")  # moves the caret in the text box, not the slides
     page.wait_for_timeout(1500)
-    assert page.get_by_text(f"Stage 5/{LAST} · step 1/{n}").count() == 1
-    page.mouse.click(5, 700)  # out of the text box
-    page.keyboard.press("ArrowRight")
+    assert page.get_by_text(f"Stage 5/{LAST} · step 1/{n}").count() == 1, "← moved the deck"
+    caret = box.evaluate("e => [e.selectionStart, e.value.length]")
+    assert caret[0] == caret[1] - 1, f"← did not move the caret: {caret}"
+    # the clicker's PageDown moves the deck whatever has the focus (ui/presenter.DECK_JS):
+    # a single-line box has no use for it, and a clicker must never be trapped
+    box.press("PageDown")
     wait_idle(page)
     at_step(page, f"Stage 5/{LAST} · step 2/{n}")
+    page.mouse.click(5, 700)  # out of any box
+    page.keyboard.press("ArrowRight")
+    wait_idle(page)
+    at_step(page, f"Stage 5/{LAST} · step 3/{n}")
     ctx.close()
 
 

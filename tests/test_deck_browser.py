@@ -266,6 +266,12 @@ def test_the_speaker_notes_open_in_their_own_window_and_follow_the_deck(browser,
     page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(f"{server}/?page=attention&presenter=1&step=1")
     at(page, f"Stage 4/{LAST} · step 1/6")
+    # the slide drawn whole first: the run can end while the controls' row (Layer, Head, patch,
+    # Play) still shows 40-px placeholders for widgets whose code is still loading; drawn, the
+    # row is 28 px taller and the figure below it moves down (seen on a fresh clone under load)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')",
+                           timeout=120_000)
+    settle(page)
     before = page.locator(".st-key-deck_figure").bounding_box()
     with page.expect_popup(timeout=60_000) as opened:
         page.locator(f".st-key-{keys.PRESENTER_NOTES_OPEN} button").first.click()

@@ -123,6 +123,7 @@ const writing = (t) => {  // typing into a field: its arrows move the caret
 };
 const LIST = '[data-testid="stSelectbox"], [data-testid="stMultiSelect"], [role="combobox"], ' +
              '[aria-haspopup="listbox"], [data-baseweb="select"]';
+const MENU = '[data-testid="stPopoverBody"]';  // a popover the teacher opened (Model and image)
 let tabbed = false;  // the focus was last moved by the keyboard (Tab), not by a pointer
 const release = () => {  // give the focus back to the page (closes an open list)
   const a = doc.activeElement;
@@ -134,8 +135,10 @@ doc.addEventListener("keydown", (event) => {
   const dir = MOVE[event.key];
   if (!dir) return;
   const t = event.target;
-  if (event.key.startsWith("Arrow") &&
-      (writing(t) || (tabbed && t && t.closest && t.closest(CONTROL)))) return;
+  // arrows stay with a text box, with a control reached with Tab, and with a control in an
+  // open popover (a menu the teacher opened: they are setting it); PageDown/PageUp never do
+  if (event.key.startsWith("Arrow") && (writing(t) ||
+      (t && t.closest && t.closest(CONTROL) && (tabbed || t.closest(MENU))))) return;
   const b = doc.querySelector(".st-key-" + dir + " button");
   if (!b || b.disabled) return;
   event.preventDefault();
@@ -148,7 +151,7 @@ doc.addEventListener("pointerup", (event) => {
   const t = event.target;
   if (!t || !t.closest || writing(t)) return;
   if (t.closest(LIST)) return;  // a list opening: its choice comes next
-  if (t.closest('[role="dialog"], [data-testid="stPopoverBody"]') &&
+  if (t.closest('[role="dialog"], ' + MENU) &&
       !t.closest('[role="option"]')) return;  // the header's popovers keep their focus
   setTimeout(release, 0);
 }, true);
@@ -214,13 +217,14 @@ def header(routes: dict, slug: str):
     bar.button("Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
                icon=":material/arrow_back:",
                on_click=steps.move, args=(slugs, slug, config, -1),
-               help="Previous step (← or PageUp; a slider or a list reached with Tab keeps "
-                    "← and →)")
+               help="Previous step (← or PageUp; a slider or a list reached with Tab or in "
+                    "Model and image keeps ← and →)")
     bar.button("Next", key=keys.PRESENTER_NEXT, type="primary", icon=":material/arrow_forward:",
                disabled=i == len(slugs) - 1 and k == len(titles) - 1,
                on_click=steps.move, args=(slugs, slug, config, +1),
                help="Next step, then the next stage (→ or PageDown; a slider or a list "
-                    "reached with Tab keeps ← and →, PageDown still moves on)")
+                    "reached with Tab or in Model and image keeps ← and →, PageDown still "
+                    "moves on)")
     n = len(tour) - 1  # the overview comes before stage 1
     name = stage.title.split(" · ", 1)[-1]  # "4 · Attention heads" -> "Attention heads"
     where = f"Stage {t}/{n}" if t else "Overview"

@@ -1,5 +1,10 @@
 """ViT Explainer: routes to one page per stage and draws the shared sidebar. No math here."""
 
+# pandas whole before any session's thread builds a figure: plotly's validators import it on
+# first use, and two sessions' first runs importing it at once (the load test's two students)
+# got "partially initialized module 'pandas' has no attribute 'Series'" in figures.model_map
+import pandas  # noqa: F401, I001
+
 from ui import process, wakeups
 
 process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)

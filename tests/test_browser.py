@@ -461,7 +461,8 @@ def test_clicking_the_model_map_picks_a_block_and_opens_a_stage(browser, server)
     plot.scroll_into_view_if_needed()
     # a cell of the block strip: the map now draws block 2, on the same page
     click_map_marker(page, plot, 1, 2, "block 2")
-    page.get_by_text("Block 2", exact=True).wait_for(timeout=30_000)
+    # (in the map the user clicked: a phone's copy of the map, hidden here, names it too)
+    plot.get_by_text("Block 2", exact=True).wait_for(timeout=30_000)
     assert "layer=2" in page.url and "page=overview" in page.url
     # the attention-pattern box: opens the attention stage on block 2
     ids = plot.evaluate("p => p.data[0].customdata.map(d => d[2])")

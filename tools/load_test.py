@@ -64,6 +64,26 @@ async def idle(page, timeout=180_000):
     await page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout, polling=50)
 
 
+STOPS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+
+
+async def own_image(page, fid: str, timeout: int) -> None:
+    """Wait for the sidebar's "fingerprint <fid>", or an error or exception drawn instead (a
+    page that gave up on the model, worker.Busy, never draws the fingerprint); either way not
+    shown, say what the page shows instead of a bare timeout."""
+    mine = page.get_by_text(f"fingerprint {fid}")
+    try:
+        await mine.or_(page.locator(STOPS)).first.wait_for(timeout=timeout)
+    except Exception:
+        pass
+    if await mine.first.is_visible():
+        return
+    shown = await page.get_by_text("fingerprint ").all_inner_texts()
+    stops = [t.splitlines()[0] if t else "" for t in await page.locator(STOPS).all_inner_texts()]
+    raise RuntimeError(f"no 'fingerprint {fid}' within {timeout / 1000:g} s: the page shows "
+                       f"{shown or 'no fingerprint'}, errors {stops or 'none'}")
+
+
 async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0) -> dict:
     await asyncio.sleep(i * stagger)  # students arrive within seconds, not in the same instant
     raw = session_image(i)
@@ -80,14 +100,14 @@ async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0
         t0 = time.time()
         await page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
             str(path))
-        await page.get_by_text(f"fingerprint {fid}").wait_for(timeout=180_000)
+        await own_image(page, fid, 180_000)
         await idle(page)
         first = time.time() - t0
         for slug in STAGES:
             t0 = time.time()
             await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").first.click()
             await idle(page)
-            await page.get_by_text(f"fingerprint {fid}").wait_for(timeout=60_000)
+            await own_image(page, fid, 60_000)
             times.append(time.time() - t0)
             if await page.locator("[data-testid='stException']").count():
                 problems.append(f"session {i}: exception on {slug}")
@@ -179,6 +199,7 @@ def browser_main(args) -> int:
             p.join()
         wall = time.time() - t0
         rss_after, cpu_used = server.rss_mb(), server.cpu_s() - cpu_before
+        log = server.log()
     pages = [t for r in results for t in r["page_times"]]
     firsts = [r["first_view"] for r in results]
     problems = [p for r in results for p in r["problems"]]
@@ -209,6 +230,8 @@ def browser_main(args) -> int:
           f"({summary['server_cpu_share']:.0%} of the machine's cores)")
     for p in problems:
         print("PROBLEM:", p)
+    if problems and "Traceback" in log:  # the server's own words for an exception a page showed
+        print("the server's last traceback:\n" + log[log.rindex("Traceback"):][-3000:])
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
     return 1 if problems or not pages else 0

@@ -73,20 +73,29 @@ def for_phone(fig: go.Figure) -> go.Figure | None:
     tall = stacked(fig)
     if tall is not None:
         return tall
-    title = fig.layout.title.text
-    if not title or len(title) <= TITLE_CHARS:
+    title = fig.layout.title.text or ""
+    under = _long_x_titles(fig)  # an x axis's title is wrapped too (_readable): its new lines
+    if len(title) <= TITLE_CHARS and not under:  # go under the chart
         return None
     d = fig.to_dict()
     lay = d["layout"]
-    lines = textwrap.wrap(title, TITLE_CHARS)
-    lay["title"] = {**lay["title"], "text": "<br>".join(lines), "y": 1, "yref": "container",
-                    "yanchor": "top", "pad": {"t": 6}, "x": 0, "xanchor": "left",
-                    "xref": "container"}
+    lines = textwrap.wrap(title, TITLE_CHARS) or [""]
+    if len(lines) > 1:
+        lay["title"] = {**lay["title"], "text": "<br>".join(lines), "y": 1, "yref": "container",
+                        "yanchor": "top", "pad": {"t": 6}, "x": 0, "xanchor": "left",
+                        "xref": "container"}
     grow = 20 * (len(lines) - 1)  # the title's new lines: the chart grows by them
+    low = 20 * under  # and by an axis title's
     margin = lay.get("margin", {})
-    lay.update(margin={**margin, "t": margin.get("t", 80) + grow},
-               height=lay.get("height", 450) + grow, width=None, autosize=True)
+    lay.update(margin={**margin, "t": margin.get("t", 80) + grow, "b": margin.get("b", 80) + low},
+               height=lay.get("height", 450) + grow + low, width=None, autosize=True)
     return go.Figure(_readable(d))
+
+
+def _long_x_titles(fig: go.Figure) -> int:
+    """The lines an x axis's wrapped title adds, at most (0: every one fits a phone's line)."""
+    texts = [ax.title.text or "" for ax in fig.select_xaxes()]
+    return max([len(wrap(t).split("<br>")) - 1 for t in texts], default=0)
 
 
 def wrap(text: str) -> str:

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.slides import CUT_JS, figure_problems, problems_on, settle
-from tools.browser import serve, wait_idle
+from tools.browser import serve, start_class, wait_idle
 from ui import keys
 from ui.live.push import RECHECK_ENV
 
@@ -35,15 +35,8 @@ def banner(page) -> str:
 
 
 def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(browser, server):
-    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    teacher.goto(f"{server}/?page=attention&presenter=1")
-    wait_idle(teacher)
-    teacher.get_by_role("button", name=re.compile("Class")).click()
-    teacher.get_by_role("button", name="Start a class").click()
-    wait_idle(teacher)
-    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
+    teacher, code = start_class(browser, server)
     pretty = f"{code[:3]}-{code[3:]}"
-    teacher.keyboard.press("Escape")
     teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text(pretty).wait_for()
 
     # the student types the code (as read off the projector) under "Join a class"

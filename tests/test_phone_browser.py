@@ -24,7 +24,7 @@ from tests.slides import (
     TEXT_OFF_CHART_JS,
     settle,
 )
-from tools.browser import serve, wait_idle
+from tools.browser import serve, start_class, wait_idle
 from ui import keys, stages
 from ui.routes import STAGES
 
@@ -119,14 +119,7 @@ def test_the_image_picker_is_atop_the_page_on_a_phone(browser, server, tmp_path)
 
 
 def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, server):
-    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    teacher.goto(f"{server}/?page=attention&presenter=1")
-    wait_idle(teacher)
-    teacher.get_by_role("button", name=re.compile("Class")).click()
-    teacher.get_by_role("button", name="Start a class").click()
-    wait_idle(teacher)
-    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
-    teacher.keyboard.press("Escape")
+    teacher, code = start_class(browser, server)
     for k in (2, 3):  # to "where does CLS look?": answered by a patch
         teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
         teacher.locator(f".st-key-{keys.PRESENTER_WHERE}").get_by_text(f"step {k}/").wait_for()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -140,3 +141,17 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
     page.evaluate(SINCE_JS)
     page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_ms, polling=50)
+
+
+def start_class(browser, server: str, stage: str = "attention"):
+    """A teacher in presenter mode on `stage` (1280×720) who starts a class: (their page, the
+    class's code). The class dialog is closed."""
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    teacher.goto(f"{server}/?page={stage}&presenter=1")
+    wait_idle(teacher)
+    teacher.get_by_role("button", name=re.compile("Class")).click()
+    teacher.get_by_role("button", name="Start a class").click()
+    wait_idle(teacher)
+    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
+    teacher.keyboard.press("Escape")
+    return teacher, code

@@ -260,6 +260,11 @@ ASPECT = 0.02  # a picture's drawn shape within 2 % of its file's
 def figure_problems(page, where: str) -> list[str]:
     """The key figure's share of the slide, the pictures' shapes and anything cut on the slide."""
     f = page.evaluate(FIGURE_JS)
+    for _ in range(100):  # a table's grid (st.dataframe) loads its code lazily, after the run
+        if f["top"] is not None or f["other"]:
+            break
+        page.wait_for_timeout(100)
+        f = page.evaluate(FIGURE_JS)
     found = [f"{where}: {c}" for c in f["cut"]]
     if f["top"] is None:  # an equation or a table (as tall as its rows): no share to check
         return found if f["other"] else found + [f"{where}: the key figure draws nothing"]

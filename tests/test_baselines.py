@@ -28,7 +28,7 @@ def test_an_unknown_baseline_says_which_there_are():
 def test_replacing_patches_takes_exactly_those_patches_from_the_base():
     x, base = torch.randn(1, 3, 32, 32), torch.randn(1, 3, 32, 32)
     chosen = torch.zeros(2, 16, dtype=torch.bool)
-    chosen[0, 5] = chosen[1, 0] = chosen[1, 15] = True
+    chosen[0, 6] = chosen[1, 1] = chosen[1, 14] = True  # off the diagonal
     out = baselines.replace_patches(x, base, chosen, 8)
     assert out.shape == (2, 3, 32, 32)
     for b in range(2):

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402
     controls,
+    deck,
     icon,
     keys,
     phone,
@@ -21,12 +22,15 @@ from ui import (  # noqa: E402
     readahead,
     share,
     sidebar,
+    stages,
     steps,
     worker,  # noqa: E402
 )
+from ui.live import lesson, student, teacher  # noqa: E402
 from ui.live import session as live  # noqa: E402
-from ui.live import student, teacher  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
+
+deck.join(lesson.LESSON)  # the live class joins the deck: its question boxes, header, Next walk
 
 share.load_once()  # a shared link restores its view before any widget exists
 live.load_once()  # a teacher's or student's address brings the session back into its class
@@ -44,7 +48,7 @@ head = None  # before any widget (may switch page)
 st.session_state.pop(keys.PRESENTER_NOTES, None)  # one run's popover: the header sets it again
 if st.session_state.get(keys.PRESENTER):  # (kept across st.switch_page by keep_shared) the
     # header row first, with the sidebar's widgets in its popover
-    steps.sync(stage, presenter.model_config())  # before share.write: the link holds the step
+    steps.sync(stages.get(stage), presenter.model_config())  # before share.write (the link)
     head = presenter.header(STAGES, stage)
     teacher.publish(stage, presenter.model_config())  # the class follows (a teacher's only)
 sidebar.draw(stage, where=head)  # after st.navigation and before pg.run(): uploads reach the
@@ -54,8 +58,8 @@ if head is None:
         student.sidebar_box()
 config = presenter.model_config()  # the session's model at the sidebar's input size
 controls.clamp(config)
-share.write(stage)
-phone.install()  # the phone's CSS and touch fix (ui/phone.py)
+share.write(stage, own=live.params())  # the class's part too: this session's own address
+phone.install(live.following())  # the phone's CSS and touch fix (ui/phone.py)
 if head is None:  # (presenter mode has its own "Model and image")
     phone.image_picker()  # a phone's "Your image", atop the page
 student.banner(config)

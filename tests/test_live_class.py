@@ -355,7 +355,7 @@ def test_a_class_that_expired_tells_the_teacher_in_one_sentence():
 def test_a_followers_read_ahead_starts_at_the_class_stage_and_again_when_it_moves(monkeypatch):
     """A following student's read-ahead is planned from the stage the class is on (the stages
     behind the class are computed for nobody), and planned again when the class moves on."""
-    from ui import tour
+    from ui import ahead
 
     queued = planned(monkeypatch)
     teacher, code = start_class("attention", step="6")  # the stage's last step
@@ -366,8 +366,8 @@ def test_a_followers_read_ahead_starts_at_the_class_stage_and_again_when_it_move
     assert first.what[-1] == "attention"
     inp = inputs.make_input("a sample", inputs.sample_bytes(inputs.sample_seeds()[1]))
     name, mask = student.session_state[keys.MODEL], first.what[2]
-    assert n_first == len(tour.plan(inp, name, mask, 0, start="attention"))
-    assert n_first < len(tour.plan(inp, name, mask, 0))  # the first four stages are left out
+    assert n_first == len(ahead.plan(inp, name, mask, 0, start="attention"))
+    assert n_first < len(ahead.plan(inp, name, mask, 0))  # the first four stages are left out
     teacher.button(key=keys.PRESENTER_NEXT).click().run()  # on to the Masks stage
     settle(code)
     student.run()
@@ -379,7 +379,7 @@ def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare
     """The teacher picks today's stages before starting: Next goes from the overview's last
     step to the lesson's next stage (Attention, not Patches), the class holds the lesson, and a
     follower's read-ahead is planned over the lesson's stages only."""
-    from ui import tour
+    from ui import ahead
 
     queued = planned(monkeypatch)
     teacher = open_app("overview", params={"presenter": "1", "step": "6"})  # its last step
@@ -424,6 +424,6 @@ def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare
     assert tr[f"blocks.{layer}.attn.scores"].shape[0] == tr.config.num_heads
     assert recomputed == [layer]  # the page's read found it done
     assert "rollout" in items[1]()
-    assert len(items) < len(tour.plan(inp, name, mask, 0, start="attention"))  # Masks, MLP, …
+    assert len(items) < len(ahead.plan(inp, name, mask, 0, start="attention"))  # Masks, MLP, …
     teacher.button(key=keys.PRESENTER_PREV).click().run()  # Previous walks the lesson too
     assert where(teacher)[0] == "overview"

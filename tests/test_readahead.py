@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support import photo_bytes
-from ui import readahead, state, tour
+from ui import ahead, readahead, state
 from ui import worker as w
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -144,4 +144,4 @@ def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monk
     assert not any(k[0] == "_attention_summary" and k[1] == first.key for k in held)
     assert any(k[0] == "_attention_summary" and k[1] == second.key for k in held)
     assert readahead.shared().skipped - skipped >= len(
-        tour.plan(first, "shapes-classifier", None, 0))
+        ahead.plan(first, "shapes-classifier", None, 0))

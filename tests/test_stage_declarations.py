@@ -126,3 +126,9 @@ def test_the_position_check_finds_what_it_looks_for():
     assert positional_uses(ast.parse("x = stage.steps_for(c)[k + 1]"))
     assert positional_uses(ast.parse("x = titles[2]"))
     assert not positional_uses(ast.parse("x = stage.steps_for(c)[k]"))
+
+
+def test_the_list_of_stages_is_the_tours_order():
+    """ui/stages.STAGES (what reads a stage by its slug) holds every routed stage, in the tour's
+    order, each once."""
+    assert [s.slug for s in stages.STAGES] == list(STAGES)

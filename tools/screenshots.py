@@ -46,11 +46,11 @@ def main(argv=None):
         model = f"&model={args.model}" if args.model else ""
         for slug in stages:
             if args.presenter:
-                from ui import steps
+                from ui.stages import titles
                 from vit_core import load_model
 
                 config = load_model(args.model or default_model()).config
-                for k in range(steps.count(slug, config)):
+                for k in range(len(titles(slug, config))):
                     t0 = time.time()
                     page.goto(f"{url}/?page={slug}&presenter=1&step={k + 1}{model}")
                     wait_idle(page)

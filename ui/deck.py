@@ -23,6 +23,11 @@ one after another (the page a student scrolls); in presenter mode it draws the c
 alone, as a slide: controls, the figure filling the screen that is left, the words, the question.
 The header (ui/presenter.py), the step count, the link's ?step=, the read-ahead and the tests all
 read the same list: nothing counts positions by hand.
+
+The deck knows nothing of a live class: a lesson joins in at the points `Lesson` names (does the
+page show one step, a question's box, the header's own controls, the stages Next walks, the
+session's own address), each doing nothing by default; app.py joins the live class (ui/live/
+lesson.py) with `join` at start. The deck imports neither the class nor the stages.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from typing import Any
 
 import streamlit as st
 
-from . import controls, keys, phone, phone_figures
+from . import controls, keys, phone, phone_figures, player, session
+from . import steps as position  # (`steps` names a stage's steps here)
 from .readable import readable
 from .replies import Choice, Number, PatchPick, Reply, Words  # noqa: F401 (stages use deck.Choice…)
 
@@ -111,8 +117,6 @@ class View:
 
 def load(text_free_note: bool = False) -> View:
     """The session's view (ui/session.load_current draws its notes: fallbacks, random weights)."""
-    from . import session
-
     inp, name, model, prep, tr = session.load_current(text_free_note=text_free_note)
     ss = st.session_state
     return View(inp, name, model, prep, tr, int(ss[keys.LAYER]), int(ss[keys.HEAD]),
@@ -126,15 +130,11 @@ def presenting() -> bool:
 def one_step() -> bool:
     """Does the page show one step? In presenter mode, and for a student following a class
     (the class's step, on the student's own image: ui/live/student.py)."""
-    from .live import session
-
-    return presenting() or session.following()
+    return presenting() or lesson().follows()
 
 
 # ---------------------------------------------------------------- shared controls
 def _play(view, where) -> None:
-    from . import player
-
     L = view.c.depth
     if L < 2:
         return
@@ -176,8 +176,6 @@ FIGURE = keys.DECK_FIGURE  # the key figure's container: in presenter mode it fi
 
 def run(stage: Stage) -> None:
     """Draw the stage: every step (a page to scroll), or the current step (presenter mode)."""
-    from . import steps as position
-
     view = stage.view()
     st.title(stage.title)
     steps = stage.steps_for(view.c)
@@ -276,21 +274,53 @@ def _say(words: str | None) -> None:
 
 
 def _ask(stage: Stage, step: Step, view, facts) -> None:
-    """The step's question, its answer (computed for this model and image) behind Reveal; in
-    a live class the teacher reveals it to everyone and a student answers it first."""
-    from .live import session, student, teacher
-
+    """The step's question, its answer (computed for this model and image) behind Reveal; a
+    lesson may draw the box its own way (in a live class the teacher reveals it to everyone and
+    a student answers it first: ui/live/lesson.py)."""
     q = step.question(view, facts)
     if q is None:
         return
-    role = session.role()
     with st.container(border=True, key=keys.ask(stage.slug, step.key)):
-        if role == "teacher" and view.presenting:
-            teacher.question_box(stage.slug, step.key, q)
-            return
-        if role == "student" and student.answer_box(stage.slug, step.key, q, view):
+        if lesson().question(stage.slug, step.key, q, view):
             return
         left, right = st.columns([6, 1], vertical_alignment="center")
         left.markdown(f"**Ask the class:** {q.question}")
         if right.toggle("Reveal", key=keys.reveal(stage.slug, step.key)):
             st.info(q.answer, icon=":material/lightbulb:")
+
+
+# ---------------------------------------------------------------- where a lesson joins in
+class Lesson:
+    """The points where a lesson (a live class) joins the deck, each a no-op by default: the
+    deck alone is a slide show. app.py joins the live class (ui/live/lesson.py) at start."""
+
+    def follows(self) -> bool:
+        """Does this session follow someone else's steps (then its page shows one step)?"""
+        return False
+
+    def question(self, stage: str, step: str, q: Question, view: View) -> bool:
+        """Draw the step's question box the lesson's way (True), or leave it to Reveal (False)."""
+        return False
+
+    def header(self, bar, stage: str, config) -> None:
+        """The lesson's own controls in presenter mode's header row (`bar`)."""
+
+    def walk(self, stage: str, tour: list[str]) -> list[str]:
+        """The stages (slugs, of the `tour`) that Next and Previous go through from `stage`."""
+        return tour
+
+    def address(self) -> dict[str, str]:
+        """The session's place in the lesson, kept in its own address (never a shared link)."""
+        return {}
+
+
+_joined: list[Lesson] = [Lesson()]  # the one lesson this process's deck runs with
+
+
+def join(joining: Lesson) -> None:
+    """Run the deck with this lesson (app.py, on every run: the same for every session)."""
+    _joined[0] = joining
+
+
+def lesson() -> Lesson:
+    return _joined[0]

@@ -10,6 +10,7 @@ import streamlit as st
 
 from . import keys
 from .routes import MAP_PAGES, STAGES
+from .share import current_params
 
 
 def stage_scripts() -> dict[str, str]:
@@ -44,6 +45,4 @@ def open_pending() -> None:
     """Open the stage a map click asked for (call at the top of the page, before any work)."""
     slug = st.session_state.pop(keys.MAP_OPEN, None)
     if slug in stage_scripts():
-        from .share import current_params
-
         st.switch_page(stage_scripts()[slug], query_params=current_params(slug))

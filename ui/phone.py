@@ -73,11 +73,10 @@ if (!doc.__vitTouch) {
 }""".replace("%BANNER%", keys.LIVE_BANNER)
 
 
-def install() -> None:
-    """The phone CSS and the touch script, on every page (app.py)."""
-    from .live import session
-
-    st.html(CSS + (FOLLOWING_CSS if session.following() else ""))
+def install(following: bool = False) -> None:
+    """The phone CSS and the touch script, on every page (app.py); `following`: the session
+    follows a live class (ui/live/session.following)."""
+    st.html(CSS + (FOLLOWING_CSS if following else ""))
     with st.container(key=keys.PHONE_JS):
         st.iframe("<script>new window.parent.Function(" + json.dumps(TOUCH_JS) + ")();</script>",
                   height=1)

@@ -15,8 +15,11 @@ import json
 
 import streamlit as st
 
+import vit_core
+
 from . import deck, keys, stages, state, steps
-from .live import teacher
+from .session import model_name
+from .share import current_params
 
 # No zoom: a zoomed block makes plotly measure the wrong width and clip its own figures. The
 # type grows with the screen instead. The slide is a column one screen high; the key figure's
@@ -207,21 +210,22 @@ def header(routes: dict, slug: str):
         st.iframe(KEYS_JS, height=1)
     tour = list(routes)
     t = tour.index(slug) if slug in tour else 0
-    slugs = teacher.stages_walked(tour[t])  # Next / Previous: a class's lesson, else the whole tour
+    slugs = deck.lesson().walk(tour[t], tour)  # Next / Previous: a class's lesson, else the tour
     i = slugs.index(tour[t])
     stage = stages.get(tour[t])
+    walk = [stages.get(s) for s in slugs]  # the ui.deck.Stages steps.move goes through
     titles = [s.title_for(config) for s in stage.steps_for(config)]
     k = min(steps.current(), len(titles) - 1)
     bar = st.container(horizontal=True, vertical_alignment="center", gap="small",
                        key=keys.PRESENTER_BAR)
     bar.button("Previous", key=keys.PRESENTER_PREV, disabled=i == 0 and k == 0,
                icon=":material/arrow_back:",
-               on_click=steps.move, args=(slugs, slug, config, -1),
+               on_click=steps.move, args=(walk, stage, config, -1),
                help="Previous step (← or PageUp; a slider or a list reached with Tab or in "
                     "Model and image keeps ← and →)")
     bar.button("Next", key=keys.PRESENTER_NEXT, type="primary", icon=":material/arrow_forward:",
                disabled=i == len(slugs) - 1 and k == len(titles) - 1,
-               on_click=steps.move, args=(slugs, slug, config, +1),
+               on_click=steps.move, args=(walk, stage, config, +1),
                help="Next step, then the next stage (→ or PageDown; a slider or a list "
                     "reached with Tab or in Model and image keeps ← and →, PageDown still "
                     "moves on)")
@@ -239,7 +243,7 @@ def header(routes: dict, slug: str):
     popover = bar.popover("Model and image", icon=":material/tune:",
                           help="The model, the image and the mask: the sidebar's choices, here "
                                "while the sidebar is hidden.")
-    teacher.header(bar, slug, config)
+    deck.lesson().header(bar, slug, config)  # a live class's Class popover (ui/live/lesson.py)
     # deck.run writes this step's notes into this hidden box; DECK_JS copies it to the notes' window
     st.session_state[keys.PRESENTER_NOTES] = st.container(key=keys.PRESENTER_NOTES_BOX)
     return popover
@@ -248,10 +252,6 @@ def header(routes: dict, slug: str):
 def model_config():
     """The config of the model in the session (the default one's if it cannot be loaded: the
     sidebar, drawn next, says why and switches to it)."""
-    import vit_core
-
-    from .session import model_name
-
     try:
         return state.get_model(model_name()).config  # at the sidebar's input size
     except (vit_core.CheckpointError, ValueError, OSError, KeyError):
@@ -259,9 +259,8 @@ def model_config():
 
 
 def go_to(routes: dict, slug: str) -> None:
-    from .share import current_params
-
-    st.switch_page(routes[slug][0], query_params=current_params(slug, private=True))
+    own = deck.lesson().address()  # the session's place in a live class stays in its address
+    st.switch_page(routes[slug][0], query_params=current_params(slug, own=own))
 
 
 def leave() -> None:

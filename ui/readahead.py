@@ -1,7 +1,7 @@
 """Read-ahead: while a student reads a page, compute what the tour's later pages will ask for.
 
 After each script run app.py calls `schedule()`: the first time a session shows an image on a
-model with a mask, it queues `tour.plan` (the weights' pictures, the internals of the session's
+model with a mask, it queues `ahead.plan` (the weights' pictures, the internals of the session's
 layer, the attention summary, the Masks page's passes and captions, the MLP page's norms, an
 experiment); for a student following a live class, and for its teacher, through the lesson's
 stages from the class's, queued again when the class moves. One thread runs the items, every
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from . import keys, session, state, tour
+from . import ahead, keys, session, state, tour
 
 ENV = "VIT_EXPLAINER_READ_AHEAD"
 QUIET_S = 1.0  # an item starts only after no page's pass has run for this long
@@ -133,8 +133,8 @@ def schedule() -> None:
     interest = st.session_state[keys.READ_AHEAD] = _Interest((inp.key, name, mask, start))
     caption = st.session_state.get(keys.MASK_CAPTION, tour.MASK_CAPTION)
     ss = st.session_state
-    shared().add(interest, tour.plan(inp, name, mask, ss.get(keys.LAYER), caption,
-                                     ss.get(keys.PATCH), start=start, lesson=lesson))
+    shared().add(interest, ahead.plan(inp, name, mask, ss.get(keys.LAYER), caption,
+                                      ss.get(keys.PATCH), start=start, lesson=lesson))
 
 
 def class_place() -> tuple[str | None, tuple[str, ...]]:

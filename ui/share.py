@@ -72,9 +72,10 @@ def load_once() -> None:
             pass
 
 
-def current_params(stage: str, private: bool = False) -> dict[str, str]:
-    """The view as query parameters; `private` adds the session's place in a live class (the
-    teacher's secret, a student's id): the session's own address only, never a shared link."""
+def current_params(stage: str, own: dict[str, str] | None = None) -> dict[str, str]:
+    """The view as query parameters; `own` adds the session's place in a live class (the
+    teacher's secret, a student's id: ui/live/session.params): the session's own address only,
+    never a shared link."""
     ss = st.session_state
     params = {"page": stage, keys.MODEL: ss.get(keys.MODEL)}
     if ss.get(keys.MODEL) and ss.get(keys.SIZE) and state.split_size(
@@ -96,16 +97,14 @@ def current_params(stage: str, private: bool = False) -> dict[str, str]:
         params[keys.PRESENTER] = 1
         if ss.get(keys.PRESENTER_AT) == stage and ss.get(keys.PRESENTER_STEP):
             params[keys.PRESENTER_STEP] = ss[keys.PRESENTER_STEP] + 1
-    if private:
-        from .live import session
-
-        params.update(session.params())
+    params.update(own or {})
     return {k: str(v) for k, v in params.items() if v is not None}
 
 
-def write(stage: str) -> None:
-    """Put the current view into the address bar (only when it changed)."""
-    params = current_params(stage, private=True)
+def write(stage: str, own: dict[str, str] | None = None) -> None:
+    """Put the current view (and `own`, the session's place in a live class) into the address
+    bar (only when it changed)."""
+    params = current_params(stage, own)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
 

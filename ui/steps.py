@@ -3,29 +3,27 @@
 
 The steps themselves are declared by each stage (ui/stages/, ui/deck.py); this module only moves
 through them: Next / Previous (and the clicker's → / PageDown, ← / PageUp) move one step, and past
-the last step to the next stage's first (or back to the previous stage's last).
+the last step to the next stage's first (or back to the previous stage's last). It is handed the
+stages it moves through (ui/stages.get): it imports none of them, so the deck can read it.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from . import keys, stages
+from . import keys
 
 
-def count(slug: str, config) -> int:
-    return len(stages.get(slug).steps_for(config))
-
-
-def sync(slug: str, config) -> int:
-    """Call once per run before anything reads the step: the step of `slug`, clamped (a stage
-    reached another way than Next / Previous starts at its first step)."""
+def sync(stage, config) -> int:
+    """Call once per run before anything reads the step: the step of `stage` (a ui.deck.Stage),
+    clamped (a stage reached another way than Next / Previous starts at its first step)."""
     ss = st.session_state
-    if ss.get(keys.PRESENTER_GOTO) not in (None, slug):  # Next / Previous is leaving this
-        return current()  # stage: the header switches page before anything is drawn
-    if ss.get(keys.PRESENTER_AT) != slug:
-        ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = slug, 0
-    k = min(max(int(ss.get(keys.PRESENTER_STEP, 0)), 0), count(slug, config) - 1)
+    if ss.get(keys.PRESENTER_GOTO) not in (None, stage.slug):  # Next / Previous is leaving
+        return current()  # this stage: the header switches page before anything is drawn
+    if ss.get(keys.PRESENTER_AT) != stage.slug:
+        ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = stage.slug, 0
+    n = len(stage.steps_for(config))
+    k = min(max(int(ss.get(keys.PRESENTER_STEP, 0)), 0), n - 1)
     ss[keys.PRESENTER_STEP] = k
     return k
 
@@ -41,19 +39,21 @@ def index_in(slug: str, n: int) -> int:
     return min(max(current(), 0), n - 1)
 
 
-def move(slugs: list[str], slug: str, config, delta: int) -> str | None:
-    """on_click of Next (+1) / Previous (-1): the next step of this stage; past its end the
-    stage to switch to (its first step, or the last step of the stage before), else None."""
+def move(walk: list, stage, config, delta: int) -> str | None:
+    """on_click of Next (+1) / Previous (-1): the next step of `stage`; past its end the stage
+    of `walk` (the ui.deck.Stages Next and Previous go through) to switch to (its first step, or
+    the last step of the stage before), and its slug, else None."""
     ss = st.session_state
     k = current() + delta
-    if 0 <= k < count(slug, config):
+    if 0 <= k < len(stage.steps_for(config)):
         ss[keys.PRESENTER_STEP] = k
         return None
-    i = slugs.index(slug) + delta
-    if not 0 <= i < len(slugs):
+    slugs = [s.slug for s in walk]
+    i = slugs.index(stage.slug) + delta
+    if not 0 <= i < len(walk):
         return None
-    target = slugs[i]
-    ss[keys.PRESENTER_AT] = target
-    ss[keys.PRESENTER_STEP] = 0 if delta > 0 else count(target, config) - 1
-    ss[keys.PRESENTER_GOTO] = target
-    return target
+    target = walk[i]
+    ss[keys.PRESENTER_AT] = target.slug
+    ss[keys.PRESENTER_STEP] = 0 if delta > 0 else len(target.steps_for(config)) - 1
+    ss[keys.PRESENTER_GOTO] = target.slug
+    return target.slug

@@ -1,6 +1,7 @@
 """What the tour's stages ask for beyond the image's trace: the models the Masks stage compares,
-and what every step reads (`READS`, named by the steps' declarations), in the order `plan`
-gives the read-ahead (computed before a student gets there)."""
+and what every step reads (`READS`, named by the steps' declarations; ui/ahead.plan orders them
+for the read-ahead, computed before a student gets there). The stages read this module, so it
+imports none of them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vit_core import bundled_models
+from vit_core.explain.generation import tokenizer_for
 
 from . import inputs, state
 
@@ -56,8 +58,6 @@ class Ask:
 
 
 def _masks_runs(a: Ask) -> list[Callable]:
-    from vit_core.explain.generation import tokenizer_for
-
     caps, runs, _ = masks_page_models(a.name, state.get_model(a.name))
     cap = state.get_model(caps[0])
     ids = tokenizer_for(cap).encode(a.caption, max_len=cap.config.max_text_len).ids
@@ -139,27 +139,3 @@ READS: dict[str, Callable[[Ask], list[Callable]]] = {
     "experiment": _experiment,
     "size_views": _size_views,
 }
-
-
-def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
-         caption: str = MASK_CAPTION, patch: int | None = None,
-         start: str | None = None, lesson: tuple[str, ...] = ()) -> list[Callable]:
-    """What the stages' steps read beyond the trace, in the tour's order (each once): calls
-    into ui.state's caches, runnable off a script run. `layer`: the session's layer; `caption`:
-    the Masks stage's caption; `patch`: the session's patch; `start`: the stage to begin with
-    (a live class's: the stages before it are behind the class); `lesson`: the class's stages
-    (the others are skipped). Read from the steps' declarations (`Step.reads`)."""
-    from . import stages
-    from .routes import walk
-
-    config = state.get_model(name).config
-    ask = Ask(inp, name, mask, layer, caption, patch)
-    items, seen = [], set()
-    order = walk(lesson, start)
-    for slug in order[order.index(start):] if start in order else order:
-        stage = stages.get(slug)
-        for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:
-            if read not in seen:
-                seen.add(read)
-                items += READS[read](ask)
-    return items

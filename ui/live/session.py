@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import keys
+from .. import keys, models
 from . import classes, push
 from .store import StoreDown, open_store
 
@@ -159,6 +159,4 @@ def params() -> dict[str, str]:
 def shared_store_missing() -> bool:
     """Behind the balancer (replicas) with classes kept in this process's memory: students on
     other replicas would never see the class, so starting one is refused."""
-    from .. import models
-
     return models.through_proxy() and not store().shared

@@ -40,7 +40,8 @@ def follow(stage: str, routes: dict) -> None:
     config = follow_settings.Model(ss).config
     ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = p.stage, step_index(p.stage, p.step, config)
     if p.stage != stage:
-        st.switch_page(routes[p.stage][0], query_params=share.current_params(p.stage, private=True))
+        params = share.current_params(p.stage, own=session.params())
+        st.switch_page(routes[p.stage][0], query_params=params)
 
 
 def step_index(stage: str, step: str, config) -> int:
@@ -70,7 +71,7 @@ def banner(config) -> None:
     if c is None:
         return
     p = c.position
-    stage = stages.get(p.stage) if p.stage in stages.MODULES else None
+    stage = stages.BY_SLUG.get(p.stage)
     where = ""
     if stage is not None:
         here = stage.steps_for(config)

@@ -1,21 +1,50 @@
-"""One module per stage, each declaring `STAGE` (a ui.deck.Stage): its steps, in order.
+"""The stages, in the tour's order: one module (or package) each, declaring `STAGE` (a
+ui.deck.Stage): its steps, in order.
 
-`get(slug)` imports the stage's module when first asked (the pages, the presenter header, the
-read-ahead and the tests all read the declarations through it)."""
+`STAGES` is the one list; whoever needs the stage of a slug (the pages, the presenter header,
+the live class, the read-ahead, the tests) reads it through `get`. Every stage is imported here,
+so the import graph shows who reaches them (stages reach the deck, never the other way).
+"""
 
 from __future__ import annotations
 
-import importlib
+from . import (
+    attention,
+    embeddings,
+    experiments,
+    input_patches,
+    ln_qkv,
+    logits,
+    mae,
+    masks,
+    mlp,
+    overview,
+    segmentation,
+    shape_trace,
+    training,
+)
 
-from ..routes import STAGES
-
-MODULES = {slug: path.removeprefix("pages/").removesuffix(".py") for slug, (path, _, _) in
-           STAGES.items()}
+STAGES = (
+    overview.STAGE,
+    input_patches.STAGE,
+    embeddings.STAGE,
+    ln_qkv.STAGE,
+    attention.STAGE,
+    masks.STAGE,
+    mlp.STAGE,
+    logits.STAGE,
+    shape_trace.STAGE,
+    segmentation.STAGE,
+    experiments.STAGE,
+    training.STAGE,
+    mae.STAGE,
+)
+BY_SLUG = {stage.slug: stage for stage in STAGES}
 
 
 def get(slug: str):
     """The declared Stage of `slug` (KeyError for an unknown slug)."""
-    return importlib.import_module(f"{__name__}.{MODULES[slug]}").STAGE
+    return BY_SLUG[slug]
 
 
 def titles(slug: str, config) -> list[str]:

@@ -15,7 +15,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from .figures import MapPlan
+from .figures.maps import MapPlan
 
 SIDE = 1.2  # the second column's centre, in column units (the main column's is 0)
 ROW_PX = 56  # px per row: two lines of 14-px type in a box, an arrow and its label between

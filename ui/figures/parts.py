@@ -40,36 +40,54 @@ def panels(figs: list[go.Figure], titles: list[str], *, spacing: float = 0.08,
         sfx = "" if i == 0 else str(i + 1)
         x0 = i * (width + spacing)
         x1 = x0 + width
-
-        def ref(r, axis, sfx=sfx):
-            r = r or axis
-            return r.replace(axis, axis + sfx, 1) if r.startswith(axis) else r
-
         d = fig.to_dict()
-        for trace in d["data"]:
-            trace["xaxis"], trace["yaxis"] = "x" + sfx, "y" + sfx
-            if coloraxis:
-                trace["coloraxis"] = "coloraxis"
-            if own_colorbars and "colorbar" in trace:
-                trace["colorbar"].update(x=x1 + 0.005, xanchor="left", thickness=8)
-            data.append(trace)
-        for axis, other in (("x", "y"), ("y", "x")):
-            spec = d["layout"].get(f"{axis}axis", {})
-            spec = {k: v for k, v in spec.items() if k not in ("domain", "anchor")
-                    and (axis_keys is None or k in axis_keys)}
-            if spec.get("scaleanchor"):
-                spec["scaleanchor"] = ref(spec["scaleanchor"], "x")
-            layout[f"{axis}axis{sfx}"] = {**spec, "anchor": other + sfx,
-                                          "domain": [x0, x1] if axis == "x" else [0.0, 1.0]}
-        for key, out in (("shapes", shapes), ("annotations", notes)):
-            for item in d["layout"].get(key, ()):
-                out.append({**item, "xref": ref(item.get("xref"), "x"),
-                            "yref": ref(item.get("yref"), "y")})
+        data += _panel_traces(d["data"], sfx, x1, coloraxis, own_colorbars)
+        layout.update(_panel_axes(d["layout"], sfx, (x0, x1), axis_keys))
+        shapes += [_on_panel(item, sfx) for item in d["layout"].get("shapes", ())]
+        notes += [_on_panel(item, sfx) for item in d["layout"].get("annotations", ())]
         notes.append(dict(text=panel_title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=13), name=f"panel:{i}"))
     return go.Figure(data=data, layout={**layout, "shapes": shapes, "annotations": notes,
                                         **(more or {})})
+
+
+def _ref(r: str | None, axis: str, sfx: str) -> str:
+    """An axis reference ("x", "x domain", "paper", ...) moved onto the panel's axes."""
+    r = r or axis
+    return r.replace(axis, axis + sfx, 1) if r.startswith(axis) else r
+
+
+def _on_panel(item: dict, sfx: str) -> dict:
+    """A shape or annotation moved onto the panel's axes."""
+    return {**item, "xref": _ref(item.get("xref"), "x", sfx),
+            "yref": _ref(item.get("yref"), "y", sfx)}
+
+
+def _panel_traces(traces: list[dict], sfx: str, x1: float, coloraxis: bool,
+                  own_colorbars: bool) -> list[dict]:
+    """A panel's traces on its axes (and the shared colour axis, or a colour bar at `x1`)."""
+    for trace in traces:
+        trace["xaxis"], trace["yaxis"] = "x" + sfx, "y" + sfx
+        if coloraxis:
+            trace["coloraxis"] = "coloraxis"
+        if own_colorbars and "colorbar" in trace:
+            trace["colorbar"].update(x=x1 + 0.005, xanchor="left", thickness=8)
+    return traces
+
+
+def _panel_axes(layout: dict, sfx: str, domain: tuple[float, float],
+                axis_keys: tuple[str, ...] | None) -> dict:
+    """A panel's x and y axes, renamed for the panel and placed on its `domain` of the width."""
+    axes = {}
+    for axis, other in (("x", "y"), ("y", "x")):
+        spec = {k: v for k, v in layout.get(f"{axis}axis", {}).items()
+                if k not in ("domain", "anchor") and (axis_keys is None or k in axis_keys)}
+        if spec.get("scaleanchor"):
+            spec["scaleanchor"] = _ref(spec["scaleanchor"], "x", sfx)
+        axes[f"{axis}axis{sfx}"] = {**spec, "anchor": other + sfx,
+                                    "domain": list(domain) if axis == "x" else [0.0, 1.0]}
+    return axes
 
 
 def jpeg_data_uri(img: Image.Image, quality: int = 90) -> str:

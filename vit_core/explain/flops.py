@@ -113,6 +113,49 @@ def _head_rows(c: ViTConfig, n_text: int) -> list[dict]:
     return rows
 
 
+# The trace's tensor behind each row's shape (block 0's for the block's rows)
+TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
+          "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
+          "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
+          "W_O": "blocks.0.attn_out", "LN2": "blocks.0.ln2", "MLP up": "blocks.0.mlp.pre",
+          "GELU": "blocks.0.mlp.post", "MLP down": "blocks.0.mlp_out",
+          "final LN": "ln_final", "class head": "logits", "text head": "logits",
+          "segmentation head": "seg_logits"}
+RESIDUALS = ("blocks.0.resid_mid", "blocks.0.resid_post")  # the two rows named "residual"
+
+
+def traced_shapes(tr) -> list[str]:
+    """Per row of stage_rows(tr.config, tr.n_text): the shape of the trace's tensor behind it
+    ("a × b", as the rows write theirs), or "—" where the trace holds none. Q, K, V is three
+    tensors of q's shape; the image tokens are the first rows of `embed`, the text tokens all of
+    it."""
+    c, shapes, residuals = tr.config, [], iter(RESIDUALS)
+    for r in stage_rows(c, tr.n_text):
+        t = next(residuals) if r["step"] == "residual" else TRACED.get(r["step"])
+        shape = tuple(tr.shape(t)) if t in tr else None
+        if r["step"] == "tokens":  # the image tokens: the first rows of z_0 (the text follows)
+            shape = (c.num_image_tokens, *tr.shape("embed")[1:])
+        elif r["step"] == "text tokens":
+            shape = tuple(tr.shape("embed"))
+        elif r["step"] == "Q, K, V" and shape:
+            shape = (3, *shape)
+        shapes.append(" × ".join(map(str, shape)) if shape else "—")
+    return shapes
+
+
+def params_by_component(model) -> dict[str, int]:
+    """The model's parameters counted by component, largest first: a top-level module's name
+    ("patch_embed", "head", ...) or "blocks: attn" / "blocks: mlp" / "blocks: LayerNorms" for a
+    block's parts, summed over the blocks."""
+    groups: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        part = name.split(".")
+        key = f"blocks: {part[2]}" if part[0] == "blocks" else part[0]
+        key = key.replace("norm1", "LayerNorms").replace("norm2", "LayerNorms")
+        groups[key] = groups.get(key, 0) + p.numel()
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
+
+
 def total_flops(c: ViTConfig, n_text: int = 0) -> int:
     """FLOPs of one forward pass: 2 per multiply-add (torch.utils.flop_counter's convention)."""
     return sum(r["flops"] * r["times"] for r in stage_rows(c, n_text))

@@ -43,6 +43,10 @@ def wide_plan(mm) -> MapPlan:
     return MapPlan(model_map_layout(mm))
 
 
+ATTN_HALF = ("ln1", "qkv", "pattern", "attn_out", "add1")  # the block's first half, drawn up
+MLP_HALF = ("ln2", "mlp_up", "mlp_down", "add2")  # its second half, drawn down
+
+
 def model_map_layout(mm) -> dict[str, tuple[float, float]]:
     """Where each box of a vit_core.explain.stages.ModelMap sits: (x in columns, y in rows).
 
@@ -52,32 +56,39 @@ def model_map_layout(mm) -> dict[str, tuple[float, float]]:
     the attention pattern it is added to; a segmentation head gets a column of its own.
     """
     ids = [b.id for b in mm.boxes]
-    image = [i for i in ids if mm.box(i).row == "input" and i != "join"]
-    pos: dict[str, tuple[float, float]] = {}
-    bottom = max(len(image) - 1, 4) + (1 if "join" in ids else 0)
-    last = bottom - (1 if "join" in ids else 0)
-    for k, i in enumerate(image):  # spread down to the block's bottom row
-        pos[i] = (0.0, k * last / max(len(image) - 1, 1))
-    x = 1.0
-    if "join" in ids:  # the text stream: a column of its own, down into the join
-        pos["words"], pos["text_embed"] = (1.0, bottom - 2.0), (1.0, bottom - 1.0)
-        pos["join"] = (1.0, bottom)
-        x = 2.0
-    attn = ["ln1", "qkv", "pattern", "attn_out", "add1"]
-    for k, i in enumerate(attn):  # upwards
+    pos, bottom = _streams(mm)
+    x = 2.0 if "join" in ids else 1.0
+    for k, i in enumerate(ATTN_HALF):  # upwards
         pos[i] = (x, bottom - k)
     top = bottom - 4
     pos["mask"] = (x + 0.8, pos["pattern"][1])
     c = x + 1.6
-    for k, i in enumerate(["ln2", "mlp_up", "mlp_down", "add2"]):  # downwards
+    for k, i in enumerate(MLP_HALF):  # downwards
         pos[i] = (c, top + k)
     d = c + 1.0
-    readout = [i for i in ids if mm.box(i).row == "out" and not i.startswith("seg_")]
+    readout = [b.id for b in mm.boxes if b.row == "out" and not b.id.startswith("seg_")]
     for k, i in enumerate(readout):  # upwards again
         pos[i] = (d, top + 3 - k)
     if "seg_head" in ids:
         pos["seg_head"], pos["seg_map"] = (d + 1.0, top + 3.0), (d + 1.0, top + 4.0)
     return pos
+
+
+def _streams(mm) -> tuple[dict[str, tuple[float, float]], int]:
+    """The image stream down the first column, spread to the block's bottom row, and a
+    captioner's text stream in a column of its own, down into the join. Returns the places
+    and the bottom row."""
+    ids = [b.id for b in mm.boxes]
+    image = [i for i in ids if mm.box(i).row == "input" and i != "join"]
+    pos: dict[str, tuple[float, float]] = {}
+    bottom = max(len(image) - 1, 4) + (1 if "join" in ids else 0)
+    last = bottom - (1 if "join" in ids else 0)
+    for k, i in enumerate(image):
+        pos[i] = (0.0, k * last / max(len(image) - 1, 1))
+    if "join" in ids:
+        pos["words"], pos["text_embed"] = (1.0, bottom - 2.0), (1.0, bottom - 1.0)
+        pos["join"] = (1.0, bottom)
+    return pos, bottom
 
 
 def model_map(mm, title: str | None = None, scale: float = 1.0, plan=None) -> go.Figure:

@@ -2,6 +2,9 @@
 
 import base64
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -72,3 +75,17 @@ def test_class_map_image_and_enlarged_patch():
     assert np.abs(painted[:, 16:].astype(int) - want).max() <= 1  # class 2: its palette colour
     patch = np.asarray(figures.enlarged_patch(img, 1, 0, 16, 64))
     np.testing.assert_array_equal(patch[::4, ::4], np.asarray(img)[16:32, 0:16])
+
+
+def test_figures_are_drawn_without_streamlit():
+    """Figures are pure functions: importing every module of ui/figures/ and ui/phone_figures.py
+    in a fresh interpreter loads no streamlit."""
+    root = Path(__file__).resolve().parents[1]
+    names = [f"ui.figures.{p.stem}" for p in sorted((root / "ui" / "figures").glob("*.py"))]
+    probe = ("import sys; import " + ", ".join(names + ["ui.phone_figures"])
+             + "; print(sorted(m for m in sys.modules if m.split('.')[0] == 'streamlit'))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    assert len(names) > 5  # the package's modules were found

@@ -12,9 +12,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.support import open_app
+from tests.support import SMALL, TEXT, open_app, randomised
 from ui import keys
 from vit_core import load_image, load_model, preprocess, run_trace
+from vit_core.explain.stages import model_map
 
 HUB = Path(__file__).parent / "fixtures" / "hub"
 DEIT = str(HUB / "tiny-org" / "deit-distilled")
@@ -319,3 +320,28 @@ def test_a_composed_scene_is_not_called_a_photo():
     at = open_scene(ALL_FOUR, "shapes-captioner-prefix")
     sure = [c.value for c in at.caption if c.value.startswith("How sure")]
     assert sure and all("on this scene" in s and "photo" not in s for s in sure), sure
+
+
+@pytest.mark.parametrize("family", ["cls", "dist", "avg", "fc_norm", "headless", "text", "seg"])
+def test_the_maps_data_joins_every_box_into_one_pass(family):
+    """vit_core.explain.stages.MAP is data: for every family its pieces give a map whose edges
+    each join two of its boxes, whose every box but the image is reached by an edge and every
+    box but the last reaches on, and whose block has the ten boxes the drawer lays out."""
+    config = {"cls": SMALL, "dist": SMALL.replace(dist_token=True), "text": TEXT,
+              "avg": SMALL.replace(class_token=False, global_pool="avg"),
+              "fc_norm": SMALL.replace(class_token=False, global_pool="avg", fc_norm=True),
+              "headless": SMALL.replace(num_classes=0),
+              "seg": SMALL.replace(seg_classes=3, seg_upsample=2)}[family]
+    x = torch.rand(1, config.in_chans, config.img_size, config.img_size)
+    model = randomised(config)
+    tr = run_trace(model, x, text_ids=[1, 2]) if config.has_text else run_trace(model, x)
+    mm = model_map(tr, (config.img_size, config.img_size, config.in_chans), 1)
+    ids = [b.id for b in mm.boxes]
+    assert len(ids) == len(set(ids))
+    assert all(e.src in ids and e.dst in ids for e in mm.edges)
+    assert {e.dst for e in mm.edges} == set(ids) - {"image", "words", "mask"}
+    ends = set(ids) - {e.src for e in mm.edges}
+    assert ends == ({"final_tokens"} if family == "headless" else {"logits", "seg_map"}
+                    if family == "seg" else {"logits"})
+    assert [b.id for b in mm.boxes if b.in_block] == [
+        "ln1", "qkv", "mask", "pattern", "attn_out", "add1", "ln2", "mlp_up", "mlp_down", "add2"]

@@ -15,7 +15,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from .figures import MapPlan
+from .figures.maps import ATTN_HALF, MLP_HALF, MapPlan
 
 SIDE = 1.2  # the second column's centre, in column units (the main column's is 0)
 ROW_PX = 56  # px per row: two lines of 14-px type in a box, an arrow and its label between
@@ -33,8 +33,7 @@ def tall_layout(mm) -> dict[str, tuple[float, float]]:
     if "join" in ids:  # the text stream beside the image's last two boxes, into the join
         pos["words"], pos["text_embed"] = (SIDE, row - 2), (SIDE, row - 1)
         pos["join"], row = (0.0, row), row + 1
-    block = ["ln1", "qkv", "pattern", "attn_out", "add1", "ln2", "mlp_up", "mlp_down", "add2"]
-    for i in block:
+    for i in ATTN_HALF + MLP_HALF:  # the block
         pos[i], row = (0.0, row), row + 1
     pos["mask"] = (SIDE, pos["pattern"][1])
     readout = [i for i in ids if box[i].row == "out" and not i.startswith("seg_")]
@@ -110,12 +109,7 @@ def _readable(d: dict) -> dict:
     lay = d["layout"]
     for name, ax in lay.items():
         if name[1:].startswith("axis") and isinstance(ax, dict):
-            ax["tickfont"] = {**ax.get("tickfont", {}), "size": FONT}
-            title = ax.get("title", {})
-            title = title if isinstance(title, dict) else {"text": title}
-            ax["title"] = {**title, "font": {"size": FONT}}
-            if name.startswith("x") and title.get("text"):
-                ax["title"]["text"] = wrap(title["text"])
+            _readable_axis(name, ax)
     for note in lay.get("annotations", []):
         size = note.get("font", {}).get("size") or 0
         note["font"] = {**note.get("font", {}), "size": max(size, FONT)}
@@ -131,6 +125,16 @@ def _readable(d: dict) -> dict:
     lay["legend"] = {**lay.get("legend", {}), "font": {"size": FONT}}
     lay["font"] = {**lay.get("font", {}), "size": FONT}
     return d
+
+
+def _readable_axis(name: str, ax: dict) -> None:
+    """An axis's ticks and title at FONT px; an x axis's title wrapped to a phone's line."""
+    ax["tickfont"] = {**ax.get("tickfont", {}), "size": FONT}
+    title = ax.get("title", {})
+    title = title if isinstance(title, dict) else {"text": title}
+    ax["title"] = {**title, "font": {"size": FONT}}
+    if name.startswith("x") and title.get("text"):
+        ax["title"]["text"] = wrap(title["text"])
 
 
 def stacked(fig: go.Figure) -> go.Figure | None:
@@ -150,23 +154,11 @@ def stacked(fig: go.Figure) -> go.Figure | None:
     margin = lay.get("margin", {})
     top, bottom = margin.get("t", 60), margin.get("b", 0) or 0
     total = n * PANEL_PX + (n - 1) * GAP_PX
-    spans, where = [], {}  # panel i's y domain; an axis id ("x2", "y2") -> its panel
-    before = [lay[_axis(x)].get("domain", [0.0, 1.0]) for x, _ in cols]  # side by side
-    for i, (x, y) in enumerate(cols):
-        y1 = 1 - i * (PANEL_PX + GAP_PX) / total
-        spans.append([max(y1 - PANEL_PX / total, 0.0), min(y1, 1.0)])
-        where[x], where[y] = i, i
-        for name, dom in ((_axis(x), [0.0, 1.0]), (_axis(y), spans[-1])):
-            lay[name] = {**lay.get(name, {}), "domain": dom}
-    for note in lay.get("annotations", []):
-        i = _title_of(note, before)
-        if i is not None:
-            note.update(x=0.5, xanchor="center", y=spans[i][1], yanchor="bottom",
-                        text=wrap(note.get("text", "")))
+    spans = _stack(lay, cols, total)
     for trace in d["data"]:
         bar = trace.get("colorbar")
         if bar is not None:  # a colour bar of its own sits beside its own panel
-            i = where.get(trace.get("yaxis", "y"), 0)
+            i = next((k for k, (_, y) in enumerate(cols) if y == trace.get("yaxis", "y")), 0)
             bar.update(x=1.01, xanchor="left", y=sum(spans[i]) / 2, yanchor="middle",
                        len=PANEL_PX / total)
     bar = lay.get("coloraxis", {}).get("colorbar")
@@ -184,6 +176,24 @@ def stacked(fig: go.Figure) -> go.Figure | None:
     lay.update(height=total + top + bottom, width=None, autosize=True,
                margin={**margin, "t": top, "r": max(margin.get("r") or 0, 8)})
     return go.Figure(_readable(d))
+
+
+def _stack(lay: dict, cols: list[tuple[str, str]], total: float) -> list[list[float]]:
+    """Move panel i (its x and y axes, `cols`) to the i-th band from the top, full width, and
+    each panel's title above it. Returns each panel's y domain."""
+    spans = []
+    before = [lay[_axis(x)].get("domain", [0.0, 1.0]) for x, _ in cols]  # side by side
+    for i, (x, y) in enumerate(cols):
+        y1 = 1 - i * (PANEL_PX + GAP_PX) / total
+        spans.append([max(y1 - PANEL_PX / total, 0.0), min(y1, 1.0)])
+        for name, dom in ((_axis(x), [0.0, 1.0]), (_axis(y), spans[-1])):
+            lay[name] = {**lay.get(name, {}), "domain": dom}
+    for note in lay.get("annotations", []):
+        i = _title_of(note, before)
+        if i is not None:
+            note.update(x=0.5, xanchor="center", y=spans[i][1], yanchor="bottom",
+                        text=wrap(note.get("text", "")))
+    return spans
 
 
 def _axis(ref: str) -> str:

@@ -10,7 +10,15 @@ from typing import Any
 import streamlit as st
 
 from vit_core import PRESETS
-from vit_core.explain.flops import attention_share, si, stage_rows, total_macs, total_params
+from vit_core.explain.flops import (
+    attention_share,
+    params_by_component,
+    si,
+    stage_rows,
+    total_macs,
+    total_params,
+    traced_shapes,
+)
 from vit_core.explain.windows import window_cost
 
 from .. import deck, figures, keys, models, session, state, tour
@@ -20,14 +28,6 @@ from ..numbers import pct
 REF = "vit-b16"  # the notes' reference model, beside every cost
 PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
 ROW_PX, HEAD_PX = 35, 38  # a table row and the header row, as st.dataframe draws them
-TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
-          "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
-          "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
-          "W_O": "blocks.0.attn_out", "LN2": "blocks.0.ln2", "MLP up": "blocks.0.mlp.pre",
-          "GELU": "blocks.0.mlp.post", "MLP down": "blocks.0.mlp_out",
-          "final LN": "ln_final", "class head": "logits", "text head": "logits",
-          "segmentation head": "seg_logits"}  # the trace's tensor behind each row's shape
-RESIDUALS = ("blocks.0.resid_mid", "blocks.0.resid_post")  # the two rows named "residual"
 
 
 @dataclass(frozen=True)
@@ -90,18 +90,8 @@ class Rows:
 
 
 def _rows(x: Ctx) -> Rows:
-    c, tr = x.c, x.tr
-    rows, residuals = [], iter(RESIDUALS)
-    for r in stage_rows(c, tr.n_text):
-        t = next(residuals) if r["step"] == "residual" else TRACED.get(r["step"])
-        traced = " × ".join(map(str, tr[t].shape)) if t in tr else "—"
-        if r["step"] == "tokens":  # the image tokens: the first rows of z_0 (the text follows)
-            traced = " × ".join(map(str, tr["embed"][:c.num_image_tokens].shape))
-        elif r["step"] == "text tokens":
-            traced = " × ".join(map(str, tr["embed"].shape))
-        if r["step"] == "Q, K, V":
-            traced = "3 × " + traced
-        rows.append({**r, "traced": traced, "macs": r["flops"] // 2 * r["times"]})
+    rows = [{**r, "traced": traced, "macs": r["flops"] // 2 * r["times"]}
+            for r, traced in zip(stage_rows(x.c, x.tr.n_text), traced_shapes(x.tr), strict=True)]
     names = [r["step"] for r in rows]
     return Rows(rows, {r["step"]: r for r in stage_rows(PRESETS[REF])}, names.index("LN1"),
                 names.index("final LN"))
@@ -294,13 +284,7 @@ def _totals_words(x: Ctx, f: Totals) -> str:
 
 # ---------------------------------------------------------------- parameters by component
 def _params_facts(x: Ctx) -> dict[str, int]:
-    groups: dict[str, int] = {}
-    for pname, prm in x.model.named_parameters():
-        part = pname.split(".")
-        key = f"blocks: {part[2]}" if part[0] == "blocks" else part[0]
-        key = key.replace("norm1", "LayerNorms").replace("norm2", "LayerNorms")
-        groups[key] = groups.get(key, 0) + prm.numel()
-    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
+    return params_by_component(x.model)
 
 
 def _params_figure(x: Ctx, f: dict[str, int]) -> None:

@@ -16,87 +16,144 @@ def _mm(m: int, k: int, n: int) -> int:
     return 2 * m * k * n
 
 
+def _row(step: str, op: str, eq: str, shape: str, params: int = 0, flops: int = 0,
+         times: int = 1) -> dict:
+    return dict(step=step, op=op, eq=eq, shape=shape, params=params, flops=flops, times=times)
+
+
 def stage_rows(c: ViTConfig, n_text: int = 0) -> list[dict]:
     """One row per step of the forward pass (one block shown, with its count × L in `times`)."""
-    N, D, H, dk, F, L = c.num_patches, c.embed_dim, c.num_heads, c.head_dim, c.mlp_hidden, c.depth
     S = c.num_image_tokens + n_text
+    return [*_input_rows(c, n_text, S), *_block_rows(c, S), _final_ln_row(c, S),
+            *_head_rows(c, n_text)]
+
+
+def _input_rows(c: ViTConfig, n_text: int, S: int) -> list[dict]:
+    """The image cut into patches, embedded, with CLS / DIST and positions; a captioner's text."""
+    N, D = c.num_patches, c.embed_dim
     CPP = c.in_chans * c.patch_size**2
     cls = "".join(f"+{n} " for n in c.prefix_names)
     first = "; ".join(f"x_{n.lower()}" for n in c.prefix_names)
     rows = [
-        dict(step="patchify", op="cut into P×P patches, flatten", eq="X_p = U(X_img)",
-             shape=f"{N} × {CPP}", params=0, flops=0, times=1),
-        dict(step="patch embedding", op="linear projection", eq="X_p W_E + b",
-             shape=f"{N} × {D}", params=CPP * D + D, flops=_mm(N, CPP, D), times=1),
-        dict(step="tokens", op=f"{cls}+ positions" + (", the image tokens" if c.has_text else ""),
-             eq=(f"z_0{',img' if c.has_text else ''} = [{first + '; ' if first else ''}X_p W_E]"
-                 " + E_pos"), shape=f"{c.num_image_tokens} × {D}",
-             params=c.num_prefix_tokens * D + c.num_image_tokens * D, flops=0, times=1),
+        _row("patchify", "cut into P×P patches, flatten", "X_p = U(X_img)", f"{N} × {CPP}"),
+        _row("patch embedding", "linear projection", "X_p W_E + b", f"{N} × {D}",
+             CPP * D + D, _mm(N, CPP, D)),
+        _row("tokens", f"{cls}+ positions" + (", the image tokens" if c.has_text else ""),
+             f"z_0{',img' if c.has_text else ''} = [{first + '; ' if first else ''}X_p W_E]"
+             " + E_pos", f"{c.num_image_tokens} × {D}",
+             c.num_prefix_tokens * D + c.num_image_tokens * D),
     ]
     if c.has_text:  # its own parameters: the word embeddings E (V x D), the text positions P_txt
-        rows.append(dict(
-            step="text tokens", op=f"append T = {n_text} text token{'' if n_text == 1 else 's'}:"
-            f" word embedding E ({c.vocab_size} × {D}) + text position P_txt "
-            f"({c.max_text_len} × {D})",
-            eq="z_0 = [z_0,img; E[t_1..t_T] + P_txt]", shape=f"{S} × {D}",
-            params=c.vocab_size * D + c.max_text_len * D, flops=0, times=1))
-    rows += [
-        dict(step="LN1", op="LayerNorm per token", eq="LN(X)", shape=f"{S} × {D}",
-             params=2 * D, flops=0, times=L),
-        dict(step="Q, K, V", op="one linear layer, split into heads", eq="X W_QKV",
-             shape=f"3 × {H} × {S} × {dk}", params=D * 3 * D + (3 * D if c.qkv_bias else 0),
-             flops=_mm(S, D, 3 * D), times=L),
-        dict(step="scores", op="scaled dot products (+ mask)", eq="Q Kᵀ / √d_k + M",
-             shape=f"{H} × {S} × {S}", params=0, flops=H * _mm(S, dk, S), times=L),
-        dict(step="softmax", op="row-wise softmax", eq="A = softmax(scores)",
-             shape=f"{H} × {S} × {S}", params=0, flops=0, times=L),
-        dict(step="A V", op="weighted sum of values", eq="A V", shape=f"{H} × {S} × {dk}",
-             params=0, flops=H * _mm(S, S, dk), times=L),
-        dict(step="W_O", op="concat heads, project", eq="concat(heads) W_O + b",
-             shape=f"{S} × {D}", params=D * D + D, flops=_mm(S, D, D), times=L),
-        dict(step="residual", op="add", eq="X' = X + attn_out", shape=f"{S} × {D}",
-             params=0, flops=0, times=L),
-        dict(step="LN2", op="LayerNorm per token", eq="LN(X')", shape=f"{S} × {D}",
-             params=2 * D, flops=0, times=L),
-        dict(step="MLP up", op="linear to d_ff", eq="U = X W_1 + b_1", shape=f"{S} × {F}",
-             params=D * F + F, flops=_mm(S, D, F), times=L),
-        dict(step="GELU", op="non-linearity", eq="GELU(U)", shape=f"{S} × {F}", params=0,
-             flops=0, times=L),
-        dict(step="MLP down", op="linear back to D", eq="G W_2 + b_2", shape=f"{S} × {D}",
-             params=F * D + D, flops=_mm(S, F, D), times=L),
-        dict(step="residual", op="add", eq="X_out = X' + mlp_out", shape=f"{S} × {D}",
-             params=0, flops=0, times=L),
-        dict(step="final LN", op="none: fc_norm after pooling instead" if c.fc_norm else
-             "LayerNorm per token", eq="X_f = X_L" if c.fc_norm else "X_f = LN_f(X_L)",
-             shape=f"{S} × {D}", params=0 if c.fc_norm else 2 * D, flops=0, times=1),
+        rows.append(_row(
+            "text tokens", f"append T = {n_text} text token{'' if n_text == 1 else 's'}: word "
+            f"embedding E ({c.vocab_size} × {D}) + text position P_txt ({c.max_text_len} × {D})",
+            "z_0 = [z_0,img; E[t_1..t_T] + P_txt]", f"{S} × {D}",
+            c.vocab_size * D + c.max_text_len * D))
+    return rows
+
+
+def _block_rows(c: ViTConfig, S: int) -> list[dict]:
+    """The steps of one block, each run L times."""
+    D, H, dk, F, L = c.embed_dim, c.num_heads, c.head_dim, c.mlp_hidden, c.depth
+    rows = [
+        ("LN1", "LayerNorm per token", "LN(X)", f"{S} × {D}", 2 * D, 0),
+        ("Q, K, V", "one linear layer, split into heads", "X W_QKV", f"3 × {H} × {S} × {dk}",
+         D * 3 * D + (3 * D if c.qkv_bias else 0), _mm(S, D, 3 * D)),
+        ("scores", "scaled dot products (+ mask)", "Q Kᵀ / √d_k + M", f"{H} × {S} × {S}", 0,
+         H * _mm(S, dk, S)),
+        ("softmax", "row-wise softmax", "A = softmax(scores)", f"{H} × {S} × {S}", 0, 0),
+        ("A V", "weighted sum of values", "A V", f"{H} × {S} × {dk}", 0, H * _mm(S, S, dk)),
+        ("W_O", "concat heads, project", "concat(heads) W_O + b", f"{S} × {D}", D * D + D,
+         _mm(S, D, D)),
+        ("residual", "add", "X' = X + attn_out", f"{S} × {D}", 0, 0),
+        ("LN2", "LayerNorm per token", "LN(X')", f"{S} × {D}", 2 * D, 0),
+        ("MLP up", "linear to d_ff", "U = X W_1 + b_1", f"{S} × {F}", D * F + F, _mm(S, D, F)),
+        ("GELU", "non-linearity", "GELU(U)", f"{S} × {F}", 0, 0),
+        ("MLP down", "linear back to D", "G W_2 + b_2", f"{S} × {D}", F * D + D, _mm(S, F, D)),
+        ("residual", "add", "X_out = X' + mlp_out", f"{S} × {D}", 0, 0),
     ]
+    return [_row(*r, times=L) for r in rows]
+
+
+def _final_ln_row(c: ViTConfig, S: int) -> dict:
+    D = c.embed_dim
+    if c.fc_norm:
+        return _row("final LN", "none: fc_norm after pooling instead", "X_f = X_L", f"{S} × {D}")
+    return _row("final LN", "LayerNorm per token", "X_f = LN_f(X_L)", f"{S} × {D}", 2 * D)
+
+
+def _class_head(c: ViTConfig) -> tuple[str, str]:
+    """The class head's operation and equation."""
+    if c.global_pool == "avg":
+        op = "mean of the patch tokens" + (", fc_norm" if c.fc_norm else "") + " -> K logits"
+        return op, "LN_fc(mean X_f,p) W_c + b_c" if c.fc_norm else "mean(X_f,p) W_c + b_c"
+    if c.dist_token:
+        return "CLS and DIST, two heads, averaged", "½(x_cls W_c + b_c + x_dist W_d + b_d)"
+    return "CLS -> K logits", "x_cls W_c + b_c"
+
+
+def _head_rows(c: ViTConfig, n_text: int) -> list[dict]:
+    """What reads the final tokens: a class head, the text head, a segmentation head."""
+    D, V, rows = c.embed_dim, c.vocab_size, []
     if c.num_classes:
         K, heads = c.num_classes, 2 if c.dist_token and c.global_pool != "avg" else 1
-        if c.global_pool == "avg":
-            op = "mean of the patch tokens" + (", fc_norm" if c.fc_norm else "") + " -> K logits"
-            eq = ("LN_fc(mean X_f,p) W_c + b_c" if c.fc_norm else "mean(X_f,p) W_c + b_c")
-        elif heads == 2:
-            op, eq = "CLS and DIST, two heads, averaged", "½(x_cls W_c + b_c + x_dist W_d + b_d)"
-        else:
-            op, eq = "CLS -> K logits", "x_cls W_c + b_c"
-        rows.append(dict(step="class head", op=op, eq=eq, shape=f"{K}",
-                         params=(D * K + K) * (2 if c.dist_token else 1)
-                         + (2 * D if c.fc_norm else 0),
-                         flops=heads * _mm(1, D, K), times=1))
+        rows.append(_row("class head", *_class_head(c), f"{K}",
+                         (D * K + K) * (2 if c.dist_token else 1) + (2 * D if c.fc_norm else 0),
+                         heads * _mm(1, D, K)))
     if c.has_text:
         tied = c.tie_text_head
-        rows.append(dict(step="text head", op="text positions -> V logits",
-                         eq="X_f,txt Eᵀ" if tied else "X_f,txt W_vocab + b",
-                         shape=f"{n_text} × {c.vocab_size}",
-                         params=0 if tied else D * c.vocab_size + c.vocab_size,
-                         flops=_mm(n_text, D, c.vocab_size), times=1))
+        rows.append(_row("text head", "text positions -> V logits",
+                         "X_f,txt Eᵀ" if tied else "X_f,txt W_vocab + b", f"{n_text} × {V}",
+                         0 if tied else D * V + V, _mm(n_text, D, V)))
     if c.seg_classes:
-        r2 = c.seg_upsample**2
-        rows.append(dict(step="segmentation head", op="each patch token -> r² cells × classes",
-                         eq="Z_patches W_seg + b", shape=f"{N} × {c.seg_classes * r2}",
-                         params=D * c.seg_classes * r2 + c.seg_classes * r2,
-                         flops=_mm(N, D, c.seg_classes * r2), times=1))
+        out = c.seg_classes * c.seg_upsample**2
+        rows.append(_row("segmentation head", "each patch token -> r² cells × classes",
+                         "Z_patches W_seg + b", f"{c.num_patches} × {out}", D * out + out,
+                         _mm(c.num_patches, D, out)))
     return rows
+
+
+# The trace's tensor behind each row's shape (block 0's for the block's rows)
+TRACED = {"patchify": "patches", "patch embedding": "patch_embed", "tokens": "embed",
+          "LN1": "blocks.0.ln1", "Q, K, V": "blocks.0.attn.q", "scores": "blocks.0.attn.scores",
+          "softmax": "blocks.0.attn.pattern", "A V": "blocks.0.attn.z",
+          "W_O": "blocks.0.attn_out", "LN2": "blocks.0.ln2", "MLP up": "blocks.0.mlp.pre",
+          "GELU": "blocks.0.mlp.post", "MLP down": "blocks.0.mlp_out",
+          "final LN": "ln_final", "class head": "logits", "text head": "logits",
+          "segmentation head": "seg_logits"}
+RESIDUALS = ("blocks.0.resid_mid", "blocks.0.resid_post")  # the two rows named "residual"
+
+
+def traced_shapes(tr) -> list[str]:
+    """Per row of stage_rows(tr.config, tr.n_text): the shape of the trace's tensor behind it
+    ("a × b", as the rows write theirs), or "—" where the trace holds none. Q, K, V is three
+    tensors of q's shape; the image tokens are the first rows of `embed`, the text tokens all of
+    it."""
+    c, shapes, residuals = tr.config, [], iter(RESIDUALS)
+    for r in stage_rows(c, tr.n_text):
+        t = next(residuals) if r["step"] == "residual" else TRACED.get(r["step"])
+        shape = tuple(tr.shape(t)) if t in tr else None
+        if r["step"] == "tokens":  # the image tokens: the first rows of z_0 (the text follows)
+            shape = (c.num_image_tokens, *tr.shape("embed")[1:])
+        elif r["step"] == "text tokens":
+            shape = tuple(tr.shape("embed"))
+        elif r["step"] == "Q, K, V" and shape:
+            shape = (3, *shape)
+        shapes.append(" × ".join(map(str, shape)) if shape else "—")
+    return shapes
+
+
+def params_by_component(model) -> dict[str, int]:
+    """The model's parameters counted by component, largest first: a top-level module's name
+    ("patch_embed", "head", ...) or "blocks: attn" / "blocks: mlp" / "blocks: LayerNorms" for a
+    block's parts, summed over the blocks."""
+    groups: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        part = name.split(".")
+        key = f"blocks: {part[2]}" if part[0] == "blocks" else part[0]
+        key = key.replace("norm1", "LayerNorms").replace("norm2", "LayerNorms")
+        groups[key] = groups.get(key, 0) + p.numel()
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
 
 
 def total_flops(c: ViTConfig, n_text: int = 0) -> int:

@@ -72,8 +72,141 @@ def _shape(t) -> tuple[int, ...]:
     return tuple(int(n) for n in (t.shape if isinstance(t, torch.Tensor) else t))
 
 
+@dataclass(frozen=True)
+class Piece:
+    """Part of the map, drawn when this model has it (`when`, one of the kinds `_kinds` names).
+
+    A box is (id, label, row, stage); its label may name {P} (the patch size), {H} (heads),
+    {heads} ("head" or "heads"), {prefix} ("CLS and DIST"), {mask}, {N} (patches), {T} (text
+    tokens), {K} (classes). An edge is (src, dst, name) or (src, dst, name, derived): the trace
+    name it carries ({b}: the block drawn, "blocks.l."; {out}: the last block's output), whose
+    shape Trace.shape gives, or a derived shape (`_derived`) for an edge that carries no tensor
+    of the trace or whose tensor is a part of one."""
+
+    when: str
+    boxes: tuple[tuple[str, str, str, str], ...]
+    edges: tuple[tuple[str, ...], ...]
+    in_block: bool = False  # the repeated block: a click on a box also selects its layer
+
+
+_POOL = "Mean of the\n{N} patch tokens"
+_CLASSES = "Logits: one per\nclass ({K})"
+_WORDS = "Logits: next word\nat each position"
+
+# The whole map, in pipeline order: boxes and edges are listed in this order.
+MAP = (
+    Piece("always", (("image", "Image", "input", "patches"),
+                     ("patches", "Cut into\n{P}×{P} patches", "input", "patches"),
+                     ("patch_embed", "Linear patch\nembedding W_E", "input", "embed")),
+          (("image", "patches", "image", "image"), ("patches", "patch_embed", "patches"))),
+    Piece("prefix", (("prefix", "Prepend\n{prefix}", "input", "embed"),
+                     ("pos", "+ position\nembeddings", "input", "embed")),
+          (("patch_embed", "prefix", "patch_embed"), ("prefix", "pos", "tokens", "tokens"))),
+    Piece("no prefix", (("pos", "+ position\nembeddings", "input", "embed"),),
+          (("patch_embed", "pos", "patch_embed"),)),
+    Piece("text", (("words", "Words: [SOS]\n+ caption so far", "text", "generation"),
+                   ("text_embed", "Word embeddings\n+ text positions", "text", "embed"),
+                   ("join", "Image tokens,\nthen text tokens", "input", "embed")),
+          (("words", "text_embed", "text_ids", "text_ids"),
+           ("text_embed", "join", "embed.text", "embed.text"),
+           ("pos", "join", "embed.image", "embed.image"), ("join", "ln1", "embed", "embed"))),
+    Piece("image only", (), (("pos", "ln1", "embed", "embed"),)),
+    Piece("always", (("ln1", "LayerNorm 1", "attn", "qkv"),
+                     ("qkv", "Q, K, V\n({H} {heads})", "attn", "qkv"),
+                     ("mask", "Mask: {mask}", "mlp", "mask"),
+                     ("pattern", "Attention pattern\nsoftmax(QKᵀ/√dₖ+M)", "attn", "attention"),
+                     ("attn_out", "Pattern · V,\nconcat, W_O", "attn", "attention"),
+                     ("add1", "+ X\n(residual)", "attn", "mlp"),
+                     ("ln2", "LayerNorm 2", "attn", "mlp"),
+                     ("mlp_up", "MLP: W₁,\nthen GELU", "mlp", "mlp"),
+                     ("mlp_down", "MLP: W₂", "mlp", "mlp"),
+                     ("add2", "+ X′\n(residual)", "mlp", "mlp")),
+          (("ln1", "qkv", "{b}ln1"), ("qkv", "pattern", "{b}attn.q"),
+           ("mask", "pattern", "mask", "mask"), ("pattern", "attn_out", "{b}attn.pattern"),
+           ("attn_out", "add1", "{b}attn_out"), ("add1", "ln2", "{b}resid_mid"),
+           ("ln2", "mlp_up", "{b}ln2"), ("mlp_up", "mlp_down", "{b}mlp.post"),
+           ("mlp_down", "add2", "{b}mlp_out")), in_block=True),
+    # the readout this model has: timm's fc_norm pools first and has no final LayerNorm
+    Piece("fc_norm", (("pool", _POOL, "out", "readout"),
+                      ("fc_norm", "fc_norm\n(LayerNorm)", "out", "readout")),
+          (("add2", "pool", "{out}"), ("pool", "fc_norm", "pooled", "D"),
+           ("fc_norm", "head", "pooled", "D"))),
+    Piece("ln_final", (("ln_final", "Final\nLayerNorm", "out", "readout"),),
+          (("add2", "ln_final", "{out}"),)),
+    Piece("segmentation", (("seg_head", "Segmentation\nhead", "out", "segmentation"),
+                           ("seg_map", "Class map\nper patch cell", "out", "segmentation")),
+          (("ln_final", "seg_head", "ln_final.patches", "ln_final.patches"),
+           ("seg_head", "seg_map", "seg_logits"))),
+    Piece("pool text", (("pool", "The {T} text\npositions", "out", "readout"),),
+          (("ln_final", "pool", "ln_final"), ("pool", "head", "pooled", "T×D"))),
+    Piece("pool none", (("final_tokens", "Final tokens\n(no head)", "out", "readout"),),
+          (("ln_final", "final_tokens", "ln_final"),)),
+    Piece("pool avg", (("pool", _POOL, "out", "readout"),),
+          (("ln_final", "pool", "ln_final"), ("pool", "head", "pooled", "D"))),
+    Piece("pool dist", (("pool", "Final CLS\nand DIST", "out", "readout"),),
+          (("ln_final", "pool", "ln_final"), ("pool", "head", "pooled", "2×D"))),
+    Piece("pool cls", (("pool", "Final CLS\n(token 0)", "out", "readout"),),
+          (("ln_final", "pool", "ln_final"), ("pool", "head", "pooled", "D"))),
+    Piece("tied text head", (("head", "Text head\n(tied: X·Eᵀ)", "out", "readout"),
+                             ("logits", _WORDS, "out", "readout")),
+          (("head", "logits", "logits", "logits"),)),
+    Piece("text head", (("head", "Text head\n(linear)", "out", "readout"),
+                        ("logits", _WORDS, "out", "readout")),
+          (("head", "logits", "logits", "logits"),)),
+    Piece("two heads", (("head", "Two heads,\nmean of both", "out", "readout"),
+                        ("logits", _CLASSES, "out", "readout")),
+          (("head", "logits", "logits", "logits"),)),
+    Piece("one head", (("head", "Head\n(linear)", "out", "readout"),
+                       ("logits", _CLASSES, "out", "readout")),
+          (("head", "logits", "logits", "logits"),)),
+)
+
+
+def _pool(c) -> str:
+    """What the readout reads the final tokens as: the text positions, nothing (no head), their
+    mean, CLS and DIST, or CLS."""
+    if c.has_text:
+        return "text"
+    if not c.num_classes:
+        return "none"
+    return "avg" if c.global_pool == "avg" else "dist" if c.dist_token else "cls"
+
+
+def _head(c) -> str:
+    if c.has_text:
+        return "tied text head" if c.tie_text_head else "text head"
+    return "two heads" if c.dist_token and c.global_pool != "avg" else "one head"
+
+
+def _kinds(tr) -> set[str]:
+    """The pieces of MAP this model has (their `when`)."""
+    c = tr.config
+    kinds = {"always", "prefix" if c.prefix_names else "no prefix",
+             "text" if c.has_text else "image only"}
+    if c.fc_norm:
+        return kinds | {"fc_norm", _head(c)}
+    kinds |= {"ln_final", "pool " + _pool(c)}
+    if "seg_logits" in tr:
+        kinds.add("segmentation")
+    return kinds if "pool none" in kinds else kinds | {_head(c)}
+
+
+def _derived(tr, image_shape: tuple[int, int, int]) -> dict:
+    """The shapes of edges that carry no tensor of the trace, or a part of one (lazily)."""
+    c, n, T = tr.config, tr.n_image, tr.n_text
+    D = c.embed_dim
+    return {"image": lambda: image_shape, "tokens": lambda: (n, D), "text_ids": lambda: (T,),
+            "embed": lambda: _shape(tr["embed"]),
+            "embed.text": lambda: _shape(tr["embed"][n:]),
+            "embed.image": lambda: _shape(tr["embed"][:n]), "mask": lambda: _shape(tr.mask),
+            "D": lambda: (D,), "T×D": lambda: (T, D), "2×D": lambda: (2, D),
+            "ln_final.patches": lambda: (c.num_patches, _shape(tr.shape("ln_final"))[1]),
+            "logits": lambda: _shape(tr.logits)}
+
+
 def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
-    """Boxes and edges of this trace's forward pass, with block `layer` drawn in full.
+    """Boxes and edges of this trace's forward pass (the pieces of MAP this model has), with
+    block `layer` drawn in full.
 
     Args:
         tr: a Trace (vit_core.run_trace).
@@ -82,110 +215,20 @@ def model_map(tr, image_shape: tuple[int, int, int], layer: int) -> ModelMap:
     """
     c = tr.config
     layer = min(max(int(layer), 0), c.depth - 1)
-    T, n_img, D, N = tr.n_text, tr.n_image, c.embed_dim, c.num_patches
+    words = dict(P=c.patch_size, H=c.num_heads, heads="heads" if c.num_heads > 1 else "head",
+                 prefix=" and ".join(c.prefix_names), mask=tr.mask_kind, N=c.num_patches,
+                 T=tr.n_text, K=c.num_classes)
+    names = dict(b=f"blocks.{layer}.", out=f"blocks.{c.depth - 1}.resid_post")
+    derived, kinds = _derived(tr, image_shape), _kinds(tr)
     boxes: list[Box] = []
     edges: list[Edge] = []
-
-    def box(id_, label, row, stage, in_block=False):
-        boxes.append(Box(id_, label, row, stage, in_block))
-
-    def edge(src, dst, name, shape):
-        edges.append(Edge(src, dst, name, tuple(int(n) for n in shape)))
-
-    embed = tr["embed"]
-    # ---- the image stream
-    box("image", "Image", "input", "patches")
-    box("patches", f"Cut into\n{c.patch_size}×{c.patch_size} patches", "input", "patches")
-    box("patch_embed", "Linear patch\nembedding W_E", "input", "embed")
-    edge("image", "patches", "image", image_shape)
-    edge("patches", "patch_embed", "patches", _shape(tr.shape("patches")))
-    last = "patch_embed"
-    if c.prefix_names:
-        box("prefix", "Prepend\n" + " and ".join(c.prefix_names), "input", "embed")
-        edge(last, "prefix", "patch_embed", _shape(tr.shape("patch_embed")))
-        last, carried, shape = "prefix", "tokens", (n_img, D)
-    else:
-        carried, shape = "patch_embed", _shape(tr.shape("patch_embed"))
-    box("pos", "+ position\nembeddings", "input", "embed")
-    edge(last, "pos", carried, shape)
-    if c.has_text:  # the text stream joins the image tokens
-        box("words", "Words: [SOS]\n+ caption so far", "text", "generation")
-        box("text_embed", "Word embeddings\n+ text positions", "text", "embed")
-        box("join", "Image tokens,\nthen text tokens", "input", "embed")
-        edge("words", "text_embed", "text_ids", (T,))
-        edge("text_embed", "join", "embed.text", _shape(embed[n_img:]))
-        edge("pos", "join", "embed.image", _shape(embed[:n_img]))
-        last = "join"
-    else:
-        last = "pos"
-    # ---- one block, drawn in full
-    b = f"blocks.{layer}."
-    box("ln1", "LayerNorm 1", "attn", "qkv", True)
-    box("qkv", f"Q, K, V\n({c.num_heads} head{'s' if c.num_heads > 1 else ''})", "attn",
-        "qkv", True)
-    box("mask", f"Mask: {tr.mask_kind}", "mlp", "mask", True)
-    box("pattern", "Attention pattern\nsoftmax(QKᵀ/√dₖ+M)", "attn", "attention", True)
-    box("attn_out", "Pattern · V,\nconcat, W_O", "attn", "attention", True)
-    box("add1", "+ X\n(residual)", "attn", "mlp", True)
-    box("ln2", "LayerNorm 2", "attn", "mlp", True)
-    box("mlp_up", "MLP: W₁,\nthen GELU", "mlp", "mlp", True)
-    box("mlp_down", "MLP: W₂", "mlp", "mlp", True)
-    box("add2", "+ X′\n(residual)", "mlp", "mlp", True)
-    edge(last, "ln1", "embed", _shape(embed))
-    edge("ln1", "qkv", b + "ln1", _shape(tr.shape(b + "ln1")))
-    edge("qkv", "pattern", b + "attn.q", _shape(tr.shape(b + "attn.q")))
-    edge("mask", "pattern", "mask", _shape(tr.mask))
-    edge("pattern", "attn_out", b + "attn.pattern", _shape(tr.shape(b + "attn.pattern")))
-    edge("attn_out", "add1", b + "attn_out", _shape(tr.shape(b + "attn_out")))
-    edge("add1", "ln2", b + "resid_mid", _shape(tr.shape(b + "resid_mid")))
-    edge("ln2", "mlp_up", b + "ln2", _shape(tr.shape(b + "ln2")))
-    edge("mlp_up", "mlp_down", b + "mlp.post", _shape(tr.shape(b + "mlp.post")))
-    edge("mlp_down", "add2", b + "mlp_out", _shape(tr.shape(b + "mlp_out")))
-    # ---- the readout this model has
-    out = f"blocks.{c.depth - 1}.resid_post"
-    if c.fc_norm:  # timm: no final LayerNorm; pool first, then fc_norm
-        box("pool", f"Mean of the\n{N} patch tokens", "out", "readout")
-        box("fc_norm", "fc_norm\n(LayerNorm)", "out", "readout")
-        edge("add2", "pool", out, _shape(tr.shape(out)))
-        edge("pool", "fc_norm", "pooled", (D,))
-        last, carried, shape = "fc_norm", "pooled", (D,)
-    else:
-        box("ln_final", "Final\nLayerNorm", "out", "readout")
-        edge("add2", "ln_final", out, _shape(tr.shape(out)))
-        ln_final = _shape(tr.shape("ln_final"))
-        if "seg_logits" in tr:
-            box("seg_head", "Segmentation\nhead", "out", "segmentation")
-            box("seg_map", "Class map\nper patch cell", "out", "segmentation")
-            edge("ln_final", "seg_head", "ln_final.patches", (N, ln_final[1]))
-            edge("seg_head", "seg_map", "seg_logits", _shape(tr.shape("seg_logits")))
-        if c.has_text:
-            box("pool", f"The {T} text\npositions", "out", "readout")
-            last, carried, shape = "pool", "pooled", (T, D)
-        elif not c.num_classes:
-            box("final_tokens", "Final tokens\n(no head)", "out", "readout")
-            edge("ln_final", "final_tokens", "ln_final", ln_final)
-            return ModelMap(tuple(boxes), tuple(edges), c.depth, layer, tr.mask_kind)
-        elif c.global_pool == "avg":
-            box("pool", f"Mean of the\n{N} patch tokens", "out", "readout")
-            last, carried, shape = "pool", "pooled", (D,)
-        elif c.dist_token:
-            box("pool", "Final CLS\nand DIST", "out", "readout")
-            last, carried, shape = "pool", "pooled", (2, D)
-        else:
-            box("pool", "Final CLS\n(token 0)", "out", "readout")
-            last, carried, shape = "pool", "pooled", (D,)
-        edge("ln_final", "pool", "ln_final", ln_final)
-    if c.has_text:
-        box("head", "Text head\n(tied: X·Eᵀ)" if c.tie_text_head else "Text head\n(linear)",
-            "out", "readout")
-    elif c.dist_token and c.global_pool != "avg":
-        box("head", "Two heads,\nmean of both", "out", "readout")
-    else:
-        box("head", "Head\n(linear)", "out", "readout")
-    box("logits", "Logits: next word\nat each position" if c.has_text
-        else f"Logits: one per\nclass ({c.num_classes})", "out", "readout")
-    edge(last, "head", carried, shape)
-    edge("head", "logits", "logits", _shape(tr.logits))
+    for piece in (p for p in MAP if p.when in kinds):
+        boxes += [Box(i, label.format(**words), row, stage, piece.in_block)
+                  for i, label, row, stage in piece.boxes]
+        for src, dst, name, *how in piece.edges:
+            name = name.format(**names)
+            shape = derived[how[0]]() if how else tr.shape(name)
+            edges.append(Edge(src, dst, name, _shape(shape)))
     return ModelMap(tuple(boxes), tuple(edges), c.depth, layer, tr.mask_kind)
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from .flops import total_macs
@@ -144,3 +146,24 @@ def cost_ratios(own: dict, other: dict) -> dict:
     out = {k: other[k] / own[k] for k in ("N", "S", "pairs", "macs")}
     out["pairs_2dp"] = round((other["S"] / own["S"]) ** 2, 2)
     return out
+
+
+@dataclass(frozen=True)
+class PatchCost:
+    """What cutting an image at patch size P costs."""
+
+    P: int
+    N: int  # patches
+    S: int  # tokens: the patches and the `extra` (CLS / DIST, text) tokens
+    S2: int  # attention entries per head and layer
+
+    def times(self, other: PatchCost) -> tuple[float, float]:
+        """(N, S²) of this cost as multiples of `other`'s."""
+        return self.N / other.N, self.S2 / other.S2
+
+
+def patch_cost(img_size: int, patch: int, extra: int = 0) -> PatchCost:
+    """Patches, tokens and attention entries per head if a square image of `img_size` pixels
+    were cut at `patch` (which divides it), with `extra` tokens besides the patches."""
+    n = (img_size // patch) ** 2
+    return PatchCost(patch, n, n + extra, (n + extra) ** 2)

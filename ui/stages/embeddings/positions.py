@@ -87,6 +87,21 @@ def _apart(stats: dict, trained: bool) -> list:
     return alike if len(apart) == len(alike) else []
 
 
+def _verdict(gap: float, nearest_most: bool) -> str:
+    """How strongly closeness is encoded, from neighbours' mean cosine minus distant pairs'."""
+    if gap >= CLEAR_GAP and nearest_most:
+        return ("neighbours are clearly more alike than distant positions, so these "
+                "position vectors encode the 2-D layout of the grid.")
+    if gap >= WEAK_GAP:
+        return ("neighbours are only a little more alike than distant positions, so "
+                "position is only weakly encoded as closeness in this model.")
+    if gap >= 0:
+        return ("neighbours are hardly more alike than distant positions, so position is "
+                "barely encoded as closeness in this model.")
+    return ("neighbours are no more alike than distant positions, so these position "
+            "vectors do not encode closeness.")
+
+
 def similarity_words(stats: dict, trained: bool = True) -> str:
     """Is position encoded as closeness in this model, how strongly, and (when they are far
     apart) where the most alike pairs are: worded from `position_distance_stats`."""
@@ -102,19 +117,7 @@ def similarity_words(stats: dict, trained: bool = True) -> str:
     ref = far if far is not None else two
     if ref is None:
         return text[0].upper() + text[1:] + "."
-    gap = near - ref
-    if gap >= CLEAR_GAP and (two is None or near > two):
-        verdict = ("neighbours are clearly more alike than distant positions, so these "
-                   "position vectors encode the 2-D layout of the grid.")
-    elif gap >= WEAK_GAP:
-        verdict = ("neighbours are only a little more alike than distant positions, so "
-                   "position is only weakly encoded as closeness in this model.")
-    elif gap >= 0:
-        verdict = ("neighbours are hardly more alike than distant positions, so position is "
-                   "barely encoded as closeness in this model.")
-    else:
-        verdict = ("neighbours are no more alike than distant positions, so these position "
-                   "vectors do not encode closeness.")
+    verdict = _verdict(near - ref, two is None or near > two)
     if not trained:
         verdict = verdict[:-1] + " (random weights: nothing was learned)."
     text = text[0].upper() + text[1:] + ": " + verdict

@@ -54,8 +54,8 @@ def _size_facts(v: deck.View) -> dict:
         out[which]["map"] = np.asarray(out[which]["sim"][p // g, p % g])
     ratio = cost_ratios(out["own"], out["other"])
     out["other"]["vs_own"] = ratio  # the question's: read off the drawn side
-    out.update(chosen=chosen, same=other == own, pair_ratio=ratio["pairs"],
-               macs_ratio=ratio["macs"])
+    out.update(chosen=chosen, same=other == own, patch_ratio=ratio["N"],
+               pair_ratio=ratio["pairs"], macs_ratio=ratio["macs"])
     return out
 
 
@@ -88,7 +88,7 @@ def size_words(f: dict) -> str:
             f"another size; here, {n['size']} px. ")
     text += (f"At {n['size']} px the model reads N = {n['grid']}×{n['grid']} = **{n['N']}** "
              f"patches instead of {o['N']} at its own {o['size']} px "
-             f"({n['N'] / o['N']:.2f}×). Each head of each block scores S² = {n['S']}² = "
+             f"({f['patch_ratio']:.2f}×). Each head of each block scores S² = {n['S']}² = "
              f"{n['pairs']:,} query–key pairs instead of {o['S']}² = {o['pairs']:,}: "
              f"**{f['pair_ratio']:.2f}×**, the square of the token ratio; the whole pass costs "
              f"{si(n['macs'])} multiply-adds instead of {si(o['macs'])} "

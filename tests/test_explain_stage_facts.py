@@ -62,6 +62,8 @@ def test_every_heads_prefix_rows_by_hand():
         assert f.top[i] == pytest.approx(max(float(rows[1, h, i, k]) for h in range(H)
                                              for k in range(pre, S)))
     assert f.sees_patches == (True, False) and f.n_keys == (S, pre)
+    patch_row = [float(rows[1, 2, 0, k]) for k in range(pre, S)]
+    assert f.ranges[0][2] == pytest.approx((min(patch_row), max(patch_row)))
 
 
 def test_which_heads_agree_on_a_brightest_patch():

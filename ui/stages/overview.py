@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from vit_core.explain.attention import cls_patch_row
-from vit_core.explain.lens import probabilities
+from vit_core.explain.lens import probabilities, top_class
 from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
@@ -181,7 +181,7 @@ def _prediction_facts(x: Ctx) -> Prediction:
     c = x.c
     probs = probabilities(x.tr.logits).numpy()
     names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
-    return Prediction(probs, names, int(probs.argmax()))
+    return Prediction(probs, names, top_class(x.tr.logits)[0])
 
 
 def _prediction_figure(x: Ctx, f: Prediction) -> None:

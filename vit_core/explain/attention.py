@@ -208,6 +208,7 @@ class PrefixMaps:
     sees_patches: tuple[bool, ...]
     half_keys: tuple[int, ...]  # per prefix token: keys holding half its mean row (keys_holding)
     on_prefix: tuple[float, ...]  # per prefix token: its mean row's share on the prefix tokens
+    ranges: tuple  # per prefix token: per head, (its lowest, its highest weight on a patch)
 
 
 def prefix_maps(prefix_rows: torch.Tensor, layer: int, grid: int,
@@ -221,7 +222,8 @@ def prefix_maps(prefix_rows: torch.Tensor, layer: int, grid: int,
                       tuple(int(allowed[i].sum()) for i in range(pre)),
                       tuple(bool(allowed[i, pre:].any()) for i in range(pre)),
                       tuple(keys_holding(m) for m in means),
-                      tuple(float(m[:pre].sum()) for m in means))
+                      tuple(float(m[:pre].sum()) for m in means),
+                      tuple([(float(r.min()), float(r.max())) for r in rs] for rs in rows))
 
 
 @dataclass(frozen=True)

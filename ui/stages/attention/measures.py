@@ -104,7 +104,7 @@ def _distance_notes(x: Ctx, f: dict) -> str:
     c, L, H = x.c, x.c.depth, x.c.num_heads
     dist, share = f["dist"], f["share"]
     per_layer = "; ".join(f"layer {i}: " + _px(head_range(dist[i:i + 1])) for i in range(L))
-    lo, hi = min(float(s.min()) for s in share), max(float(s.max()) for s in share)
+    lo, hi = head_range(share).lo, head_range(share).hi
     by_head = " (by head)" if L * H > 1 else ""
     left_out = (f" Left out: the {span(pct(lo, 1), pct(hi, 1))}{by_head} of "
                 f"their attention that patch queries put on {' and '.join(c.prefix_names)}."

@@ -122,7 +122,7 @@ def _heads_figure(x: Ctx, f: PrefixMaps) -> None:
         maps = [figures.overlay(x.prep.crop, f.rows[i][h].reshape(g, g).numpy()
                                 / max(top, 1e-12), normalise=False) for h in heads]
         tiled = figures.tile(maps, cols=cols, cell=cell, framed=x.head - first, labels=[
-            f"head {h}: {pct(float(f.rows[i][h].min()))} to {pct(float(f.rows[i][h].max()))}"
+            f"head {h}: {pct(f.ranges[i][h][0])} to {pct(f.ranges[i][h][1])}"
             for h in heads])
         show.image(figures.with_scale(tiled, 0.0, top, f"{tok}'s attention weight on a patch, "
                                       "one scale for every head"),

@@ -163,7 +163,8 @@ def test_the_prediction_change_is_worded_at_its_threshold():
         return {"own": {**side, "said": (a, pa)},
                 "other": {**side, "size": 288, "grid": 9, "N": 81, "S": 82, "pairs": 6724,
                           "macs": 2, "said": (b, pb)},
-                "same": False, "chosen": True, "pair_ratio": 6724 / 2500, "macs_ratio": 2}
+                "same": False, "chosen": True, "patch_ratio": 81 / 49, "pair_ratio": 6724 / 2500,
+                "macs_ratio": 2}
 
     gap = stage.SAME_CONFIDENCE
     assert stage.size_words(facts("ball", 0.9, "ball", 0.9 - gap / 2)).endswith("about as sure.")

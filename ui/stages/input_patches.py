@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from vit_core.explain.embeddings import PatchCost, patch_cost
 from vit_core.io.images import denormalize, describe_preprocessing
 
 from .. import controls, deck, figures, keys, show
@@ -148,21 +149,21 @@ def _size_question(x: deck.View, _) -> Question:
                         f"No smaller patch size divides this model's {img}-pixel image, so the "
                         f"question does not apply to it.",
                         Number(None, 0, "patches", "How many patches?"))
-    n, n2 = c.num_patches, (img // p2) ** 2
-    s, s2 = n + pre + n_text, n2 + pre + n_text
+    own, new = patch_cost(img, P, pre + n_text), patch_cost(img, p2, pre + n_text)
+    n, n2, s, s2 = own.N, new.N, own.S, new.S
     extra = " + ".join([*c.prefix_names, *([f"{n_text} text"] if n_text else [])])
     with_ = ("With " + (f"the {extra} token{'s' if pre + n_text > 1 else ''}" if extra else
                         "no CLS token"))
     if c.has_text and not n_text:  # the trace holds the image tokens only
         grows = (f"{with_}, the image tokens grow from {s:,} to {s2:,}, so the image part of "
-                 f"each head's attention matrix grows from {s:,}² = {s * s:,} to "
-                 f"{s2:,}² = {s2 * s2:,} entries: {s2 * s2 / (s * s):.1f}× bigger, in every "
+                 f"each head's attention matrix grows from {s:,}² = {own.S2:,} to "
+                 f"{s2:,}² = {new.S2:,} entries: {new.times(own)[1]:.1f}× bigger, in every "
                  f"head of every layer. While the caption is written its T text tokens come on "
                  f"top: the sequence is S = {s:,} + T tokens, or {s2:,} + T.")
     else:
         grows = (f"{with_}, the sequence grows from S = {s:,} to {s2:,} tokens, so each head's "
-                 f"attention matrix grows from {s:,}² = {s * s:,} to {s2:,}² = {s2 * s2:,} "
-                 f"entries: {s2 * s2 / (s * s):.1f}× bigger, in every head of every layer.")
+                 f"attention matrix grows from {s:,}² = {own.S2:,} to {s2:,}² = {new.S2:,} "
+                 f"entries: {new.times(own)[1]:.1f}× bigger, in every head of every layer.")
     return Question(f"If P were {p2} instead of {P}, how many patches? How much bigger is the "
                     f"attention matrix?",
                     f"({img}/{p2})² = {n2:,} patches instead of ({img}/{P})² = {n:,}. " + grows,
@@ -170,19 +171,12 @@ def _size_question(x: deck.View, _) -> Question:
 
 
 # ---------------------------------------------------------------- another patch size
-@dataclass(frozen=True)
-class Cost:
-    P: int
-    N: int  # patches
-    S: int  # tokens (the image's: patches and CLS / DIST)
-    S2: int  # attention entries per head and layer
+Cost = PatchCost  # P, N patches, S tokens (the image's: patches and CLS / DIST), S2 entries
 
 
 def _cost(c, size: int) -> Cost:
     """Patches, tokens and attention entries per head if this image were cut at `size`."""
-    n = (c.img_size // size) ** 2
-    s = n + c.num_prefix_tokens
-    return Cost(size, n, s, s * s)
+    return patch_cost(c.img_size, size, c.num_prefix_tokens)
 
 
 def _sizes(c) -> list[int]:
@@ -229,12 +223,12 @@ def _what_if_figure(x: deck.View, f: WhatIf) -> None:
                        f"{', '.join(map(str, OTHER_SIZES))} divides the {img}-pixel image, so "
                        f"only this model's own P is shown.")
         st.metric(f"patches N = ({img}/{new.P})²", f"{new.N:,}",
-                  delta=f"{new.N / own.N:.3g}× this model's {own.N:,}" if new.P != P else None,
+                  delta=f"{new.times(own)[0]:.3g}× this model's {own.N:,}" if new.P != P else None,
                   delta_color="off", delta_arrow="off")
         st.metric(f"sequence length S = {tokens}" + (" (+ the text, while it writes)"
                                                       if c.has_text else ""), f"{new.S:,}")
         st.metric("attention entries per head and layer (S²)", f"{new.S2:,}",
-                  delta=f"{new.S2 / own.S2:.3g}× this model's {own.S2:,}" if new.P != P
+                  delta=f"{new.times(own)[1]:.3g}× this model's {own.S2:,}" if new.P != P
                   else None, delta_color="off", delta_arrow="off")
 
 
@@ -246,13 +240,13 @@ def _what_if_words(x: deck.View, f: WhatIf) -> str:
         h = f.smaller
         if h:
             how = f"Halving P to {h.P}" if 2 * h.P == P else f"A smaller P of {h.P}"
-            note += (f" {how} would give N = {h.N:,} ({h.N / own.N:.3g}×) and {h.S2:,} pairs "
-                     f"({h.S2 / own.S2:.3g}×): attention cost grows with the square of the "
+            note += (f" {how} would give N = {h.N:,} ({h.times(own)[0]:.3g}×) and {h.S2:,} "
+                     f"pairs ({h.times(own)[1]:.3g}×): attention cost grows with the square of the "
                      f"token count.")
     else:
         note = (f"at P = {new.P} instead of {P}, N = {new.N:,} instead of {own.N:,} "
-                f"({new.N / own.N:.3g}×), and each attention head compares {new.S2:,} "
-                f"instead of {own.S2:,} query–key pairs ({new.S2 / own.S2:.3g}×): N grows "
+                f"({new.times(own)[0]:.3g}×), and each attention head compares {new.S2:,} "
+                f"instead of {own.S2:,} query–key pairs ({new.times(own)[1]:.3g}×): N grows "
                 f"with 1/P², and attention with the square of the token count."
                 + (" Smaller patches see finer detail and pay for it in attention."
                    if new.P < P else " Bigger patches are cheaper but see coarser detail."))
@@ -284,7 +278,7 @@ def _sizes_figure(x: deck.View, f: Sizes) -> None:
     rows = [{"P": k.P, "grid": f"{c.img_size // k.P}×{c.img_size // k.P}", "N patches": k.N,
              "tokens S": k.S, "values per patch (C·P²)": c.in_chans * k.P * k.P,
              "attention entries per head (S²)": k.S2,
-             "× this model's": round(k.S2 / f.own.S2, 2)} for k in f.costs]
+             "× this model's": round(k.times(f.own)[1], 2)} for k in f.costs]
     deck.table(rows, keys.WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
 
 
@@ -296,7 +290,7 @@ def _sizes_words(x: deck.View, f: Sizes) -> str:
     small, big = f.costs[0], f.costs[-1]
     return (f"From P = {big.P} down to P = {small.P}, the patches go from {big.N:,} to "
             f"{small.N:,} and each head's attention entries from {big.S2:,} to {small.S2:,} "
-            f"({_times(small.S2 / big.S2)}): N grows with 1/P², attention with N².")
+            f"({_times(small.times(big)[1])}): N grows with 1/P², attention with N².")
 
 
 def _sizes_notes(x: deck.View, f: Sizes) -> str:

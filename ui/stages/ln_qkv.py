@@ -3,13 +3,14 @@ hand."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from vit_core.explain.attention import score_by_hand
 from vit_core.explain.tokens import layernorm_steps, token_stats
 
 from .. import deck, figures, keys
@@ -141,8 +142,8 @@ def _ln_facts(x: Ctx) -> dict:
     ln = layernorm_steps(x_in, norm1.weight.detach(), norm1.bias.detach(), c.norm_eps)
     return {"x_in": x_in.numpy(), "x_ln": x_ln.numpy(), "before": ln["before"],
             "normalised": ln["normalised"], "after": token_stats(x_ln),
-            "identity": ln["identity"], "gamma_mean": float(norm1.weight.detach().double().mean()),
-            "beta_mean": float(norm1.bias.detach().double().mean())}
+            "identity": ln["identity"], "gamma_mean": ln["gamma_mean"],
+            "beta_mean": ln["beta_mean"]}
 
 
 def _ln_figure(x: Ctx, f: dict) -> None:
@@ -270,15 +271,9 @@ def _score_facts(x: Ctx) -> dict:
     i, j, layer, head = x.i, x.j, x.layer, x.head
     q = x.tr[f"blocks.{layer}.attn.q"][head]
     k = x.tr[f"blocks.{layer}.attn.k"][head]
-    dot = float(q[i] @ k[j])
-    row = x.tr[f"blocks.{layer}.attn.scores"][head, i]
-    traced = float(row[j])
-    visible = row[row.isfinite()]
-    return {"dot": dot, "score": dot / math.sqrt(x.c.head_dim), "traced": traced,
-            "weight": float(x.tr[f"blocks.{layer}.attn.pattern"][head, i, j]),
-            "masked": not math.isfinite(traced), "visible": int(visible.numel()),
-            "rank": int((visible > traced).sum()) + 1, "S": int(row.numel()),
-            "q": q[i][:4].numpy(), "k": k[j][:4].numpy()}
+    score = score_by_hand(q[i], k[j], x.tr[f"blocks.{layer}.attn.scores"][head, i],
+                          x.tr[f"blocks.{layer}.attn.pattern"][head, i, j], j)
+    return {**dataclasses.asdict(score), "q": q[i][:4].numpy(), "k": k[j][:4].numpy()}
 
 
 def _score_figure(x: Ctx, f: dict) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import streamlit as st
-import torch
 
-from vit_core.explain.tokens import residual_stream
+from vit_core.explain.tokens import gelu_curve, mlp_units, residual_stream, sublayer_totals
 
 from .. import deck, figures, keys, session, state
 from ..deck import Choice, Number, Question, Step
@@ -73,24 +72,15 @@ def _intro(x: Ctx) -> str:
 
 # ---------------------------------------------------------------- the token's hidden units
 def _units_facts(x: Ctx) -> dict:
-    u = x.tr[f"blocks.{x.layer}.mlp.pre"][x.i]
-    gelu_u = x.tr[f"blocks.{x.layer}.mlp.post"][x.i]
-    top = torch.topk(gelu_u, min(TOP_UNITS, gelu_u.numel()))
-    return {"u": u.numpy(), "gelu": gelu_u.numpy(), "on": int((u > 0).sum()), "F": int(u.numel()),
-            "lo": float(u.min()), "hi": float(u.max()),
-            "top_values": top.values.numpy(), "top_units": top.indices.tolist(),
-            "mid": float(x.tr[f"blocks.{x.layer}.resid_mid"][x.i].norm()),
-            "out": float(x.tr[f"blocks.{x.layer}.mlp_out"][x.i].norm()),
-            "post": float(x.tr[f"blocks.{x.layer}.resid_post"][x.i].norm())}
+    return mlp_units(x.tr, x.layer, x.i, TOP_UNITS)
 
 
 def _gelu_figure(x: Ctx, f: dict) -> None:
     _toggle(x)
     c = x.c
     D, F_ = c.embed_dim, c.mlp_hidden
-    xs = torch.linspace(f["lo"] - 0.5, f["hi"] + 0.5, 400)
-    fig = figures.gelu_scatter(f["u"], f["gelu"], xs.numpy(),
-                               torch.nn.functional.gelu(xs).numpy(), x.labels[x.i])
+    xs, ys = gelu_curve(f["lo"], f["hi"])
+    fig = figures.gelu_scatter(f["u"], f["gelu"], xs.numpy(), ys.numpy(), x.labels[x.i])
     if x.presenting:  # one chart fills the slide (the words give the share, the notes the formula)
         deck.chart(fig, key=keys.MLP_GELU)
         return
@@ -178,7 +168,7 @@ def stream_words(stream: dict) -> str:
     else:
         change = (f"stays about the same, {first:.2f} at the embedding and {last:.2f} after "
                   f"block {L - 1}")
-    more = sum(m > a for m, a in zip(mlp, attn, strict=True))
+    more = sublayer_totals(attn, mlp)["mlp_larger"]
     blocks = "block" if L == 1 else "blocks"
     if more == L:
         who = "the MLP adds a larger vector than attention in " + (
@@ -204,14 +194,14 @@ def _stream_notes(x: Ctx, f: dict) -> str:
 def _stream_question(x: Ctx, f: dict) -> Question:
     L = x.c.depth
     name = common.labels(x.c)[x.i]
-    attn, mlp_ = [float(a) for a in f["attn"]], [float(m) for m in f["mlp"]]  # the chart's bars
-    more = sum(m > a for a, m in zip(attn, mlp_, strict=True))
+    t = sublayer_totals(f["attn"], f["mlp"])  # the chart's bars
+    mlp_more = t["mlp"] > t["attn"]
     return Question("Does the MLP or attention add more to the residual stream?",
                     f"For {name}, summed over the {L} block{'s' if L > 1 else ''}: attention adds "
-                    f"vectors of norm {sum(attn):.1f}, the MLP {sum(mlp_):.1f}, so "
-                    + ("the MLP adds more" if sum(mlp_) > sum(attn) else "attention adds more")
-                    + f"; the MLP's addition is the larger in {more} of {L} blocks.",
-                    Choice(ADDS_MORE, 0 if sum(mlp_) > sum(attn) else 1))
+                    f"vectors of norm {t['attn']:.1f}, the MLP {t['mlp']:.1f}, so "
+                    + ("the MLP adds more" if mlp_more else "attention adds more")
+                    + f"; the MLP's addition is the larger in {t['mlp_larger']} of {L} blocks.",
+                    Choice(ADDS_MORE, 0 if mlp_more else 1))
 
 
 STAGE = deck.Stage(

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from vit_core.explain.attention import cls_patch_row
+from vit_core.explain.lens import probabilities, top_class
 from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
@@ -177,9 +179,9 @@ class Prediction:
 
 def _prediction_facts(x: Ctx) -> Prediction:
     c = x.c
-    probs = x.tr.logits.softmax(-1).numpy()
+    probs = probabilities(x.tr.logits).numpy()
     names = list(c.class_names) or [f"class {i}" for i in range(c.num_classes)]
-    return Prediction(probs, names, int(probs.argmax()))
+    return Prediction(probs, names, top_class(x.tr.logits)[0])
 
 
 def _prediction_figure(x: Ctx, f: Prediction) -> None:
@@ -269,12 +271,10 @@ def _is_headless(c) -> bool:
 
 def _encoded_facts(x: Ctx) -> Encoded:
     c = x.c
-    pre, N, g = c.num_prefix_tokens, c.num_patches, c.grid
-    last = x.tr[f"blocks.{c.depth - 1}.attn.pattern"].mean(0)  # [S, S], heads averaged
-    row = last[0, pre:pre + N] if c.class_token else None
-    total = float(row.sum()) if row is not None else 0.0
+    row, total = (cls_patch_row(x.tr[f"blocks.{c.depth - 1}.attn.pattern"], c.grid,
+                                c.num_prefix_tokens) if c.class_token else (None, 0.0))
     if row is not None and total > 1e-6:
-        return Encoded(int(x.tr["embed"].shape[0]), row.reshape(g, g).numpy(), total, None)
+        return Encoded(int(x.tr["embed"].shape[0]), row.numpy(), total, None)
     pca = state.patch_pca(x.inp, x.name, session.chosen_mask())  # [g, g, 3] in [0, 1]
     return Encoded(int(x.tr["embed"].shape[0]), None, total, pca)
 
@@ -303,7 +303,7 @@ def _encoded_notes(x: Ctx, f: Encoded) -> str | None:
     c = x.c
     if f.cls_to_patches is not None:
         return (f"Colour: the share of CLS's attention each patch receives in the last block; "
-                f"together the patches get {f.on_patches:.0%}, the rest goes to "
+                f"together the patches get {pct(f.on_patches)}, the rest goes to "
                 f"{' and '.join(c.prefix_names)}.")
     if c.class_token:
         return (f"Under the {x.tr.mask_kind} mask the CLS token (token 0) sees only itself, so "

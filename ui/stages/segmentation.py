@@ -12,7 +12,14 @@ import torch
 from PIL import Image
 
 from vit_core.explain.attention import allowed_from_mask
-from vit_core.explain.segmentation import boundary_stats, class_map, pca_variance
+from vit_core.explain.segmentation import (
+    boundary_stats,
+    class_map,
+    class_shares,
+    edge_shares,
+    patch_reach,
+    pca_variance,
+)
 
 from .. import deck, figures, keys, models, session, show, state
 from ..deck import Choice, Question, Step
@@ -72,19 +79,18 @@ def _reach(x: Ctx) -> str:
     """What a patch token has seen by the last layer, read from the mask this trace ran with:
     under the full (or prefix) mask every patch sees every patch; under the causal mask patch
     i sees only the tokens before it and itself."""
-    N, seen = x.c.num_patches, x.seen
+    N, reach = x.c.num_patches, patch_reach(x.seen)
     prefix = " and ".join(x.c.prefix_names)
-    if bool(seen.all()):
+    if reach["all"]:
         return "except every cell has already seen the whole image through attention"
-    if torch.equal(seen, torch.ones(N, N, dtype=torch.bool).tril()):
+    if reach["forwards"]:
         before = f"{prefix} and " if x.c.num_prefix_tokens and x.prefix_seen else ""
         return (f"except that attention has mixed the patches only forwards: under the "
                 f"{x.tr.mask_kind} mask patch i has seen only {before}patches 0 to i (in "
                 f"reading order), so patch 0 has seen no other patch and only the last, patch "
                 f"{N - 1}, has seen the whole image")
-    counts = seen.sum(1)
     return (f"except that attention has mixed the patches: under the {x.tr.mask_kind} mask "
-            f"each cell has seen between {int(counts.min())} and {int(counts.max())} of the {N} "
+            f"each cell has seen between {reach['least']} and {reach['most']} of the {N} "
             f"patches")
 
 
@@ -170,8 +176,7 @@ def _pixels_question(x: Ctx, _) -> Question:
 # ---------------------------------------------------------------- the class map
 def _shares_facts(x: Ctx) -> dict[int, float]:
     """Each class found on the image and its share of the pixels, largest first."""
-    found = {int(k): float((x.labels == k).mean()) for k in np.unique(x.labels)}
-    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+    return class_shares(x.labels)
 
 
 def _big(img: Image.Image) -> Image.Image:
@@ -273,7 +278,8 @@ def boundary_words(f: dict) -> str:
     if not f["boundary_pairs"]:
         return (f"The image is a single patch, so no pixel pair straddles a patch border: all "
                 f"{n:,} class edges lie inside it.")
-    share, chance = on / n, f["boundary_pairs"] / f["pairs"]
+    e = edge_shares(on, f["inside"], f["boundary_pairs"], f["pairs"])
+    share, chance = e["share"], e["chance"]
     said = (f"Of the {n:,} neighbouring-pixel pairs where the class changes, {on:,} "
             f"({pct(share)}) straddle a patch boundary and {f['inside']:,} lie inside a patch; "
             f"only {pct(chance)} of all pixel pairs straddle one.")
@@ -289,10 +295,10 @@ def _edges_notes(x: Ctx, f: dict) -> str | None:
     n, on = f["changes"], f["on_boundary"]
     if n == 0 or not f["boundary_pairs"]:
         return None
-    share, chance = on / n, f["boundary_pairs"] / f["pairs"]
+    e = edge_shares(on, f["inside"], f["boundary_pairs"], f["pairs"])
     r = x.c.seg_upsample
-    lean = (f"They sit on patch boundaries {share / chance:.0f}× as often as edges placed at "
-            f"random would. " if share >= LEANS * chance else "")
+    lean = (f"They sit on patch boundaries {e['ratio']:.0f}× as often as edges placed at "
+            f"random would. " if e["share"] >= LEANS * e["chance"] else "")
     return (lean + f"Each patch token predicts {r}×{r} cells, and the cells' scores are "
             f"blended bilinearly before the most likely class is taken, so an edge can fall "
             f"inside a patch. Yellow: a class change between two pixels on either side of a "
@@ -309,8 +315,8 @@ def _edges_question(x: Ctx, f: dict) -> Question:
     if not f["boundary_pairs"]:
         return Question(q, f"The image is a single patch, so no pixel pair straddles a patch "
                            f"border: all {total:,} class edges lie inside it.", Choice(EDGES))
-    share, chance = on / total, f["boundary_pairs"] / f["pairs"]
-    ratio = share / chance
+    e = edge_shares(on, f["inside"], f["boundary_pairs"], f["pairs"])
+    share, chance, ratio = e["share"], e["chance"], e["ratio"]
     right = 0 if share >= FOLLOWS else 1 if ratio >= LEANS else 2
     return Question(q, (
         f"{on:,} of the {total:,} neighbouring pixel pairs with different classes straddle "

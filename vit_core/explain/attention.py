@@ -6,6 +6,7 @@ Each function names the paper idea it computes, so a page can say where a pictur
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -156,3 +157,196 @@ def keys_holding(row: torch.Tensor, share: float = 0.5) -> int:
     """How many keys, largest first, it takes to hold `share` of one query's attention."""
     v = row.double().sort(descending=True).values.cumsum(0)
     return int((v < share * float(v[-1])).sum()) + 1
+
+
+# ---------------------------------------------------------------- one head, one patch
+@dataclass(frozen=True)
+class PatchLook:
+    """Where one patch query looks in one head, and who looks at it."""
+
+    row: torch.Tensor  # [g, g] the patch's attention over the patches
+    col: torch.Tensor  # [g, g] every patch's attention on it
+    on_prefix: tuple[float, ...]  # its attention on CLS (and DIST)
+    own: float  # on its own patch
+    near: float  # on its own patch and the (up to) 8 around it
+    top: int  # the patch it looks at most
+    top_share: float
+    top_steps: int  # how many grid steps (king's moves) away that patch is
+
+
+def patch_look(pattern: torch.Tensor, patch: int, grid: int, prefix: int) -> PatchLook:
+    """Patch `patch`'s row and column of one head's pattern [S, S], over the patches."""
+    N = grid * grid
+    row = pattern[patch + prefix, prefix:prefix + N]
+    col = pattern[prefix:prefix + N, patch + prefix]
+    r, q = divmod(patch, grid)
+    rows, cols = torch.arange(N) // grid, torch.arange(N) % grid
+    around = ((rows - r).abs() <= 1) & ((cols - q).abs() <= 1)
+    top = int(row.argmax())
+    return PatchLook(row.reshape(grid, grid), col.reshape(grid, grid),
+                     tuple(float(pattern[patch + prefix, i]) for i in range(prefix)),
+                     float(row[patch]), float(row.double()[around].sum()), top, float(row[top]),
+                     max(abs(top // grid - r), abs(top % grid - q)))
+
+
+def top_cell(values) -> tuple[int, float]:
+    """The largest entry of a map (flattened index, first of ties) and its value."""
+    v = torch.as_tensor(values).flatten()
+    k = int(v.argmax())
+    return k, float(v[k])
+
+
+# ---------------------------------------------------------------- every head's prefix row
+@dataclass(frozen=True)
+class PrefixMaps:
+    """One layer's rows of the prefix queries (CLS, DIST), per head, over the patches."""
+
+    rows: tuple  # per prefix token: [H] rows over the patches, each [g*g]
+    top: tuple[float, ...]  # per prefix token: the largest weight any head gives a patch
+    mean_rows: tuple  # per prefix token: the mean over heads of its whole row [S]
+    n_keys: tuple[int, ...]  # per prefix token: how many keys it may see
+    sees_patches: tuple[bool, ...]
+    half_keys: tuple[int, ...]  # per prefix token: keys holding half its mean row (keys_holding)
+    on_prefix: tuple[float, ...]  # per prefix token: its mean row's share on the prefix tokens
+    ranges: tuple  # per prefix token: per head, (its lowest, its highest weight on a patch)
+
+
+def prefix_maps(prefix_rows: torch.Tensor, layer: int, grid: int,
+                allowed: torch.Tensor) -> PrefixMaps:
+    """Args: prefix_rows [L, H, prefix, S] (`summarise`'s), allowed [S, S] bool."""
+    _, H, pre, _ = prefix_rows.shape
+    N = grid * grid
+    rows = tuple([prefix_rows[layer, h, i, pre:pre + N] for h in range(H)] for i in range(pre))
+    means = tuple(prefix_rows[layer, :, i].mean(0) for i in range(pre))
+    return PrefixMaps(rows, tuple(max(float(r.max()) for r in rs) for rs in rows), means,
+                      tuple(int(allowed[i].sum()) for i in range(pre)),
+                      tuple(bool(allowed[i, pre:].any()) for i in range(pre)),
+                      tuple(keys_holding(m) for m in means),
+                      tuple(float(m[:pre].sum()) for m in means),
+                      tuple([(float(r.min()), float(r.max())) for r in rs] for rs in rows))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The brightest cell of several heads' maps on one scale, and each head's own."""
+
+    top: float  # the largest weight of all
+    patches: tuple[int, ...]  # the patches holding it (ties)
+    head: int  # the first head holding it
+    favourites: tuple[int, ...]  # per head: its brightest patch
+    favourite_shares: tuple[float, ...]  # per head: the weight on it
+    shared: int  # the most heads that share one brightest patch
+
+
+def head_agreement(rows) -> Agreement:
+    """rows: per head, a row over the patches ([H] of [N], or [H, N])."""
+    r = torch.stack([torch.as_tensor(x, dtype=torch.float64) for x in rows])  # [H, N]
+    top = float(r.max())
+    fav = [int(x.argmax()) for x in r]
+    return Agreement(top, tuple(int(p) for p in torch.nonzero((r == top).any(0)).flatten()),
+                     int((r == top).any(1).nonzero()[0]), tuple(fav),
+                     tuple(float(r[h, p]) for h, p in enumerate(fav)),
+                     max(fav.count(p) for p in fav))
+
+
+# ---------------------------------------------------------------- rollout, as shares
+@dataclass(frozen=True)
+class RolloutShares:
+    map: torch.Tensor  # [g, g] the drawn map: CLS's rollout row (or the patch rows' mean)
+    on_prefix: tuple[float, ...]  # of the renormalised row: the share on CLS (and DIST)
+    on_patches: float
+    k: int  # the strongest patches summed
+    top: float  # their share
+    N: int
+
+
+def rollout_shares(joint: torch.Tensor, grid: int, prefix: int, k: int) -> RolloutShares:
+    """`rollout`'s [S, S] read as shares: the final CLS row over the image tokens, renormalised
+    to 1 (without CLS: the mean of the final patch rows over the patches)."""
+    N = grid * grid
+    if prefix:
+        row = joint[0, :prefix + N].double()
+        row = row / row.sum()
+        patches, drawn = row[prefix:], joint[0, prefix:prefix + N]
+    else:
+        row = joint[:N, :N].double().mean(0)
+        row = patches = row / row.sum()
+        drawn = joint[:N, :N].mean(0)
+    k = min(k, N)
+    return RolloutShares(drawn.reshape(grid, grid), tuple(float(row[i]) for i in range(prefix)),
+                         float(patches.sum()), k,
+                         float(patches.sort(descending=True).values[:k].sum()), N)
+
+
+# ---------------------------------------------------------------- a grid of heads
+@dataclass(frozen=True)
+class HeadRange:
+    """The extremes of one number per head ([L, H])."""
+
+    lo: float
+    hi: float
+    lowest: int  # flat index (layer * H + head) of the lowest, first of ties
+    highest: int
+    H: int  # heads per layer
+    n: int  # heads in all
+
+    def where(self, k: int) -> tuple[int, int]:
+        """(layer, head) of flat index k."""
+        return divmod(k, self.H)
+
+
+def head_range(values) -> HeadRange:
+    """Args: values [L, H] (a flat [n] counts as one layer)."""
+    v = torch.as_tensor(values, dtype=torch.float64)
+    f = v.flatten()
+    return HeadRange(float(f.min()), float(f.max()), int(f.argmin()), int(f.argmax()),
+                     v.shape[-1], f.numel())
+
+
+def heads_below(values, bound: float) -> tuple[int, list[int]]:
+    """How many heads of [L, H] are under `bound`, and the layers they are in (sorted)."""
+    v = torch.as_tensor(values, dtype=torch.float64)
+    under = v < bound
+    return int(under.sum()), sorted({int(i) for i in under.nonzero()[:, 0]})
+
+
+def spread_picks(values, right: int | None) -> list[int]:
+    """Up to 4 flat head indices from a ranking of `values` (descending): `right` (None: the
+    top), the bottom, and the two a third and two thirds down; in index order."""
+    order = torch.as_tensor(values).flatten().sort(descending=True, stable=True).indices.tolist()
+    n = len(order)
+    return sorted({order[0] if right is None else right, order[-1], order[n // 3],
+                   order[2 * n // 3]})
+
+
+# ---------------------------------------------------------------- one score, by hand
+@dataclass(frozen=True)
+class Score:
+    dot: float  # q_i · k_j
+    score: float  # / sqrt(d_k)
+    traced: float  # the trace's scores entry (-inf when masked)
+    weight: float  # the pattern's entry
+    masked: bool
+    visible: int  # keys query i may see
+    rank: int  # this key's place among them, largest score first
+    S: int
+
+
+def score_by_hand(q: torch.Tensor, k: torch.Tensor, scores_row: torch.Tensor,
+                  weight: float, j: int) -> Score:
+    """Query vector q [d_k] against key vector k [d_k], and query i's traced score row [S]."""
+    dot = float(q @ k)
+    traced = float(scores_row[j])
+    visible = scores_row[scores_row.isfinite()]
+    return Score(dot, dot / math.sqrt(q.numel()), traced, float(weight),
+                 not math.isfinite(traced), int(visible.numel()),
+                 int((visible > traced).sum()) + 1, int(scores_row.numel()))
+
+
+# ---------------------------------------------------------------- the final CLS row
+def cls_patch_row(pattern: torch.Tensor, grid: int, prefix: int) -> tuple[torch.Tensor, float]:
+    """The last layer's CLS row over the patches, heads averaged: ([g, g], its total).
+    Args: pattern [H, S, S]."""
+    N = grid * grid
+    row = pattern.mean(0)[0, prefix:prefix + N]
+    return row.reshape(grid, grid), float(row.sum())

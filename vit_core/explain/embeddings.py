@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+
+from .flops import total_macs
 
 
 def embedding_filters(weight: torch.Tensor, k: int = 28) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,3 +93,77 @@ def position_distance_stats(pos_embed: torch.Tensor, grid: int, prefix: int = 1)
             "border_border": mean(border[:, None] & border[None] & (steps > 0)),
             "inner_inner": mean(~border[:, None] & ~border[None] & (steps > 0)),
             "border_inner": mean(border[:, None] & ~border[None])}
+
+
+def patch_embedding_check(weight: torch.Tensor, bias: torch.Tensor, patch_row: torch.Tensor,
+                          traced: torch.Tensor) -> dict:
+    """One patch's embedding x_p W_E + b recomputed in float64 from the conv weight [D, C, P, P],
+    against the traced (float32) one [D]: {"diff": the largest difference, "first": its first
+    5 values (numpy)}."""
+    W = weight.detach().double().reshape(weight.shape[0], -1)  # [D, C·P·P]
+    by_hand = patch_row.double() @ W.T + bias.detach().double()
+    return {"diff": float((by_hand - traced.double()).abs().max()), "first": by_hand[:5].numpy()}
+
+
+def component_count(embed_dim: int, patch_values: int) -> int:
+    """How many principal components D filters of C·P·P values have: the rank of the centred
+    D x C·P·P matrix, at most min(D - 1, C·P·P)."""
+    return min(embed_dim - 1, patch_values)
+
+
+def position_neighbours(sim: torch.Tensor, patch: int) -> dict:
+    """Patch `patch`'s position vector against every other, from `position_similarity`'s
+    [g, g, g, g]: {"map": its [g, g] map, "best": the most alike other patch (None for a single
+    patch), "best_cos", "best_steps" (|Δrow| + |Δcol|), "neighbours": patches 1 step away,
+    "near_mean": their mean cosine (None without any)}."""
+    g = sim.shape[0]
+    r, col = divmod(patch, g)
+    row = torch.as_tensor(sim[r, col]).double().reshape(-1)
+    idx = torch.arange(g * g)
+    steps = (idx // g - r).abs() + (idx % g - col).abs()
+    others = idx[idx != patch]
+    best = int(others[row[others].argmax()]) if others.numel() else None
+    near = steps == 1
+    return {"map": torch.as_tensor(sim[r, col]).numpy(), "best": best,
+            "best_cos": None if best is None else float(row[best]),
+            "best_steps": None if best is None else int(steps[best]),
+            "neighbours": int(near.sum()),
+            "near_mean": float(row[near].mean()) if bool(near.any()) else None}
+
+
+def input_cost(config) -> dict:
+    """What one image costs a model with this config: {"size": px, "grid", "N": patches, "S":
+    image tokens, "pairs": S² query-key pairs per head and block, "macs": multiply-adds of the
+    pass over the image tokens (`flops.total_macs`)}."""
+    S = config.num_image_tokens
+    return {"size": config.img_size, "grid": config.grid, "N": config.num_patches, "S": S,
+            "pairs": S * S, "macs": total_macs(config)}
+
+
+def cost_ratios(own: dict, other: dict) -> dict:
+    """`input_cost` at another size against its own: {"N", "S", "pairs", "macs"}: other / own
+    (pairs = S ratio squared), and "pairs_2dp": the pairs ratio as (S'/S)² rounded to 2 places."""
+    out = {k: other[k] / own[k] for k in ("N", "S", "pairs", "macs")}
+    out["pairs_2dp"] = round((other["S"] / own["S"]) ** 2, 2)
+    return out
+
+
+@dataclass(frozen=True)
+class PatchCost:
+    """What cutting an image at patch size P costs."""
+
+    P: int
+    N: int  # patches
+    S: int  # tokens: the patches and the `extra` (CLS / DIST, text) tokens
+    S2: int  # attention entries per head and layer
+
+    def times(self, other: PatchCost) -> tuple[float, float]:
+        """(N, S²) of this cost as multiples of `other`'s."""
+        return self.N / other.N, self.S2 / other.S2
+
+
+def patch_cost(img_size: int, patch: int, extra: int = 0) -> PatchCost:
+    """Patches, tokens and attention entries per head if a square image of `img_size` pixels
+    were cut at `patch` (which divides it), with `extra` tokens besides the patches."""
+    n = (img_size // patch) ** 2
+    return PatchCost(patch, n, n + extra, (n + extra) ** 2)

@@ -22,3 +22,15 @@ def logit_lens(model, trace) -> torch.Tensor:
         raise ValueError("This model has no class head, so there are no class logits to read.")
     rows = [trace["embed"]] + [trace[f"blocks.{i}.resid_post"] for i in range(c.depth)]
     return model.classify(model.norm(torch.stack(rows)))  # [L+1, S, D] -> [L+1, K]
+
+
+def probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """A classifier's logits [K] as probabilities (the softmax), in their own dtype."""
+    return logits.softmax(-1)
+
+
+def top_class(logits: torch.Tensor) -> tuple[int, float]:
+    """The most likely class of logits [K] and its probability, the softmax in float64."""
+    probs = logits.double().softmax(-1)
+    k = int(probs.argmax())
+    return k, float(probs[k])

@@ -82,3 +82,33 @@ def pca_variance(tokens: torch.Tensor, k: int = 3) -> torch.Tensor:
     m = min(k, s.numel())
     out[:m] = s[:m] / s.sum().clamp_min(1e-300)
     return out
+
+
+def class_shares(labels) -> dict[int, float]:
+    """Each class found in a class map [H, W] and its share of the pixels, largest first."""
+    lab = torch.as_tensor(labels).flatten()
+    found, counts = lab.unique(return_counts=True)
+    shares = {int(k): int(n) / lab.numel() for k, n in zip(found, counts, strict=True)}
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def patch_reach(seen: torch.Tensor) -> dict:
+    """What each final patch token has seen, from [N, N] bool (patch i has seen patch j):
+    {"all": every patch every patch, "forwards": exactly patches 0..i (a causal mask), "least",
+    "most": the fewest and most patches one has seen}."""
+    N = seen.shape[0]
+    counts = seen.sum(1)
+    return {"all": bool(seen.all()),
+            "forwards": bool(torch.equal(seen, torch.ones(N, N, dtype=torch.bool).tril())),
+            "least": int(counts.min()), "most": int(counts.max())}
+
+
+def edge_shares(on_boundary: int, inside: int, boundary_pairs: int, pairs: int) -> dict:
+    """`boundary_stats`'s counts as shares: {"share": of the class edges on a patch border,
+    "chance": of all neighbouring pairs that straddle one (where edges placed at random would
+    fall), "ratio": share / chance}; None for each without edges or without a border."""
+    changes = on_boundary + inside
+    if not changes or not boundary_pairs:
+        return {"share": None, "chance": None, "ratio": None}
+    share, chance = on_boundary / changes, boundary_pairs / pairs
+    return {"share": share, "chance": chance, "ratio": share / chance}

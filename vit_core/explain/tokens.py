@@ -32,7 +32,7 @@ def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     """LayerNorm of one token, step by step, in float64: the token's own mean and (biased)
     std, the normalised vector (x - μ) / √(σ² + ε) with its mean and std, and the output
     γ ⊙ normalised + β with its mean and std. `identity` says whether γ is all 1 and β all 0
-    (LN's learned scale and shift then change nothing)."""
+    (LN's learned scale and shift then change nothing); `gamma_mean`, `beta_mean` their means."""
     x, w, b = x.double(), weight.double(), bias.double()
     mu = x.mean()
     var = ((x - mu) ** 2).mean()
@@ -40,7 +40,8 @@ def layernorm_steps(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     out = w * xhat + b
     return {"before": token_stats(x), "normalised": token_stats(xhat),
             "after": token_stats(out), "out": out,
-            "identity": bool((weight == 1).all() and (bias == 0).all())}
+            "identity": bool((weight == 1).all() and (bias == 0).all()),
+            "gamma_mean": float(w.mean()), "beta_mean": float(b.mean())}
 
 
 def sublayer_norms(trace) -> dict[str, torch.Tensor]:
@@ -70,3 +71,34 @@ def residual_stream(trace, token: int, norms: dict | None = None) -> dict:
         "attn": [float(v) for v in norms["attn"][:, token]],
         "mlp": [float(v) for v in norms["mlp"][:, token]],
     }
+
+
+def mlp_units(trace, layer: int, token: int, k: int) -> dict:
+    """One token's MLP in block `layer`: its hidden inputs U and outputs GELU(U) (numpy), how
+    many units are on (U > 0) of F, U's range, the k largest outputs ("top_values", "top_units")
+    and the norms of the token before the MLP ("mid"), of what the MLP adds ("out") and after
+    ("post")."""
+    u = trace[f"blocks.{layer}.mlp.pre"][token]
+    g = trace[f"blocks.{layer}.mlp.post"][token]
+    top = torch.topk(g, min(k, g.numel()))
+    return {"u": u.numpy(), "gelu": g.numpy(), "on": int((u > 0).sum()), "F": int(u.numel()),
+            "lo": float(u.min()), "hi": float(u.max()),
+            "top_values": top.values.numpy(), "top_units": top.indices.tolist(),
+            "mid": float(trace[f"blocks.{layer}.resid_mid"][token].norm()),
+            "out": float(trace[f"blocks.{layer}.mlp_out"][token].norm()),
+            "post": float(trace[f"blocks.{layer}.resid_post"][token].norm())}
+
+
+def gelu_curve(lo: float, hi: float, n: int = 400) -> tuple[torch.Tensor, torch.Tensor]:
+    """GELU drawn from lo - 0.5 to hi + 0.5: (inputs [n], outputs [n])."""
+    xs = torch.linspace(lo - 0.5, hi + 0.5, n)
+    return xs, torch.nn.functional.gelu(xs)
+
+
+def sublayer_totals(attn, mlp) -> dict:
+    """What attention and the MLP add to one token over the blocks (`residual_stream`'s "attn"
+    and "mlp" norms): {"attn", "mlp": their sums, "mlp_larger": the blocks where the MLP's
+    addition is the larger}."""
+    a, m = [float(v) for v in attn], [float(v) for v in mlp]
+    return {"attn": sum(a), "mlp": sum(m),
+            "mlp_larger": sum(y > x for x, y in zip(a, m, strict=True))}

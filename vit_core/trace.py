@@ -8,7 +8,8 @@ same shapes, so the numbers are the ones the pass computed, bit for bit. For ViT
 keeps 8.5 MB instead of 170 MB; reading one name of block l recomputes that block alone (1/L of
 a pass) and keeps its internals (14 MB) for the next read, for the KEEP_BLOCKS block(s) read
 most recently: a trace never grows past what it kept plus that many blocks, however many layers
-a page visits. `shape(name)` says a tensor's shape without recomputing anything.
+a page visits. `shape(name)` says a tensor's shape without recomputing anything. How a
+name is recomputed (the pass's settings, the blocks kept, the locks): vit_core/recompute.py.
 """
 
 from __future__ import annotations

@@ -365,6 +365,6 @@ def test_the_first_view_keeps_only_what_the_pass_kept(model):
         assert not at.exception and at.session_state["model"] == model
         traces = [e.value for e in state.shared_cache()._items.values()
                   if isinstance(e.value, Trace)]
-        assert traces and all(not t._computed for t in traces)
+        assert traces and all(not t._recomputed.tensors() for t in traces)
     finally:
         state.shared_cache.clear()

@@ -358,7 +358,7 @@ def test_shape_says_every_tensor_s_shape_without_recomputing_it(case):
     held = tr.nbytes()
     assert {name: tuple(tr.shape(name)) for name in tr} == {
         name: tuple(t.shape) for name, t in ref.items()}
-    assert tr.nbytes() == held and not tr._computed
+    assert tr.nbytes() == held and not tr._recomputed.tensors()
     tr["blocks.0.attn.pattern"]  # a block the trace now holds: its own tensor's shape
     assert tr.shape("blocks.0.mlp.pre") == ref["blocks.0.mlp.pre"].shape
     with pytest.raises(KeyError):

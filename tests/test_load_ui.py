@@ -32,7 +32,7 @@ def test_a_bad_path_says_why_in_one_line_and_keeps_the_model(tmp_path):
     at = open_picker()
     garbage = tmp_path / "broken.safetensors"
     garbage.write_bytes(b"\x00" * 100)
-    for path in (str(tmp_path / "missing.pth"), str(garbage)):
+    for path in (str(tmp_path / "missing.pth"), str(garbage), f"{garbage}@0px"):
         at.sidebar.text_input(key="checkpoint_path").set_value(path).run()
         at.sidebar.button(key="checkpoint_load").click().run()
         assert not at.exception
@@ -41,6 +41,8 @@ def test_a_bad_path_says_why_in_one_line_and_keeps_the_model(tmp_path):
         assert errors[0].startswith("Could not load that checkpoint")
         assert at.session_state["model"] == "vit-ti16"
         assert at.title[0].value == "From pixels to logits, in one pass"
+    # a malformed name (vit_core.io.ref.ModelRef): the sentence that says which part is wrong
+    assert "asks for an input size in pixels of '0', which is not a whole number" in errors[0]
 
 
 def test_a_good_checkpoint_becomes_the_model(tmp_path):

@@ -12,7 +12,6 @@ DEFAULT_MB, read once per server process. Values are read-only and shared betwee
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import os
@@ -26,10 +25,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-DEFAULT_MB = 2048  # 2 GB: a ViT-B/16 (346 MB) and 30 students' traces (~21 MB each with one
-# block read, plus an experiment trace), with room for a second model or image each
-ENV = "VIT_EXPLAINER_CACHE_MB"
-FLAG = "--cache-mb"
+from . import options
+
+DEFAULT_MB = options.DEFAULT_CACHE_MB  # 2 GB (ui/options.py says why)
+ENV = options.CACHE_ENV
+FLAG = options.CACHE_FLAG
 MB = 2**20
 
 _log = logging.getLogger(__name__)
@@ -37,21 +37,13 @@ _PIL_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I": 4, "F": 4}  # other modes:
 
 
 def budget_mb(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> float:
-    """The cache budget in MB: `--cache-mb N` on the command line, else $VIT_EXPLAINER_CACHE_MB,
-    else DEFAULT_MB. A value that is not a number >= 0 is ignored with a logged warning."""
-    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    ap.add_argument(FLAG)
-    flag = ap.parse_known_args(sys.argv[1:] if argv is None else argv)[0].cache_mb
-    env = (os.environ if environ is None else environ).get(ENV)
-    where, value = (FLAG, flag) if flag else (ENV, env)
-    try:
-        if value and 0 <= float(value) < float("inf"):
-            return float(value)
-    except ValueError:
-        pass
-    if value:
-        _log.warning("%s=%r is not a size in MB; using %s MB", where, value, DEFAULT_MB)
-    return DEFAULT_MB
+    """The cache budget in MB as ui/options.py reads it: `--cache-mb N` on the command line, else
+    $VIT_EXPLAINER_CACHE_MB, else DEFAULT_MB (a value that is not a number >= 0 is ignored with
+    a logged warning). `argv`, `environ`: others than this server's."""
+    if argv is None and environ is None:
+        return options.current().cache_mb
+    return options.parse(sys.argv[1:] if argv is None else argv,
+                         os.environ if environ is None else environ).cache_mb
 
 
 def size_of(value) -> int:

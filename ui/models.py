@@ -13,10 +13,7 @@ machine are always offered: the bundled ones, the presets, every fetched `hf:ORG
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -24,31 +21,16 @@ import streamlit as st
 import vit_core
 from vit_core.io import hub
 from vit_core.io.external import PICKLE_SUFFIXES
+from vit_core.io.ref import ModelRef
 
-from . import keys, numbers, state
+from . import keys, numbers, options
 
 LOAD_OTHER = "Load a checkpoint from the server…"
 FETCH_OTHER = "Fetch another model by name…"
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 CHECKPOINT_SUFFIXES = (".safetensors", *PICKLE_SUFFIXES)
 
-
-@dataclass(frozen=True)
-class ServerArgs:
-    weights: str | None  # --weights PATH: first in the picker
-    allow_fetch: bool  # --allow-fetch: the browser may fetch and load from server paths
-    models_dir: str | None  # --models-dir DIR: its checkpoints are listed in the picker
-
-
-@st.cache_resource(show_spinner=False)
-def server_args() -> ServerArgs:
-    """The app's own arguments, after `--`: `streamlit run app.py -- --allow-fetch ...`."""
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--weights")
-    ap.add_argument("--allow-fetch", action="store_true")
-    ap.add_argument("--models-dir")
-    a = ap.parse_known_args(sys.argv[1:])[0]
-    return ServerArgs(a.weights, a.allow_fetch, a.models_dir)
+server_args = options.current  # the app's own arguments, after `--` (ui/options.py)
 
 
 def listen_address() -> str:
@@ -124,21 +106,26 @@ def choices() -> list[str]:
 def label(name: str) -> str:
     """How the picker shows a name; a picker model at another training step or input size (the
     pages' 'NAME@step250', 'NAME@288px') as its model's label, then which step and size."""
-    base, size = state.split_size(name)
-    base, step = state.split_step(base)
+    if name in (LOAD_OTHER, FETCH_OTHER):
+        return name
+    try:
+        ref = ModelRef.parse(name)
+    except ValueError:  # a file whose name reads as a bad option: loading it says why
+        ref = ModelRef(name)
+    step, size = ref.step, ref.size
     if size is not None or step is not None:
-        return (plain_label(base) + (f" after {step:,} training steps" if step is not None else "")
+        return (plain_label(str(ref.picked))
+                + (f" after {step:,} training steps" if step is not None else "")
                 + (f" at {size}×{size} px" if size is not None else ""))
     if name in vit_core.PRESETS:
         return f"{name} (untrained: random weights)"
-    if name in (LOAD_OTHER, FETCH_OTHER) or name in vit_core.bundled_models():
+    if name in vit_core.bundled_models():
         return name
-    if name.startswith(hub.PREFIX):
+    if ref.source == "hub":
         return f"{name} · {hub.status(name)}"
-    path, _, heads = name.partition("?heads=")
     if name in models_dir_entries():
-        return f"{Path(path).name} (from the models folder)"
-    return f"file: {Path(path).name}" + (f" ({heads} heads)" if heads else "")
+        return f"{Path(ref.name).name} (from the models folder)"
+    return f"file: {Path(ref.name).name}" + (f" ({ref.heads} heads)" if ref.heads else "")
 
 
 def needs_fetch(name: str) -> bool:

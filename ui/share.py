@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 import vit_core
+from vit_core.io.ref import ModelRef
 
 from . import composer, figures, inputs, keys, models, state
 
@@ -78,12 +79,9 @@ def current_params(stage: str, own: dict[str, str] | None = None) -> dict[str, s
     never a shared link."""
     ss = st.session_state
     params = {"page": stage, keys.MODEL: ss.get(keys.MODEL)}
-    if ss.get(keys.MODEL) and ss.get(keys.SIZE) and state.split_size(
-            state.sized(ss[keys.MODEL], ss[keys.SIZE]))[1] is not None:  # not its own size
-        params[keys.SIZE] = ss[keys.SIZE]
-    if ss.get(keys.MODEL) and state.split_step(
-            state.stepped(ss[keys.MODEL], ss.get(keys.TRAIN_STEP)))[1] is not None:
-        params[keys.TRAIN_STEP] = ss[keys.TRAIN_STEP]  # not its last step
+    if ss.get(keys.MODEL):  # the size when not its own, the step when not its last
+        params.update(ModelRef.parse(state.sized(state.stepped(
+            ss[keys.MODEL], ss.get(keys.TRAIN_STEP)), ss.get(keys.SIZE))).link())
     inp = ss.get(keys.INPUT)
     if inp is not None and inp.label.startswith("sample"):
         params[keys.SAMPLE] = ss.get(keys.SAMPLE)
@@ -146,7 +144,7 @@ def link_caption(stage: str) -> str:
         notes.append(f"{what} is not in the link: it opens on a sample scene.")
     if name is not None and not shared:
         instead = models.server_args().weights or vit_core.default_model_name()
-        file = Path(name.partition("?heads=")[0]).name
+        file = Path(ModelRef.parse(name).name).name
         notes.append(f"The checkpoint {file} was loaded from a server path in this session "
                      f"only, so the link opens {instead} instead.")
     listed = ", ".join(same[:-1]) + " and " + same[-1]

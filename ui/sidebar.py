@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import streamlit as st
 
 import vit_core
 from vit_core.io import hub
-from vit_core.io.text import SPECIALS
+from vit_core.io.ref import ModelRef
 
-from . import composer, controls, export, inputs, keys, models, numbers, session, share, state
+from . import (
+    composer,
+    controls,
+    export,
+    inputs,
+    keys,
+    model_card,
+    models,
+    numbers,
+    session,
+    share,
+    state,
+)
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff"]
 
@@ -27,6 +38,30 @@ def draw(stage: str, where=None) -> None:
     sb.toggle("Presenter mode", key=keys.PRESENTER,
               help="Large type, one stage per screen with Previous / Next, and a short story "
                    "for each stage. Also opens with ?presenter=1.")
+    model_part(sb)
+    sb.header("Image")
+    seeds = inputs.sample_seeds()
+    sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=inputs.sample_caption,
+                 on_change=_drop_upload,
+                 help="Generated scenes the bundled models never saw in training.")
+    composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
+    sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
+                     on_change=_take_upload)
+    name = session.model_name()  # at the chosen input size
+    inp, error = photo_part(sb, name)
+    if inp is None and composed is not None:
+        inp = composed
+    elif inp is None:
+        seed = st.session_state[keys.SAMPLE]
+        inp = inputs.make_input(f"sample: {inputs.sample_caption(seed)}", inputs.sample_bytes(seed))
+    st.session_state[keys.INPUT] = inp
+    st.session_state[keys.INPUT_ERROR] = error  # session.load_current shows it on the page
+    sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
+    share_part(sb, stage, inp, name)
+
+
+def model_part(sb) -> None:
+    """The model, its training step and input size, its card and the attention mask."""
     sb.header("Model")
     allowed = models.teacher_actions_allowed()
     if st.session_state.get(keys.LOADING_CHECKPOINT) and allowed:
@@ -47,22 +82,19 @@ def draw(stage: str, where=None) -> None:
     st.session_state[keys.PREVIOUS_MODEL] = st.session_state[keys.MODEL]
     train_step_picker(sb)
     size_picker(sb)
-    card(sb)
+    model_card.card(sb)
     own_line = own_mask_line(state.get_model(st.session_state[keys.MODEL]))
     # The first choice is worded the same for every model: the browser keeps a keyed
     # selectbox's shown text across a model switch, so a model's mask there would go stale.
     sb.selectbox("Attention mask", share.MASKS, key=keys.MASK,
                  format_func=lambda m: OWN_MASK if m == "trained" else m, help=MASK_HELP)
     sb.caption(own_line)
-    sb.header("Image")
-    seeds = inputs.sample_seeds()
-    sb.selectbox("Sample scene", seeds, key=keys.SAMPLE, format_func=inputs.sample_caption,
-                 on_change=_drop_upload,
-                 help="Generated scenes the bundled models never saw in training.")
-    composed = composer.draw(sb)  # "Compose a scene": its Input while it is the image
-    sb.file_uploader("…or upload a photo", type=UPLOAD_TYPES, key=upload_key(),
-                     on_change=_take_upload)
-    name = session.model_name()  # at the chosen input size
+
+
+def photo_part(sb, name: str):
+    """(the uploaded or camera photo in use as an Input, or None; the error sentence of one
+    that model `name` cannot read, or None). The upload comes first; the camera's toggle and
+    the stop button are drawn here."""
     error = None
     upload = st.session_state.get(keys.UPLOAD)  # (name, bytes) of the photo in use, if any
     if upload is not None:
@@ -76,18 +108,18 @@ def draw(stage: str, where=None) -> None:
     photo = None
     if sb.toggle("Use the camera", key=keys.USE_CAMERA):
         photo = sb.camera_input("Take a photo", key=keys.CAMERA)
-    if upload is None and photo is not None and not error:
+    if upload is not None:
+        return inp, error
+    if photo is not None and not error:
         inp = inputs.make_input("camera photo", photo.getvalue())
         error = session.image_error(inp, name)
-        photo = None if error else photo
-    if upload is None and photo is None and composed is not None:
-        inp = composed
-    elif upload is None and photo is None:
-        seed = st.session_state[keys.SAMPLE]
-        inp = inputs.make_input(f"sample: {inputs.sample_caption(seed)}", inputs.sample_bytes(seed))
-    st.session_state[keys.INPUT] = inp
-    st.session_state[keys.INPUT_ERROR] = error  # session.load_current shows it on the page
-    sb.caption(f"Showing {inp.label} · image id {inp.key[:8]}")
+        if not error:
+            return inp, None
+    return None, error
+
+
+def share_part(sb, stage: str, inp, name: str) -> None:
+    """"Share and export": the link to this view, its QR code and the trace's download."""
     box = sb.expander("Share and export", key=keys.SHARE_OPEN, on_change="rerun")
     if not box.open:  # drawn only while open, as the composer (ui/composer.py says why)
         return
@@ -317,7 +349,7 @@ def try_load(path: str, heads: int = 0) -> str | None:
         return ("Loading from a server path is the teacher's action: start the app with "
                 "`-- --allow-fetch`, or put the file in the folder of `-- --models-dir DIR`, "
                 "whose checkpoints the picker offers to everyone.")
-    path = path.strip() + (f"?heads={heads}" if heads else "")
+    path = str(ModelRef(path.strip(), heads=heads or None))
     try:
         state.get_model(path)
     except (vit_core.CheckpointError, ValueError, OSError) as e:
@@ -327,68 +359,6 @@ def try_load(path: str, heads: int = 0) -> str | None:
         loaded.append(path)
     st.session_state[keys.LOADED_NAME] = path
     return None
-
-
-def card(sb) -> None:
-    """A short model card: where the model comes from, its geometry and classes."""
-    model = state.get_model(st.session_state[keys.MODEL])
-    c, info = model.config, model.info
-    n = sum(p.numel() for p in model.parameters())
-    with sb.expander("Model card"):
-        st.markdown(
-            f"**{info.name}** · {weights_origin(info)}  \n"
-            f"source: {info.source}  \n"
-            f"{c.img_size}×{c.img_size} input, patch {c.patch_size} ({c.grid}×{c.grid}), D = "
-            f"{c.embed_dim}, {plural(c.depth, 'layer')} × {plural(c.num_heads, 'head')}, "
-            f"{n / 1e6:.2f} M parameters"
-            + (f"  \n{classes_line(c)}" if c.num_classes else "")
-            + (f"  \n{text_line(c, info)}" if c.has_text else ""))
-        if info.metrics:
-            st.json(info.metrics, expanded=False)
-
-
-def plural(n: int, word: str) -> str:
-    """'1 layer', '2 layers'; '1 class', '3 classes'."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
-
-
-def weights_origin(info) -> str:
-    """Where the weights come from. "trained" only for the bundled models (trained by this
-    repo); a file's or a Hub repo's weights may be trained or not, which the app cannot tell,
-    so the card names where they come from instead."""
-    source = str(info.source)
-    if not info.trained:  # presets; a file whose own metadata says so
-        return "untrained (random weights)"
-    if source == "bundled":
-        return "trained by this repo on generated scenes"
-    if source.startswith(hub.PREFIX):
-        return f"weights from the Hugging Face Hub repo {source.removeprefix(hub.PREFIX)}"
-    if source == "timm":
-        return "weights from timm's pretrained models"
-    path = Path(source)
-    return (f"weights from the {'folder' if path.is_dir() else 'file'} {path.name} (whether "
-            f"they were trained, the app cannot tell)")
-
-
-def classes_line(c) -> str:
-    """The class head: how many classes, and their first names (or that the file has none)."""
-    if not c.class_names:
-        return (f"{plural(c.num_classes, 'class')}, without names (numbered 0"
-                + (f" … {c.num_classes - 1})" if c.num_classes > 1 else ")"))
-    return (f"{plural(c.num_classes, 'class')}: {', '.join(c.class_names[:10])}"
-            + (" …" if len(c.class_names) > 10 else ""))
-
-
-def text_line(c, info) -> str:
-    """The text stream: its tokens (words and special tokens), length and mask."""
-    special = [t for t in c.vocab if t in SPECIALS]
-    tokens = plural(c.vocab_size, "token")
-    if c.vocab:
-        tokens += (f": {plural(len(c.vocab) - len(special), 'word')} + {len(special)} special"
-                   + (f" ({', '.join(special)})" if special else ""))
-    mask = (f"trained with the {c.default_mask} mask" if info.source == "bundled"
-            else f"its own mask: {c.default_mask}")
-    return f"text: {tokens}; up to {c.max_text_len} text tokens per pass, {mask}"
 
 
 OWN_MASK = "the model's own"  # the mask picker's first choice, for every model

@@ -7,15 +7,13 @@ computed with a model goes with it. Traces are keyed by (sha256 of the image byt
 mask, text), never by hashing a PIL image. A model at another input size has its own name,
 'NAME@288px' (`sized`), so everything computed at that size is keyed by the size too. Values
 are read-only, so sessions share them without copies. Forward passes run on one worker thread
-shared by all sessions (ui/worker.py says why).
+shared by all sessions (ui/worker.py says why). Models by name, the budget and the worker live
+in ui/budget.py; they are named here too, as the pages call them (state.get_model...).
 Nothing here reads the session: the page passes its image, model and mask (ui/session.py).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import re
 from dataclasses import dataclass
 
 import streamlit as st
@@ -24,8 +22,18 @@ from PIL import Image
 
 import vit_core
 from vit_core import display_crop, load_image, preprocess, run_trace
+from vit_core.io.ref import ModelRef
 
-from . import cache, worker
+from .budget import (  # noqa: F401  loading by name: the pages call them as state.get_model...
+    forward_worker,
+    get_model,
+    held,
+    shared_cache,
+    size_pair,
+    sized,
+    stepped,
+    training_log,
+)
 from .inputs import Input
 
 
@@ -33,120 +41,6 @@ from .inputs import Input
 class Prepared:
     crop: Image.Image  # the img_size x img_size RGB crop the model sees
     pixels: torch.Tensor  # [1, 3, H, W] normalised
-
-
-@st.cache_resource(show_spinner=False)
-def forward_worker() -> worker.Worker:
-    """The one thread that runs every session's forward passes (ui/worker.py)."""
-    return worker.Worker()
-
-
-@st.cache_resource(show_spinner=False)
-def shared_cache() -> cache.ByteLRU:
-    """The one byte-bounded cache of every session (its budget read once: ui/cache.py)."""
-    return cache.ByteLRU(int(cache.budget_mb() * cache.MB))
-
-
-def held(fn):
-    """Cache `fn` in shared_cache(), keyed by its name and the arguments whose names do not
-    start with "_" (as st.cache_resource does); what it returns counts against the budget and
-    belongs to the model its `model_name` argument names (dropped with that model)."""
-    sig = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def cached(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        key = (fn.__name__,) + tuple(v for name, v in bound.arguments.items()
-                                     if not name.startswith("_"))
-        model = bound.arguments.get("model_name")
-        return shared_cache().get(key, lambda: fn(*args, **kwargs),
-                                  owner=None if model is None else _model_key(model))
-
-    cached.clear = lambda: shared_cache().clear(lambda key: key[0] == fn.__name__)
-    return cached
-
-
-def _model_key(name: str) -> tuple:
-    return ("get_model", name)
-
-
-SIZED = re.compile(r"^(?P<base>.+)@(?P<size>\d+)px$")  # 'shapes-classifier@288px'
-STEPPED = re.compile(r"^(?P<base>.+)@step(?P<step>\d+)$")  # 'shapes-classifier@step250'
-
-
-def get_model(name: str):
-    """A model by picker name ('hf:ORG/NAME' from the local Hugging Face cache; a loaded file
-    may carry options as 'PATH?heads=H'), loaded once and kept in the byte budget. 'NAME@288px'
-    is that model at 288 px (vit_core.at_size: its tensors shared, positions resampled);
-    'NAME@step250' a bundled model's weights after 250 training steps (its snapshot)."""
-    base, size = split_size(name)
-    if size is not None:
-        return shared_cache().get(_model_key(name),
-                                  lambda: vit_core.at_size(get_model(base), size))
-    return shared_cache().get(_model_key(name), lambda: _load(name))
-
-
-def split_size(name: str) -> tuple[str, int | None]:
-    """'NAME@288px' -> ('NAME', 288); a name without a size -> (name, None)."""
-    m = SIZED.match(name)
-    return (m["base"], int(m["size"])) if m else (name, None)
-
-
-def sized(name: str, size: int | None) -> str:
-    """The name of model `name` at `size` pixels: the picker name itself at its own size, or for
-    a size it cannot read (not one of vit_core.input_sizes), else 'NAME@{size}px'."""
-    base = split_size(name)[0]
-    config = get_model(base).config
-    if size is None or size == config.img_size or size not in vit_core.input_sizes(config):
-        return base
-    return f"{base}@{size}px"
-
-
-def split_step(name: str) -> tuple[str, int | None]:
-    """'NAME@step250' -> ('NAME', 250); a name without a step -> (name, None)."""
-    m = STEPPED.match(name)
-    return (m["base"], int(m["step"])) if m else (name, None)
-
-
-@st.cache_resource(show_spinner=False)
-def training_log(name: str) -> vit_core.TrainingLog | None:
-    """How picker model `name` was trained (vit_core.training_log), read once; None without."""
-    return vit_core.training_log(name)
-
-
-def stepped(name: str, step: int | None) -> str:
-    """The name of picker model `name` after `step` training steps: the name itself at its last
-    step (or for a step it was not kept at), else 'NAME@step{step}'."""
-    log = training_log(name)
-    if log is None or step is None or step not in log.steps or step == log.final_step:
-        return name
-    return f"{name}@step{step}"
-
-
-COMPARE_AT = 1.5  # at its own size, the Embeddings stage compares a model with it at ~1.5x
-
-
-def size_pair(name: str) -> tuple[str, str]:
-    """(the model at its own size, the model at another size) for the page of model `name`: the
-    session's size when it is not the model's own, else the size nearest COMPARE_AT x its own."""
-    base, size = split_size(name)
-    if size is not None:
-        return base, name
-    c = get_model(base).config
-    others = vit_core.input_sizes(c)[1:]
-    if not others:
-        return base, base
-    return base, sized(base, min(others, key=lambda s: (abs(s - COMPARE_AT * c.img_size), -s)))
-
-
-def _load(name: str):
-    """Never downloads: in the app only the teacher fetches (ui/models.py)."""
-    base, step = split_step(name)
-    if step is not None:
-        return vit_core.load_model(base, step=step, local_files_only=True)
-    path, _, heads = name.partition("?heads=")
-    options = {"num_heads": int(heads)} if heads else {}
-    return vit_core.load_model(path, local_files_only=True, **options)
 
 
 @held
@@ -337,7 +231,7 @@ def weight_views(model_name: str) -> dict:
     c = model.config
     sim = position_similarity(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
     stats = position_distance_stats(model.pos_embed.detach(), c.grid, c.num_prefix_tokens)
-    base = split_size(model_name)[0]
+    base = str(ModelRef.parse(model_name).unsized)
     if base != model_name:  # the model at another size: W_E is its own size's, shared
         own = weight_views(base)
         return {"filters": own["filters"], "ratio": own["ratio"], "pos_sim": sim.numpy(),

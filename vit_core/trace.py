@@ -8,16 +8,14 @@ same shapes, so the numbers are the ones the pass computed, bit for bit. For ViT
 keeps 8.5 MB instead of 170 MB; reading one name of block l recomputes that block alone (1/L of
 a pass) and keeps its internals (14 MB) for the next read, for the KEEP_BLOCKS block(s) read
 most recently: a trace never grows past what it kept plus that many blocks, however many layers
-a page visits. `shape(name)` says a tensor's shape without recomputing anything.
+a page visits. `shape(name)` says a tensor's shape without recomputing anything. How a
+name is recomputed (the pass's settings, the blocks kept, the locks): vit_core/recompute.py.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 import torch
@@ -25,6 +23,9 @@ import torch
 from .config import ViTConfig
 from .hooked import experiment_hooks
 from .hooks import capture, writing
+from .recompute import Recomputed, Rerun, weights_version
+
+_Rerun = Rerun  # run_trace's name for it
 
 # Every name a trace can hold: pattern -> (shape in the notes' symbols, what it is).
 # `l` is the block index 0..L-1. docs/library.md's table is generated from this one, and a test
@@ -76,49 +77,6 @@ KEPT = ("patches", "embed", "blocks.l.resid_post", "seg_logits", "logits")
 KEEP_BLOCKS = 1  # recomputed blocks a lean trace keeps (the one read most recently)
 
 
-def weights_version(model) -> tuple[int, ...]:
-    """Torch's in-place write counters of the model's parameters: they change when any weight
-    is modified (an optimiser step, load_state_dict), so a trace can tell it can't recompute."""
-    return tuple(p._version for p in model.parameters())
-
-
-@dataclass(frozen=True)
-class _Rerun:
-    """What recomputing a block needs besides its input: the model and the pass's settings."""
-
-    model: object
-    attn_mask: torch.Tensor | None  # the additive mask the pass added (None: "full", nothing);
-    #                                 [S, S], or [L, S, S] for a per-block (window) mask
-    hooks: dict  # {name: [fn, ...]} the pass wrote (head switches, positions, the caller's)
-    device: torch.device
-    version: tuple[int, ...]  # weights_version(model) at the pass
-
-    def check(self):
-        if weights_version(self.model) != self.version:
-            raise RuntimeError("The model's weights changed after this trace was taken, so its "
-                               "internals cannot be recomputed; run run_trace again.")
-
-    def block(self, layer: int, x: torch.Tensor, part: str = "all") -> dict:
-        """Block `layer` run again on its input x [S, D]; every hook point's tensor by name.
-        part="pattern": only up to the attention pattern; "attn_out": only the attention half,
-        MSA(LN(X)) by the fused kernel as in a lean pass, and only that tensor."""
-        self.check()
-        block = self.model.blocks[layer]
-        mask = self.attn_mask
-        if mask is not None:
-            mask = (mask[layer] if mask.dim() == 3 else mask).to(self.device, x.dtype)  # (S, S)
-        x = x[None].to(self.device)  # (1, S, D), as in the pass
-        if part == "attn_out":
-            with torch.inference_mode(), writing(self.hooks), capture(only=()):  # Q, K unkept
-                return {f"blocks.{layer}.attn_out": block.attn(block.norm1(x), mask)[0].cpu()}
-        with torch.inference_mode(), writing(self.hooks), capture() as store:
-            if part == "pattern":  # LN(X) up to the pattern, the start of Block.forward
-                block.attn(block.norm1(x), mask, pattern_only=True)
-            else:
-                block(x, mask)
-        return {name: t[0].cpu() for name, t in store.items()}
-
-
 class Trace(Mapping):
     """Read-only mapping from trace names to CPU tensors (batch dimension removed).
 
@@ -138,25 +96,21 @@ class Trace(Mapping):
 
     def __init__(self, tensors: dict, config: ViTConfig, mask: torch.Tensor, mask_kind: str,
                  text_ids: torch.Tensor | None = None, *, names: list[str] | None = None,
-                 rerun: _Rerun | None = None):
+                 rerun: Rerun | None = None):
         """tensors: the kept tensors; names: every name in forward order (default: tensors');
-        rerun: how to recompute the names not in `tensors` (a lean trace)."""
+        rerun: how to recompute the names not in `tensors` (a lean trace, vit_core/recompute)."""
         self._kept = dict(tensors)
         self._names = list(tensors) if names is None else list(names)
         self._known = frozenset(self._names)
         self._rerun = rerun
-        # block index / "patch_embed" / "ln_final" -> {name: tensor}; blocks in order of use
-        self._computed: OrderedDict = OrderedDict()
-        self._order = threading.Lock()  # guards the order of _computed and its evictions
-        self._locks = {part: threading.Lock() for part in
-                       [*range(config.depth), "patch_embed", "ln_final"]}
+        self._recomputed = Recomputed(self._recompute, keep=KEEP_BLOCKS)
         self.config, self.mask, self.mask_kind, self.text_ids = config, mask, mask_kind, text_ids
 
     def __getitem__(self, name: str) -> torch.Tensor:
         if name not in self._known:
             raise KeyError(f"No tensor named '{name}' in this trace; see trace.names().")
-        kept = self._kept.get(self._alias(name))
-        return kept if kept is not None else self._part(self._part_of(name))[name]
+        kept = self._kept.get(_alias(name))
+        return kept if kept is not None else self._recomputed.get(_part_of(name))[name]
 
     def __contains__(self, name) -> bool:  # without reading (Mapping's default would compute)
         return name in self._known
@@ -176,10 +130,9 @@ class Trace(Mapping):
         (a test checks the two agree for every name of every model family)."""
         if name not in self._known:
             raise KeyError(f"No tensor named '{name}' in this trace; see trace.names().")
-        held = self._kept.get(self._alias(name))
+        held = self._kept.get(_alias(name))
         if held is None:
-            with self._order:
-                held = self._computed.get(self._part_of(name), {}).get(name)
+            held = self._recomputed.peek(_part_of(name)).get(name)
         if held is not None:
             return held.shape
         sizes = symbol_sizes(self.config, self.n_text)
@@ -202,14 +155,8 @@ class Trace(Mapping):
         and kept since. Names that share memory count once: `resid_pre` of block l is block
         l-1's `resid_post`, and q, k, v are views of one qkv tensor."""
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                    for t in self._held()}
+                    for t in [*self._kept.values(), *self._recomputed.tensors()]}
         return sum(storages.values())
-
-    def _held(self) -> list[torch.Tensor]:
-        """The tensors held now (kept by the pass, or recomputed and kept), computing nothing."""
-        with self._order:
-            parts = list(self._computed.values())
-        return [*self._kept.values(), *(t for part in parts for t in part.values())]
 
     # ---- block by block
 
@@ -231,7 +178,7 @@ class Trace(Mapping):
         `rollout`, distances and entropy can consume it one layer at a time."""
         for layer in range(self.config.depth):
             name = f"blocks.{layer}.attn.pattern"
-            if self._rerun is None or layer in self._computed:  # kept already
+            if self._rerun is None or layer in self._recomputed:  # kept already
                 yield self[name]
             else:
                 yield self._rerun.block(layer, self[f"blocks.{layer}.resid_pre"],
@@ -248,7 +195,7 @@ class Trace(Mapping):
         attn, mlp = [], []
         for layer in range(self.config.depth):
             pre = f"blocks.{layer}."
-            if self._rerun is None or layer in self._computed or pre + "attn_out" in self._kept:
+            if self._rerun is None or layer in self._recomputed or pre + "attn_out" in self._kept:
                 block = self._block_view(layer, keep=False)
                 a, m = block["attn_out"], block["mlp_out"]
             else:
@@ -266,69 +213,37 @@ class Trace(Mapping):
         for layer in range(self.config.depth):
             yield self[f"blocks.{layer}.resid_post"]
 
-    # ---- recomputation
+    # ---- recomputation (vit_core/recompute.py)
 
-    def _alias(self, name: str) -> str:
-        """`blocks.l.resid_pre` is the tensor stored as `embed` or as block l-1's output."""
-        if name.startswith("blocks.") and name.endswith(".resid_pre"):
-            layer = int(name.split(".")[1])
-            return "embed" if layer == 0 else f"blocks.{layer - 1}.resid_post"
-        return name
-
-    @staticmethod
-    def _part_of(name: str):
-        return int(name.split(".")[1]) if name.startswith("blocks.") else name
-
-    def _part(self, part, keep: bool = True) -> dict:
-        """The recomputed tensors of one block (or of patch_embed / ln_final), by name."""
-        done = self._used(part)
-        if done is not None:
-            return done
-        if not keep:
-            return self._compute(part)
-        with self._locks[part]:  # one thread computes, the others wait for its result
-            done = self._used(part)
-            if done is None:
-                done = self._compute(part)
-                with self._order:
-                    self._computed[part] = done
-                    blocks = [p for p in self._computed if isinstance(p, int)]
-                    for old in blocks[:-KEEP_BLOCKS]:  # the least recently read blocks go
-                        del self._computed[old]
-        return done
-
-    def _used(self, part) -> dict | None:
-        """The kept tensors of `part` (now the most recently read), or None."""
-        with self._order:
-            done = self._computed.get(part)
-            if done is not None:
-                self._computed.move_to_end(part)
-            return done
-
-    def _compute(self, part) -> dict:
+    def _recompute(self, part) -> dict:
+        """The tensors of `part` this trace did not keep, run again from those it did."""
         if self._rerun is None:  # a trace built from a dict lists only what it holds
             raise KeyError(f"This trace keeps no '{part}' and has no model to recompute it.")
-        model = self._rerun.model
-        if part in ("patch_embed", "ln_final"):  # through its hook point: a hook writes it
-            self._rerun.check()
-            with torch.inference_mode(), writing(self._rerun.hooks):
-                if part == "patch_embed":
-                    embedded = model.patch_embed(self["patches"][None])  # (1, N, D)
-                    return {part: model.hook_patch_embed(embedded)[0]}
-                last = self[f"blocks.{self.config.depth - 1}.resid_post"]
-                return {part: model.hook_ln_final(model.norm(last[None]))[0]}
-        out = self._rerun.block(part, self[f"blocks.{part}.resid_pre"])
-        return {name: t for name, t in out.items() if self._alias(name) not in self._kept}
+        out = self._rerun.part(part, self.__getitem__)
+        return {name: t for name, t in out.items() if _alias(name) not in self._kept}
 
     def _block_view(self, layer: int, keep: bool) -> Mapping[str, torch.Tensor]:
         if not 0 <= layer < self.config.depth:
             raise IndexError(f"This model has blocks 0 to {self.config.depth - 1}, not {layer}.")
         prefix = f"blocks.{layer}."
         names = [n for n in self._names if n.startswith(prefix)]
-        lazy = any(self._alias(n) not in self._kept for n in names)
-        part = self._part(layer, keep) if lazy else {}
+        lazy = any(_alias(n) not in self._kept for n in names)
+        part = self._recomputed.get(layer, keep) if lazy else {}
         return MappingProxyType({n.removeprefix(prefix): part[n] if n in part else
-                                 self._kept[self._alias(n)] for n in names})
+                                 self._kept[_alias(n)] for n in names})
+
+
+def _alias(name: str) -> str:
+    """`blocks.l.resid_pre` is the tensor stored as `embed` or as block l-1's output."""
+    if name.startswith("blocks.") and name.endswith(".resid_pre"):
+        layer = int(name.split(".")[1])
+        return "embed" if layer == 0 else f"blocks.{layer - 1}.resid_post"
+    return name
+
+
+def _part_of(name: str):
+    """What a name is recomputed with: its block's index, or the name itself."""
+    return int(name.split(".")[1]) if name.startswith("blocks.") else name
 
 
 def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=None,

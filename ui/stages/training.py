@@ -33,6 +33,7 @@ from vit_core.explain.training import (
     top_from,
     uniform_loss,
 )
+from vit_core.io.ref import ModelRef
 from vit_core.scenes import world
 from vit_core.scenes.evaluate import object_attention_ratio
 
@@ -83,8 +84,8 @@ class Ctx:
 
 def view() -> Ctx:
     v = deck.load(text_free_note=True)
-    sized_base, size = state.split_size(v.name)
-    base, step = state.split_step(sized_base)
+    ref = ModelRef.parse(v.name)
+    base, size, step = str(ref.picked), ref.size, ref.step
     log = state.training_log(base)
     if log is not None and step is None:
         step = log.final_step
@@ -135,7 +136,7 @@ def _kind_of(x: Ctx) -> str:
     if info.source == "bundled":
         return (f"{x.base} was trained by this repository without keeping snapshots or a log "
                 f"of the run")
-    if x.base.startswith("hf:") or str(info.source).startswith(("hf:", "timm")):
+    if ModelRef.parse(x.base).source == "hub" or str(info.source).startswith(("hf:", "timm")):
         return (f"{x.base} was trained elsewhere, by its authors, so this app has no log of how "
                 f"its weights formed")
     return (f"{x.base} was read from a checkpoint file, so this app has no log of how its "

@@ -34,6 +34,7 @@ from ..config import ViTConfig
 from ..explain.segmentation import seg_grid, seg_targets
 from ..hooks import capture
 from ..io.checkpoints import ModelInfo, load_checkpoint, save_checkpoint
+from ..io.ref import ModelRef
 from ..io.text import Tokenizer
 from ..model import ViT
 from .evaluate import caption_batch, evaluate_captioner, evaluate_classifier
@@ -158,7 +159,7 @@ def save_state(path: Path, model, opt, step: int, seen: float, history: list,
 def save_snapshot(model, out: Path, step: int, args) -> dict:
     """Write the weights at `step` in float16 and measure them on the SNAPSHOT_EVAL scenes."""
     path = snapshot_dir(out) / f"step-{step}.safetensors"
-    info = ModelInfo(name=f"{out.stem}@step{step}", source="bundled", trained=step > 0,
+    info = ModelInfo(name=str(ModelRef(out.stem, step=step)), source="bundled", trained=step > 0,
                      description=f"{out.stem} after {step} of {args.steps} training steps")
     save_checkpoint(model, path, info, dtype=torch.float16)
     measured = load_checkpoint(path)  # what the app will load: the float16 file itself

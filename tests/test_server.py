@@ -26,7 +26,7 @@ from tools.st_protocol import Tab
 from ui import server
 
 ROOT = Path(__file__).resolve().parents[1]
-PRIVATE = re.compile(r"streamlit\.runtime|streamlit\.web|_session_mgr|_scriptrunner|"
+PRIVATE = re.compile(r"streamlit\.(runtime|web|proto)|_session_mgr|_scriptrunner|"
                      r"_client_state|_event_loop|script_run_ctx|Runtime\.")
 
 

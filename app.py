@@ -5,10 +5,9 @@
 # got "partially initialized module 'pandas' has no attribute 'Series'" in figures.model_map
 import pandas  # noqa: F401, I001
 
-from ui import process, wakeups
+from ui import process
 
 process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)
-wakeups.install()  # one wake-up of the server's loop for many drawn elements (ui/wakeups.py)
 
 import streamlit as st  # noqa: E402
 

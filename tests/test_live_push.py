@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from ui import server
 from ui.live import classes, push
 from ui.live.memory import MemoryStore
 
@@ -103,7 +104,7 @@ def test_a_session_the_server_no_longer_has_is_forgotten():
 
 def test_without_a_server_nothing_is_rerun():
     assert push.here() is None  # no script run on this thread
-    assert push.rerun("a-session-id") is False
+    assert server.rerun("a-session-id") is False
 
 
 def test_the_keeper_marks_open_followers_and_heals_a_lost_message(monkeypatch):
@@ -170,3 +171,22 @@ def test_a_page_that_starts_following_is_marked_still_here_at_once_and_only_then
     pages.note("tab", "ABCDEF", True, (1, ()), "student-1")  # follows again
     pages.note("tab", "ABCDEF", True, (1, ()), "student-2")  # another student on that session
     assert marked == ["student-1", "student-1", "student-2"]
+
+
+def test_a_polling_page_is_behind_when_its_class_is_newer_and_marks_itself_once_a_round():
+    """Without the push (ui/server.py: an internal missing) a page looks itself (`_poll`): it
+    is behind when the class moved (a follower) or revealed (an explorer), by `changed`'s rule;
+    its "still here" goes at most once every round."""
+    marked = []
+    store, pages, reached, c, secret = wired(mark=lambda code, student: marked.append(student),
+                                             every=3600)
+    shown = (c.version, c.revealed)
+    assert not pages.behind(c.code, True, shown) and not pages.behind(c.code, False, shown)
+    classes.move(store, c.code, secret, THERE)
+    assert until(lambda: pages.behind(c.code, True, shown))  # once the Watcher heard of it
+    assert not pages.behind(c.code, False, shown)  # an explorer stays
+    pages.still_here_every(c.code, "student-1")
+    pages.still_here_every(c.code, "student-1")
+    assert marked == ["student-1"] and reached == []
+    pages.latest = None  # no Watcher: never behind (it would rerun the page for ever)
+    assert not pages.behind(c.code, True, shown)

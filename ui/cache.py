@@ -1,11 +1,10 @@
 """One memory budget, in bytes, for the models and everything the app computes from them.
 
 Models, prepared images, traces, summaries and generations go into one `ByteLRU`, which drops
-the least recently used entries when their bytes exceed the budget. Sizes are real: a tensor
-counts its storage once however many views share it, a model its parameters, a trace what its
-`nbytes()` says it holds now (it grows when a page reads a block it recomputes, so a hit measures
-it again). Dropping an entry drops the entries it owns: an evicted model takes what was computed
-with it, so nothing keeps it alive uncounted. A value bigger than the budget is not kept.
+the least recently used entries when their bytes exceed the budget. Sizes are real (ui/sizes.py);
+a trace grows when a page reads a block it recomputes, so a hit measures it again. Dropping an
+entry drops the entries it owns: an evicted model takes what was computed with it, so nothing
+keeps it alive uncounted. A value bigger than the budget is not kept.
 The budget: `streamlit run app.py -- --cache-mb N`, else $VIT_EXPLAINER_CACHE_MB, else
 DEFAULT_MB, read once per server process. Values are read-only and shared between sessions.
 """
@@ -21,9 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 
-import numpy as np
-import torch
-from PIL import Image
+from .sizes import size_of
 
 from . import options
 
@@ -33,7 +30,6 @@ FLAG = options.CACHE_FLAG
 MB = 2**20
 
 _log = logging.getLogger(__name__)
-_PIL_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I": 4, "F": 4}  # other modes: 4 bytes a pixel
 
 
 def budget_mb(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> float:
@@ -44,46 +40,6 @@ def budget_mb(argv: list[str] | None = None, environ: Mapping[str, str] | None =
         return options.current().cache_mb
     return options.parse(sys.argv[1:] if argv is None else argv,
                          os.environ if environ is None else environ).cache_mb
-
-
-def size_of(value) -> int:
-    """Bytes of memory `value` holds: tensors, numpy arrays, PIL images, models and traces found
-    in it (inside dicts, lists, tuples and dataclasses), each buffer once."""
-    return _size(value, set())
-
-
-def _storage(ptr: int, nbytes: int, seen: set) -> int:
-    if ptr in seen:
-        return 0
-    seen.add(ptr)
-    return nbytes
-
-
-def _size(obj, seen: set) -> int:
-    if isinstance(obj, torch.Tensor):
-        storage = obj.untyped_storage()
-        return _storage(storage.data_ptr(), storage.nbytes(), seen)
-    if isinstance(obj, np.ndarray):
-        while isinstance(obj.base, np.ndarray):
-            obj = obj.base
-        return _storage(obj.__array_interface__["data"][0], obj.nbytes, seen)
-    if isinstance(obj, (str, bytes, bytearray)):
-        return len(obj)
-    if isinstance(obj, Image.Image):
-        return obj.width * obj.height * _PIL_BYTES.get(obj.mode, 4)
-    if isinstance(obj, torch.nn.Module):
-        return sum(_size(t, seen) for t in (*obj.parameters(), *obj.buffers()))
-    if callable(getattr(obj, "nbytes", None)):  # a Trace: what it holds now (reading computes)
-        return obj.nbytes() + _size(obj.mask, seen)
-    if isinstance(obj, Mapping):
-        parts = [*obj.keys(), *obj.values()]
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        parts = obj
-    elif dataclasses.is_dataclass(obj):
-        parts = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-    else:
-        return 0  # None, numbers, anything else: nothing worth counting
-    return sum(_size(v, seen) for v in parts)
 
 
 @dataclasses.dataclass

@@ -138,11 +138,9 @@ def schedule() -> None:
 
 
 def class_place() -> tuple[str | None, tuple[str, ...]]:
-    """(the stage of the live class this session follows, set by ui/live/student.follow on
-    every run, or the teacher's stage; the class's lesson), else (None, ()). A follower's, and
-    the teacher's, read-ahead goes through the lesson's stages from there and begins again when
-    the class moves to another stage: what the teacher left behind, or will skip, is computed
-    for nobody (a teacher's whole tour would load models the lesson never shows)."""
+    """(the stage of the class this session follows or teaches, set by ui/live/student.follow
+    each run; the class's lesson), else (None, ()): what the class left behind or will skip is
+    computed for nobody (a teacher's whole tour would load models the lesson never shows)."""
     from .live import session as live
 
     if not (live.following() or live.role() == "teacher"):

@@ -1,16 +1,13 @@
-"""One thread runs the forward passes of every session, in turn: torch already spreads a pass
-over both cores, and two passes at once only fight for them.
+"""One thread runs every session's forward passes in turn: torch already spreads a pass over
+both cores, and two passes at once only fight for them.
 
-A job is one pass. A caption is a loop on its caller's thread that hands the worker one word at a
-time (`stepwise(model)` for vit_core.generate); a one-pass call (a page's trace) goes before the
-waiting words, so a first view waits at most for the pass in progress, and after FRESH_IN_A_ROW
-of them a word goes next. A small model's pass (~10 ms) runs at once on its caller's thread.
-Past LIMIT_S (or `timeout=`) a wait raises `Busy`, whose message is one sentence for the page, and
-the job is dropped if it has not started. Calls made inside `behind()` (the read-ahead's
-thread) wait behind every page's call and caption word, and do not count as passes for
-`wait_idle`: the read-ahead's items run back to back while no page asks, and a page that asks
-waits at most for the one read-ahead pass in progress. The server's one worker is
-ui/state.forward_worker(); its thread stops at exit.
+A job is one pass. A caption is a loop on its caller's thread that hands the worker one word at
+a time (`stepwise(model)`); a one-pass call (a page's trace) goes before the waiting words, so a
+first view waits at most for the pass in progress, and after FRESH_IN_A_ROW of them a word goes
+next. A small model's pass (~10 ms) runs at once on its caller's thread. Past LIMIT_S (or
+`timeout=`) a wait raises `Busy` (its message one sentence for the page) and an unstarted job
+is dropped. Calls made inside `behind()` (the read-ahead's) wait behind every page's call and
+word and are no pass for `wait_idle`. The server's one worker: ui/state.forward_worker().
 """
 
 from __future__ import annotations
@@ -42,9 +39,8 @@ class Worker:
     """A thread that runs submitted calls: one-pass calls first, captions' words in turn."""
 
     def __init__(self):
-        self.fresh: deque[tuple] = deque()  # (future, call, made behind()): one-pass calls
-        self.steps: deque[tuple] = deque()  # captions' words
-        self.later: deque[tuple] = deque()  # calls made behind() (the read-ahead's)
+        # (future, call, made behind()): one-pass calls, captions' words, calls made behind()
+        self.fresh, self.steps, self.later = deque(), deque(), deque()
         self.served_ahead = 0  # `run` calls served since a step started waiting
         self.running = self.stopping = False
         self.last_pass = 0.0  # time.monotonic() when the last pass a page asked for ended
@@ -118,10 +114,7 @@ class Worker:
             self.served_ahead += bool(self.steps)
             return self.fresh.popleft()
         self.served_ahead = 0
-        for queue in (self.steps, self.later):
-            if queue:
-                return queue.popleft()
-        return None
+        return next((queue.popleft() for queue in (self.steps, self.later) if queue), None)
 
     def _loop(self) -> None:
         while True:

@@ -15,8 +15,10 @@ KEEP_EVERY a thread marks the followers whose page is still open and checks ever
 (a message lost while Redis restarted heals). VIT_EXPLAINER_LIVE_RECHECK=0 switches the second
 half of that round off (the marks go on): a page then moves only when the server pushes, which is
 how tests/test_live_replicas.py shows the push; a class keeps it on. Reaching a session uses
-Streamlit's runtime (the pinned 1.65: its `AppSession` and `ScriptRunner`, on the server's
-event loop). Without a server (AppTest) nothing is pushed.
+Streamlit's internals, all in ui/server.py, checked once: when one is missing (or
+VIT_EXPLAINER_PUSH=0) each student's page looks at its class itself twice a second (`_poll`,
+a documented `st.fragment(run_every=…)` and `st.rerun`), as it did before the push. Without a
+server (AppTest) nothing is pushed nor polled.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+import streamlit as st
+
+from .. import server
+
 KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
-FINISHING_WAIT = 0.05  # s between looks at a session whose last run is still being sent
-FINISHING_TRIES = 40  # (2 s) then a run starts anyway
+POLL_EVERY = 0.5  # s between a page's own looks at its class when the server cannot push
 RECHECK_ENV = "VIT_EXPLAINER_LIVE_RECHECK"  # "0": the keeper's rounds check no page again
 
 _log = logging.getLogger(__name__)
@@ -43,71 +48,18 @@ def rechecks(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def here() -> str | None:
-    """The id of the session whose script runs on this thread (None outside a script run)."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx(suppress_warning=True)
-    return None if ctx is None else ctx.session_id
-
-
-def _session(session_id: str):
-    """This server's AppSession with that id, if its browser is connected (else None)."""
-    from streamlit.runtime import Runtime
-
-    if not Runtime.exists():
-        return None
-    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
-    return None if info is None else info.session
-
-
-def alive(session_id: str) -> bool:
-    return _session(session_id) is not None
-
-
-def rerun(session_id: str) -> bool:
-    """Ask the server to run that session's page again (from any thread); False when there is
-    no such session on this server (closed, or no server)."""
-    session = _session(session_id)
-    if session is None:
-        return False
-    session._event_loop.call_soon_threadsafe(_rerun_now, session, FINISHING_TRIES)
-    return True
-
-
-def _rerun_now(session, tries: int) -> None:
-    """On the server's event loop: a full run with the session's last address and page and no
-    widget value (each keeps the value the session holds), as `st.rerun` asks for one. A run in
-    progress takes it as st.rerun's request (it stops at its next element and runs again; a
-    widget change the browser sent meanwhile is kept); a session whose last run ended but is
-    still being sent is asked again shortly (starting a run now would drop that run's last
-    messages); an idle session starts a run."""
-    from streamlit.proto.ClientState_pb2 import ClientState
-    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
-
-    last = session._client_state
-    runner = session._scriptrunner
-    if runner is not None:
-        if runner.request_rerun(RerunData(query_string=last.query_string,
-                                          page_script_hash=last.page_script_hash,
-                                          context_info=last.context_info)):
-            return
-        if tries > 0:  # it has finished: its SHUTDOWN, once handled, clears _scriptrunner
-            session._event_loop.call_later(FINISHING_WAIT, _rerun_now, session, tries - 1)
-            return
-    state = ClientState()
-    state.CopyFrom(last)
-    state.ClearField("widget_states")
-    state.fragment_id, state.is_auto_rerun = "", False
-    session.request_rerun(state)
+    """The id of the session whose script runs on this thread (None outside a script run, or
+    when the server cannot push: ui/server.py)."""
+    return server.session_id()
 
 
 class Pages:
     """This process's students' pages: session id -> (class code, following, (version,
     revealed) shown); and each one's student id."""
 
-    def __init__(self, reach: Callable[[str], bool] = rerun,
+    def __init__(self, reach: Callable[[str], bool] = server.rerun,
                  mark: Callable[[str, str], None] | None = None,
-                 open_: Callable[[str], bool] = alive, every: float = KEEP_EVERY,
+                 open_: Callable[[str], bool] = server.alive, every: float = KEEP_EVERY,
                  recheck: bool | None = None):
         """reach(session id): rerun it (False: gone); mark(code, student): "still here";
         open_(session id): its page is open; recheck: each round checks every page again
@@ -120,11 +72,15 @@ class Pages:
         self._students: dict[str, str | None] = {}
         self._keeper: threading.Thread | None = None
         self.pushed = 0  # reruns asked for (tests and benchmarks read it)
+        self._marked: dict[tuple, float] = {}  # (code, student) -> last mark by a polling page
 
     def note(self, session_id: str | None, code: str, following: bool, shown: tuple,
              student: str | None = None) -> None:
         """What the page of `session_id` shows (each run of its banner); a page that starts
-        following this class is marked as still here at once (then every round)."""
+        following this class is marked as still here at once (then every round). When the
+        server cannot push (ui/server.py), the page looks itself, twice a second (`_poll`)."""
+        if server.mode() == server.POLL:
+            _poll(self, code, following, shown, student)
         if session_id is None:
             return
         with self._lock:
@@ -200,3 +156,36 @@ class Pages:
                 self.pushed += 1
             else:
                 self.forget(sid)
+
+    def behind(self, code: str, following: bool, shown: tuple) -> bool:
+        """Whether a page showing `shown` of class `code` is behind the class (`changed`'s
+        rule, for a page that looks itself)."""
+        if self.latest is None:  # no Watcher yet: nothing known to be newer
+            return False
+        cls = self.latest(code)
+        if cls is None:
+            return shown != (None, None)
+        return cls.version != shown[0] if following else cls.revealed != shown[1]
+
+    def still_here_every(self, code: str, student: str | None) -> None:
+        """A polling follower's "still here", at most every `every` s."""
+        now = time.monotonic()
+        if now - self._marked.get((code, student), -self._every) >= self._every:
+            self._marked[(code, student)] = now
+            self._still_here(code, student)
+
+
+@st.fragment(run_every=POLL_EVERY)
+def _poll(pages: Pages, code: str, following: bool, shown: tuple, student: str | None) -> None:
+    """The documented way, when the server cannot push: the page asks this process's Watcher
+    (memory; the store is read when a message said so) whether its class moved, and reruns
+    itself when it did; a follower is marked as still here while it looks."""
+    if following:
+        pages.still_here_every(code, student)
+    try:
+        behind = pages.behind(code, following, shown)
+    except Exception:  # the store is down: the page says so on its next run
+        _log.debug("class %s not read by a polling page", code, exc_info=True)
+        return
+    if behind:
+        st.rerun(scope="app")

@@ -56,6 +56,10 @@ def test_window_layout_against_cutting_the_grid_by_hand(size):
     assert (lay.centre_reach.keys, lay.centre_reach.rows, lay.centre_reach.cols) == (
         len(centre) + pre, len(rows), len(cols))
     assert lay.centre_reach.inside == len(centre)
+    for p in range(g * g):  # every patch, clipped windows at the border included
+        mine = window_by_hand(g, size, 0, p)
+        seen = mf.reach(lay.allowed[0], lay.bands[0], p, pre)
+        assert (seen.keys, seen.rows * seen.cols) == (len(mine) + pre, len(mine))
 
 
 def test_window_layout_one_block_is_never_shifted():
@@ -74,3 +78,9 @@ def test_the_bundled_classifiers_2x2_windows():
     pairs = sum(len(window_by_hand(7, 2, 0, p)) + 1 for p in range(49)) + n  # patches, CLS row
     assert (w.full_pairs, w.pairs[0]) == (n * n, pairs)
     assert mf.fewer_pairs(w.full_pairs, w.pairs[0]) == pytest.approx(2500 / 268)
+
+
+def test_points_lost_in_whole_points():
+    assert mf.points_lost(1.0, 0.3) == 70
+    assert mf.points_lost(0.975, 0.5) == round(47.5)  # Python rounds a half to even: 48
+    assert mf.points_lost(0.2, 0.5) == -30  # it rose

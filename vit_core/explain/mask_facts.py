@@ -76,3 +76,8 @@ def window_layout(c: ViTConfig, size: int, n_text: int = 0) -> WindowLayout:
 def fewer_pairs(full_pairs: int, pairs: int) -> float:
     """How many times fewer (query, key) pairs a mask keeps than full attention."""
     return full_pairs / pairs
+
+
+def points_lost(before: float, after: float) -> int:
+    """A fall from one share to another in whole percentage points (≤ 0: it did not fall)."""
+    return round(100 * (before - after))

@@ -12,7 +12,7 @@ import streamlit as st
 
 from vit_core.explain.flops import si
 from vit_core.explain.generation import tokenizer_for
-from vit_core.explain.mask_facts import WindowLayout, fewer_pairs, reach, window_layout
+from vit_core.explain.mask_facts import WindowLayout, fewer_pairs, points_lost, reach, window_layout
 from vit_core.explain.windows import window_cost
 
 from ... import deck, figures, keys, state, tour
@@ -151,9 +151,8 @@ def windows_figure(x: Ctx, f: Windows) -> None:
                key=keys.MASK_WINDOWS)
 
 
-def _points(drop: float) -> str:
+def _points(n: int) -> str:
     """A fall in top-1 said in percentage points: '70 points', or 'nothing' when it rose."""
-    n = round(100 * drop)
     return "nothing" if n <= 0 else f"{n} point{'' if n == 1 else 's'}"
 
 
@@ -167,7 +166,7 @@ def _top1_words(x: Ctx, f: Windows) -> str:
                 + (f" ({pct(t.shifted)} with the windows shifted on alternate blocks)"
                    if t.shifted is not None else "")
                 + f": it was trained with full attention, and these windows cost it "
-                f"{_points(t.full - t.plain)} on the same scenes"
+                f"{_points(points_lost(t.full, t.plain))} on the same scenes"
                 + (f" (full attention on another set: {card})." if card else "."))
     # another model, or the classifier at another size or training step
     own = state.split_step(state.split_size(x.name)[0])[0] == tour.WINDOW_CLASSIFIER

@@ -1,4 +1,4 @@
-"""Stage 10: experiments (declared in ui/stages/experiments.py)."""
+"""Stage 10: experiments (declared in ui/stages/experiments/)."""
 
 from ui import deck
 from ui.stages.experiments import STAGE

@@ -1,4 +1,4 @@
-"""Stage 5: masks (declared in ui/stages/masks.py)."""
+"""Stage 5: masks (declared in ui/stages/masks/)."""
 
 from ui import deck
 from ui.stages.masks import STAGE

@@ -1,5 +1,5 @@
 """Stage 10, Experiments, as a deck of steps: its declaration, its three questions and their
-answers, and the sentences worded from numbers (ui/stages/experiments.py).
+answers, and the sentences worded from numbers (ui/stages/experiments/).
 
 Every expected number is computed here from the raw model (`run_trace` on pixels greyed or
 shuffled by hand, a greedy loop), never with the helpers the stage uses; the wording functions

@@ -1,0 +1,72 @@
+"""Stage 10: change one thing, rerun the model, and compare the two results.
+
+The steps: choose a change (and see what the model is fed: `change`), the two results before
+and after (`compare`, its note `notice`, its question in `question`), (a captioner's) each word
+of its caption scored by both runs, and the order of the patches without positions (`order`).
+The session's view is `view`; numbers are printed as `printed` says. Facts are decided once,
+from the traces' mask tensors (vit_core.explain.readout's `image_blind` /
+`prefix_sees_no_patch`, vit_core.explain.interventions' `image_sight` / `text_sees_ahead`),
+never from a mask's name, computed in vit_core.explain (interventions, experiment_facts) and
+worded here.
+"""
+
+from __future__ import annotations
+
+from ... import deck
+from ...deck import Step
+from .change import change_facts, change_figure, change_notes, change_words, shuffled_words
+from .compare import (
+    caption_change_words,
+    class_change_words,
+    compare_facts,
+    compare_figure,
+    compare_notes,
+    compare_words,
+    similarity_words,
+)
+from .notice import notice_facts, notice_words, window_notice
+from .order import (
+    fed_facts,
+    fed_figure,
+    fed_words,
+    unordered_facts,
+    unordered_figure,
+    unordered_notes,
+    unordered_words,
+)
+from .printed import family, moved, names_of, points, share
+from .question import after_question, class_choice, cosine_number, unordered_question
+from .view import KINDS, SHUFFLES, Ctx, around, intro, mask_options, view
+
+__all__ = ["STAGE", "KINDS", "SHUFFLES", "Ctx", "around", "caption_change_words",
+           "class_change_words", "class_choice", "cosine_number", "deck", "family", "mask_options",
+           "moved", "names_of", "notice_facts", "notice_words", "points", "share",
+           "shuffled_words", "similarity_words", "view", "window_notice"]
+
+
+def _has_text(c) -> bool:
+    return bool(c.has_text)
+
+
+STAGE = deck.Stage(
+    slug="experiments",
+    title="10 · Experiments",
+    story="Now break it on purpose: switch off heads, hide patches, remove positions. What "
+          "changes tells us what each part was doing.",
+    view=view,
+    intro=intro,
+    extra_reads=("generation", "caption_pass"),
+    steps=(
+        Step("change", "Choose a change", change_figure, facts=change_facts,
+             words=change_words, notes=change_notes),
+        Step("compare", "Before and after", compare_figure, facts=compare_facts,
+             words=compare_words, notes=compare_notes, question=after_question,
+             asks=("family", "empty", "p0", "p1", "gen0", "gen1", "sims", "blind", "uniform",
+                   "trained"), reads=("experiment",)),
+        Step("words", "Each word of the caption, before and after", fed_figure,
+             facts=fed_facts, words=fed_words, reads=("experiment",), applies=_has_text),
+        Step("unordered", "Shuffled without positions", unordered_figure,
+             facts=unordered_facts, words=unordered_words, notes=unordered_notes,
+             question=unordered_question, reads=("unordered_runs",)),
+    ),
+)

@@ -1,0 +1,45 @@
+"""Stage 5: attention masks. Who may look at whom: full, causal and bidirectional-prefix (`three`);
+the captioners' attention live under the prefix and causal masks, and how sure they are of a
+caption the student types (`live`); a classifier put under a causal mask (`classifier`); and
+windowed attention (Swin's local windows, shifted on alternate blocks) with what it saves and,
+for the bundled classifier, what it costs in top-1 (`windowed`). The session's view and what the
+steps share is `view`; the numbers come from vit_core.explain (mask_facts, windows)."""
+
+from __future__ import annotations
+
+from ... import deck, tour
+from ...deck import Step
+from . import classifier, live, three, windowed
+from .view import Ctx, _same_for_every_image, intro, side_by_side, view
+
+__all__ = ["STAGE", "Ctx", "_same_for_every_image", "side_by_side", "tour", "view"]
+
+STAGE = deck.Stage(
+    slug="masks",
+    title="5 · Masks: who may look at whom",
+    story="A mask decides who may look at whom. Text may only read earlier words; the image "
+          "patches may read each other in both directions.",
+    view=view,
+    intro=intro,
+    steps=(
+        Step("three", "Three masks", three.three_figure, facts=three.tokens,
+             words=three.three_words, notes=three.three_notes, question=three.three_question),
+        Step("visible", "How many keys each query may see", three.visible_figure,
+             facts=three.visible_facts, words=three.visible_words, notes=three.visible_notes,
+             question=three.visible_question),
+        Step("live", "The captioners' attention, live", live.live_figure, facts=live.live_facts,
+             words=live.live_words, notes=live.live_notes, reads=("masks_runs",)),
+        Step("scores", "How sure they are of your caption", live.scores_figure,
+             facts=live.scores_facts, words=live.scores_words, notes=live.scores_notes,
+             reads=("masks_scores",)),
+        Step("classifier", "A classifier under a causal mask", classifier.classifier_figure,
+             facts=classifier.classifier_facts, words=classifier.classifier_words,
+             notes=classifier.classifier_notes, question=classifier.classifier_question,
+             reads=("causal_classifier",)),
+        Step("windows", "Windowed attention", windowed.windows_figure,
+             facts=windowed.windows_facts, words=windowed.windows_words,
+             notes=windowed.windows_notes, question=windowed.windows_question,
+             asks=("allowed", "bands", "centre", "size"),
+             reads=("window_top1",), applies=windowed.has_windows),
+    ),
+)

@@ -341,6 +341,17 @@ def _private_module(module: str) -> bool:
 
 def foreign_names(tree: ast.Module, own: set[str]) -> dict[str, str]:
     """Names bound (at any level) to another library's module or object -> that module."""
+    out = _imported_names(tree, own)
+    for node in tree.body:  # BASE = asyncio.x.Y: BASE is asyncio's too
+        if isinstance(node, ast.Assign) and _root_name(node.value) in out:
+            for t in node.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        out[n.id] = out[_root_name(node.value)]
+    return out
+
+
+def _imported_names(tree: ast.Module, own: set[str]) -> dict[str, str]:
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -350,12 +361,6 @@ def foreign_names(tree: ast.Module, own: set[str]) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and not node.level \
                 and (node.module or "").split(".")[0] not in own:
             out.update({a.asname or a.name: node.module for a in node.names})
-    for node in tree.body:  # BASE = asyncio.x.Y: BASE is asyncio's too
-        if isinstance(node, ast.Assign) and _root_name(node.value) in out:
-            for t in node.targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
-                        out[n.id] = out[_root_name(node.value)]
     return out
 
 
@@ -385,24 +390,31 @@ def private_uses(root=ROOT, dirs=CODE_DIRS, guarded=GUARDED) -> list[dict]:
 
 def _private_in(tree, foreign: dict, ours: set, own_tops: set):
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module \
-                and node.module.split(".")[0] not in own_tops:
-            yield from _private_import(node)
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if _private_module(a.name) and a.name.split(".")[0] not in own_tops:
-                    yield node.lineno, f"import {a.name}", a.name.split(".")[0]
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from _private_import(node, own_tops)
         elif isinstance(node, ast.Attribute) and _private(node.attr):
             yield from _private_attribute(node, node.attr, foreign, ours)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in ("getattr", "setattr", "hasattr", "delattr") \
-                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
-                and isinstance(node.args[1].value, str) and _private(node.args[1].value):
+        elif _getattr_private(node):
             yield from _private_attribute(node.args[0], node.args[1].value, foreign, ours,
                                           node.lineno)
 
 
-def _private_import(node: ast.ImportFrom):
+def _getattr_private(node) -> bool:
+    """getattr/setattr/hasattr/delattr(obj, "_name", ...) with a literal private name."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        and node.func.id in ("getattr", "setattr", "hasattr", "delattr") \
+        and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+        and isinstance(node.args[1].value, str) and _private(node.args[1].value)
+
+
+def _private_import(node, own_tops: set):
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if _private_module(a.name) and a.name.split(".")[0] not in own_tops:
+                yield node.lineno, f"import {a.name}", a.name.split(".")[0]
+        return
+    if node.level or not node.module or node.module.split(".")[0] in own_tops:
+        return
     module = node.module
     for a in node.names:
         sub = module == "streamlit" and a.name in STREAMLIT_SUBMODULES  # streamlit.config

@@ -20,9 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 
-from .sizes import size_of
-
 from . import options
+from .sizes import size_of
 
 DEFAULT_MB = options.DEFAULT_CACHE_MB  # 2 GB (ui/options.py says why)
 ENV = options.CACHE_ENV

@@ -1,5 +1,6 @@
 """Written hooks: run the model with functions that replace named intermediates, and the hooks
-the experiments are made of (heads switched off, position embeddings left out).
+the experiments are made of (heads switched off, position embeddings left out, another attention
+mask than the model's own, local windows).
 
     def no_head_2(z, name):                        # z: [B, H, S, d_k], the batch first
         z = z.clone()
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import torch
 
 from .hooks import HookPoint, writing
+from .masks import is_own, resolve, window_name
 
 Hook = Callable[[torch.Tensor, str], "torch.Tensor | None"]
 
@@ -67,8 +69,9 @@ def run_with_hooks(model, pixels: torch.Tensor, hooks: dict, text_ids=None, mask
     """
     if pixels.dim() == 3:
         pixels = pixels.unsqueeze(0)
-    with writing(combine(model, hooks)):
-        return model(pixels, text_ids, mask=mask)
+    n_text = 0 if text_ids is None else text_ids.shape[1]
+    with writing(experiment_hooks(model, hooks=hooks, mask=mask, n_text=n_text)):
+        return model(pixels, text_ids)
 
 
 # ---------------------------------------------------------------- the experiments' hooks
@@ -105,8 +108,54 @@ def without_positions(model) -> dict[str, Hook]:
     return {"patch_embed": hold, "embed": drop}
 
 
-def experiment_hooks(model, head_mask=None, positions: bool = True,
-                     hooks: dict | None = None) -> dict[str, list[Hook]]:
-    """The hooks of run_trace's `head_mask` and `positions` arguments, then the caller's."""
-    return combine(model, None if head_mask is None else heads_off(head_mask),
-                   None if positions else without_positions(model), hooks)
+def mask_hooks(model, mask, n_text: int = 0) -> tuple[dict[str, Hook], dict[str, Hook]]:
+    """Hooks that run the model under `mask` (a name as `ViT.forward` takes it, an additive
+    [S, S] or per-block [L, S, S] tensor) instead of its own mask, for S = N (+1) + n_text
+    tokens: ({} , {}) when `mask` is the model's own.
+
+    Returns (first, last): `last` holds each block's Q and K (after every other hook on them);
+    `first` replaces the block's scores, which the model masked with its own mask, by
+    Q K^T / sqrt(d_k) + M[l] (before any other hook on the scores reads them). Install them as
+    `combine(model, first, ..., last)`; `experiment_hooks` and `with_mask` do."""
+    if mask is None or is_own(model.config, mask, n_text):
+        return {}, {}
+    new = resolve(model.config, mask, n_text)  # (S, S) or (L, S, S); None: full
+    if new is None:
+        new = torch.zeros(2 * (model.config.num_image_tokens + n_text,))
+    new = new.detach().clone()  # the caller's tensor may change later
+    held = threading.local()  # per thread: threads running one model never mix their Q, K
+
+    def hold(t: torch.Tensor, name: str) -> None:
+        setattr(held, name.rpartition(".")[2], t)
+
+    def rescore(scores: torch.Tensor, name: str) -> torch.Tensor:
+        layer = int(name.split(".")[1])
+        q, k = held.q, held.k
+        held.q = held.k = None
+        m = (new[layer] if new.dim() == 3 else new).to(scores.device, scores.dtype)  # (S, S)
+        return (q @ k.transpose(-2, -1)) * model.blocks[layer].attn.scale + m  # Q K^T/sqrt(d_k)+M
+
+    L = model.config.depth
+    return ({f"blocks.{i}.attn.scores": rescore for i in range(L)},
+            {f"blocks.{i}.attn.{p}": hold for i in range(L) for p in "qk"})
+
+
+def window_hooks(model, size: int, shifted: bool = False, n_text: int = 0):
+    """mask_hooks for local windows of size x size patches (vit_core/masks.py), shifted by
+    size // 2 on odd blocks if `shifted`."""
+    return mask_hooks(model, window_name(size, shifted), n_text)
+
+
+def with_mask(model, mask, n_text: int = 0, hooks: dict | None = None) -> dict[str, list[Hook]]:
+    """`hooks` ({name: fn or [fn, ...]}) with the hooks of `mask` around them (mask_hooks)."""
+    first, last = mask_hooks(model, mask, n_text)
+    return combine(model, first, hooks, last)
+
+
+def experiment_hooks(model, head_mask=None, positions: bool = True, hooks: dict | None = None,
+                     mask=None, n_text: int = 0) -> dict[str, list[Hook]]:
+    """The hooks of run_trace's `mask`, `head_mask` and `positions` arguments around the
+    caller's `hooks` (for n_text text tokens)."""
+    first, last = mask_hooks(model, mask, n_text)
+    return combine(model, first, None if head_mask is None else heads_off(head_mask),
+                   None if positions else without_positions(model), hooks, last)

@@ -62,6 +62,11 @@ def writes(*points: HookPoint) -> bool:
     return hooks is not None and any(p.name in hooks for p in points)
 
 
+def current_writes() -> dict:
+    """The hooks written in the running context, {name: [fn, ...]} ({} for none)."""
+    return _WRITES.get() or {}
+
+
 def _written(fn, x: torch.Tensor, name: str) -> torch.Tensor:
     """fn's tensor in place of x, checked: the same shape, or one sentence naming the hook."""
     new = fn(x, name)

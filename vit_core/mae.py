@@ -130,6 +130,21 @@ def visible_colour_errors(target: torch.Tensor, mask: torch.Tensor,
     return ((t - colour[:, None, None]) ** 2).mean(dim=(2, 3))
 
 
+def random_masking(x: torch.Tensor, noise: torch.Tensor, keep: int):
+    """Keep the `keep` tokens of x (B, N, D) with the smallest noise (B, N), as transformers'
+    random_masking. Returns (kept tokens (B, N_vis, D), ids_keep (B, N_vis), ids_restore (B, N),
+    mask (B, N): 1 where a patch is hidden, in grid order)."""
+    B, N, D = x.shape
+    ids_shuffle = torch.argsort(noise, dim=1)  # (B, N) patch indices, smallest noise first
+    ids_restore = torch.argsort(ids_shuffle, dim=1)  # (B, N) its inverse permutation
+    ids_keep = ids_shuffle[:, :keep]  # (B, N_vis)
+    x = torch.gather(x, 1, ids_keep[..., None].expand(-1, -1, D))  # (B, N_vis, D)
+    mask = torch.ones(B, N, device=x.device)
+    mask[:, :keep] = 0  # in shuffled order: the kept ones first
+    mask = torch.gather(mask, 1, ids_restore)  # (B, N) back in grid order, 1 = hidden
+    return x, ids_keep, ids_restore, mask
+
+
 @dataclass(frozen=True)
 class MAEOutput:
     """Every intermediate of one MAE pass. Shapes for a batch of B; N patches, N_vis kept."""
@@ -210,7 +225,7 @@ class MAE(nn.Module):
             n_visible: keep exactly this many instead (overrides mask_ratio).
         """
         enc, c = self.encoder, self.encoder.config
-        B, N, D = pixels.shape[0], c.num_patches, c.embed_dim
+        B, N = pixels.shape[0], c.num_patches
         ratio = self.config.mask_ratio if mask_ratio is None else mask_ratio
         keep = num_visible(N, ratio) if n_visible is None else int(n_visible)
         if not 0 < keep <= N:
@@ -222,14 +237,8 @@ class MAE(nn.Module):
         x = enc.patch_embed(patchify(pixels, c.patch_size))  # (B, N, D)  x_p E + b
         x = x + enc.pos_embed[:, 1:]  # (B, N, D)  + E_pos
 
-        # 2. random masking: sort by noise, keep the first N_vis (transformers' random_masking)
-        ids_shuffle = torch.argsort(noise, dim=1)  # (B, N) patch indices, smallest noise first
-        ids_restore = torch.argsort(ids_shuffle, dim=1)  # (B, N) its inverse permutation
-        ids_keep = ids_shuffle[:, :keep]  # (B, N_vis)
-        x = torch.gather(x, 1, ids_keep[..., None].expand(-1, -1, D))  # (B, N_vis, D)
-        mask = torch.ones(B, N, device=pixels.device)
-        mask[:, :keep] = 0  # in shuffled order: the kept ones first
-        mask = torch.gather(mask, 1, ids_restore)  # (B, N) back in grid order, 1 = hidden
+        # 2. random masking: sort by noise, keep the first N_vis
+        x, ids_keep, ids_restore, mask = random_masking(x, noise, keep)  # x: (B, N_vis, D)
 
         # 3. the encoder reads [CLS; visible]: S = 1 + N_vis tokens instead of 1 + N
         cls = (enc.cls_token + enc.pos_embed[:, :1]).expand(B, -1, -1)  # (B, 1, D)

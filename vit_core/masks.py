@@ -130,3 +130,40 @@ def window_masks(config, name: str, n_text: int = 0) -> torch.Tensor:
     """Additive float masks [L, S, S], 0 (visible) and -inf (blocked): block l adds mask[l]."""
     allowed = window_keys(config, name, n_text)
     return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
+
+
+# ---------------------------------------------------------------- the model's own, or another
+def resolve(config, mask, n_text: int = 0) -> torch.Tensor | None:
+    """A mask name, an additive [S, S] or per-block [L, S, S] tensor, or None (the model's own,
+    `config.default_mask`) -> the additive tensor, or None for "full" (nothing to add)."""
+    if mask is None:
+        mask = config.default_mask
+    if isinstance(mask, str):
+        if mask == "full":
+            return None  # nothing to add; skip the S x S addition
+        if is_window(mask):
+            return window_masks(config, mask, n_text)  # (L, S, S)
+        mask = make_mask(mask, config.num_image_tokens, n_text)
+    S = config.num_image_tokens + n_text
+    if mask.shape[-2:] != (S, S) or mask.dim() not in (2, 3):
+        raise ValueError(f"A mask for {S} tokens is [S, S] or [L, S, S] with S = {S}, "
+                         f"not {list(mask.shape)}.")
+    if mask.dim() == 3 and mask.shape[0] != config.depth:
+        raise ValueError(f"A per-block mask needs one [S, S] mask per block: "
+                         f"{config.depth}, not {mask.shape[0]}.")
+    return mask
+
+
+def own_mask(config, n_text: int = 0) -> torch.Tensor | None:
+    """The mask the model itself uses (its default_mask: a captioner's causal or prefix mask),
+    additive [S, S], or None for "full"."""
+    return resolve(config, None, n_text)
+
+
+def is_own(config, mask, n_text: int = 0) -> bool:
+    """Whether `mask` (a name, a tensor or None) lets every query see exactly the keys the
+    model's own mask lets it see, in every block."""
+    new, own = resolve(config, mask, n_text), own_mask(config, n_text)
+    if new is None or own is None:
+        return new is None and own is None or bool(((new if own is None else own) == 0).all())
+    return bool((new.to(own.dtype) == own).all())

@@ -4,7 +4,8 @@ Pieces in order of use: Attention -> Mlp -> Block -> PatchEmbed -> ViT. Paramete
 timm's, so a classifier's state dict loads into timm's VisionTransformer with strict=True.
 Every intermediate passes through a HookPoint; `run_trace` (trace.py) collects them by name, and
 `run_with_hooks` (hooked.py) lets a function replace any of them: experiments (heads off,
-positions left out) are such hooks, so forward holds only what the model itself computes.
+positions left out, another attention mask, local windows) are such hooks, so forward holds only
+what the model itself computes, with its own mask (a captioner's causal or prefix mask).
 
 Symbols: B batch, C channels, P patch size, N patches, D width, H heads, d_k = D/H,
 S = N (+1 for CLS) (+T text tokens), d_ff MLP width, K classes, V vocabulary size.
@@ -17,8 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import ViTConfig
-from .hooks import HookPoint, name_hook_points, wanted, writes
-from .masks import is_window, make_mask, window_masks
+from .hooked import with_mask
+from .hooks import HookPoint, current_writes, name_hook_points, wanted, writes, writing
+from .masks import is_own, own_mask
 from .patches import patchify
 
 
@@ -192,42 +194,30 @@ class ViT(nn.Module):
             x = torch.cat([x, t], dim=1)  # (B, S, D)  image tokens first, then text
         return self.hook_embed(x)
 
-    def resolve_mask(self, mask, n_text: int):
-        """A mask name, an [S, S] or per-block [L, S, S] tensor, or None (the model's own
-        default) -> tensor or None. "window:M[:shifted]" gives [L, S, S] (vit_core/masks.py)."""
-        if mask is None:
-            mask = self.config.default_mask
-        if isinstance(mask, str):
-            if mask == "full":
-                return None  # nothing to add; skip the S x S addition
-            if is_window(mask):
-                return window_masks(self.config, mask, n_text)  # (L, S, S)
-            mask = make_mask(mask, self.config.num_image_tokens, n_text)
-        if mask.dim() == 3 and mask.shape[0] != self.config.depth:
-            raise ValueError(f"A per-block mask needs one [S, S] mask per block: "
-                             f"{self.config.depth}, not {mask.shape[0]}.")
-        return mask
-
     def forward(self, pixels, text_ids=None, mask=None):
         """Args:
             pixels: (B, C, H, W) normalised images.
             text_ids: (B, T) token ids (text model only), starting with [SOS].
-            mask: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted", an additive
-                (S, S) tensor, a per-block (L, S, S) one (block l adds mask[l]), or None =
-                the model's default.
+            mask: None, the model's own mask (config.default_mask); or, as a convenience,
+                another one: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted",
+                an additive (S, S) tensor or a per-block (L, S, S) one (block l adds mask[l]),
+                run as written hooks on every block's scores (hooked.mask_hooks), around the
+                hooks already written.
         Returns:
             class logits (B, K), or text logits (B, T, V) for the text model.
         """
         if text_ids is not None and not self.config.has_text:
             raise ValueError("This model has no text stream; it cannot read text.")
         n_text = 0 if text_ids is None else text_ids.shape[1]
-        mask = self.resolve_mask(mask, n_text)
+        if mask is not None and not is_own(self.config, mask, n_text):
+            with writing(with_mask(self, mask, n_text, current_writes())):
+                return self.forward(pixels, text_ids)
+        mask = own_mask(self.config, n_text)  # (S, S): a captioner's causal/prefix, or None
         if mask is not None:
             mask = mask.to(pixels.device, pixels.dtype)
         x = self.embed(pixels, text_ids)  # (B, S, D)
-        for layer, block in enumerate(self.blocks):
-            m = mask[layer] if mask is not None and mask.dim() == 3 else mask  # (S, S) or None
-            x = block(x, m)
+        for block in self.blocks:
+            x = block(x, mask)
         x = self.hook_ln_final(self.norm(x))  # (B, S, D)  X_f = LN_f(X_L)
         n_img, n_pre = self.config.num_image_tokens, self.config.num_prefix_tokens
         if self.seg_head is not None:

@@ -23,6 +23,7 @@ import torch
 from .config import ViTConfig
 from .hooked import experiment_hooks
 from .hooks import capture, writing
+from .masks import own_mask, resolve
 from .recompute import Recomputed, Rerun, weights_version
 
 _Rerun = Rerun  # run_trace's name for it
@@ -255,7 +256,8 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
         pixels: one preprocessed image, [1, C, H, W] or [C, H, W].
         text_ids: token ids [T] or [1, T] for the text model (starting with [SOS]).
         mask: "full" | "causal" | "prefix" | "window:M" | "window:M:shifted", an additive
-            [S, S] tensor, a per-block [L, S, S] one, or None = model default.
+            [S, S] tensor, a per-block [L, S, S] one, or None = model default. Another mask
+            than the model's own is written as hooks on the scores (hooked.mask_hooks).
         head_mask: optional [L, H] multipliers on head outputs (0 switches a head off).
         positions: False leaves out the image position embeddings (an experiment).
         hooks: {name: fn or [fn, ...]}, written as `run_with_hooks` writes them (vit_core/
@@ -273,18 +275,22 @@ def run_trace(model, pixels: torch.Tensor, text_ids=None, mask=None, head_mask=N
     n_text = 0 if text_ids is None else text_ids.shape[1]
     kind = mask if isinstance(mask, str) else ("custom" if mask is not None else None)
     kind = kind or model.config.default_mask
-    resolved = model.resolve_mask(mask, n_text)  # None means "full": nothing to add
+    resolved = resolve(model.config, mask, n_text)  # None means "full": nothing to add
     if resolved is not None:
-        resolved = resolved.detach().clone()  # the caller's tensor may change; recompute reads it
-    hooks = experiment_hooks(model, head_mask, positions, hooks)  # switches are hooks too
+        resolved = resolved.detach().clone()  # the caller's tensor may change later
+    # a changed mask, the head switches and positions left out are written hooks around the
+    # caller's; the model itself adds only its own mask (a recomputed block too)
+    hooks = experiment_hooks(model, head_mask, positions, hooks,
+                             mask="full" if resolved is None else resolved, n_text=n_text)
     L = model.config.depth
     keep = {*KEPT, *(n.replace(".l.", f".{i}.") for n in KEPT if ".l." in n for i in range(L))}
     with torch.inference_mode(), writing(hooks), capture(only=keep if lean else None) as store:
         # capture lives in a context variable: concurrent traces of one model never mix
-        model(pixels, text_ids, mask="full" if resolved is None else resolved)
+        model(pixels, text_ids)
     names = store.seen if lean else list(store)  # every name offered, in forward order
     tensors = {name: t[0].detach().cpu() for name, t in store.items()}
-    rerun = _Rerun(model, resolved, hooks, pixels.device, weights_version(model))
+    rerun = _Rerun(model, own_mask(model.config, n_text), hooks, pixels.device,
+                   weights_version(model))
     S = model.config.num_image_tokens + n_text
     shown = torch.zeros(S, S) if resolved is None else resolved.cpu()
     return Trace(tensors, model.config, shown, kind,

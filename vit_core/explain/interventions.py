@@ -3,7 +3,8 @@
 Each run function returns a fresh Trace (or Generation); the model itself is never modified, so a
 cached model shared by many sessions stays intact. `alter` says what an intervention feeds the
 model (the altered pixels, the mask, the head switches, positions on or off); `run` and `caption`
-run it, the head switches and positions as written hooks (vit_core/hooked.py); the comparison
+run it, the head switches, positions and a changed mask as written hooks (vit_core/hooked.py:
+run_trace's and the model's `mask=` install mask_hooks); the comparison
 helpers below read the two results as numbers (the Experiments stage, ui/stages/experiments.py,
 words them).
 

@@ -151,12 +151,7 @@ def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tenso
         Unknown keys pass through unchanged, so the strict loader names them.
     """
     cfg = hf_config or {}
-    if cfg.get("model_type", "vit") not in HF_MODEL_TYPES:
-        raise CheckpointError(f"This is a Hugging Face '{cfg['model_type']}' model, not a Vision "
-                              f"Transformer: only ViT, DeiT and ViTMAE models can be shown here.")
-    if cfg.get("hidden_act", "gelu") != "gelu":
-        raise CheckpointError(f"hidden_act '{cfg['hidden_act']}' is not supported; ViT uses the "
-                              f"exact GELU ('gelu').")
+    _check_hf_config(cfg)
     out, qkv, ignored = {}, {}, []
     for key, value in state.items():
         k = _hf_key(key)
@@ -176,17 +171,47 @@ def from_hf(state: dict, hf_config: dict | None = None) -> dict[str, torch.Tenso
             base, _, kind = k.rpartition(".")
             top = HF_TOP.get(k) or (HF_TOP.get(base) and f"{HF_TOP[base]}.{kind}")
             out[top or key] = value
-    for (i, kind), parts in qkv.items():
-        if any(p is None for p in parts):
-            raise CheckpointError(f"Layer {i} lacks one of query/key/value {kind}.")
-        out[f"blocks.{i}.attn.qkv.{kind}"] = torch.cat(parts, dim=0)  # rows: q, k, v
+    out.update(_joined_qkv(qkv))
     if ignored:
         warnings.warn(f"Ignored {few(list(ignored))}: the pooler (and mask token) are not used to "
                       f"classify; the head reads the final CLS token.", stacklevel=2)
     return out
 
 
+def _check_hf_config(cfg: dict) -> None:
+    """An HF config.json `ViT` can run: a ViT, DeiT or ViTMAE model with the exact GELU."""
+    if cfg.get("model_type", "vit") not in HF_MODEL_TYPES:
+        raise CheckpointError(f"This is a Hugging Face '{cfg['model_type']}' model, not a Vision "
+                              f"Transformer: only ViT, DeiT and ViTMAE models can be shown here.")
+    if cfg.get("hidden_act", "gelu") != "gelu":
+        raise CheckpointError(f"hidden_act '{cfg['hidden_act']}' is not supported; ViT uses the "
+                              f"exact GELU ('gelu').")
+
+
+def _joined_qkv(qkv: dict) -> dict[str, torch.Tensor]:
+    """{(layer, weight|bias): [q, k, v]} -> timm's `blocks.{i}.attn.qkv.{kind}`, rows q, k, v."""
+    out = {}
+    for (i, kind), parts in qkv.items():
+        if any(p is None for p in parts):
+            raise CheckpointError(f"Layer {i} lacks one of query/key/value {kind}.")
+        out[f"blocks.{i}.attn.qkv.{kind}"] = torch.cat(parts, dim=0)  # rows: q, k, v
+    return out
+
+
 # ---------------------------------------------------------------- geometry
+def _num_heads(said: int | None, passed: int | None, D: int) -> int:
+    """H: what config.json says, else what the caller passed, else D // 64 (d_k = 64)."""
+    if said and passed and said != passed:
+        raise ValueError(f"config.json says {said} heads but num_heads={passed} was passed.")
+    heads = said or passed
+    if heads is None:
+        if D % 64:
+            raise ValueError(f"The width D={D} is not a multiple of 64, so the number of heads "
+                             f"cannot be guessed from the usual d_k = 64; pass num_heads=… "
+                             f"(e.g. load_model(path, num_heads=3)).")
+        heads = D // 64
+    return heads
+
 
 
 def infer_config(state: dict, hf_config: dict | None = None, num_heads: int | None = None,
@@ -214,16 +239,7 @@ def infer_config(state: dict, hf_config: dict | None = None, num_heads: int | No
     if grid * grid != n:
         raise ValueError(f"pos_embed has {n} patch positions, not a square grid (register tokens "
                          f"or a position-free CLS are not supported).")
-    heads = cfg.get("num_attention_heads")
-    if heads and num_heads and heads != num_heads:
-        raise ValueError(f"config.json says {heads} heads but num_heads={num_heads} was passed.")
-    heads = heads or num_heads
-    if heads is None:
-        if D % 64:
-            raise ValueError(f"The width D={D} is not a multiple of 64, so the number of heads "
-                             f"cannot be guessed from the usual d_k = 64; pass num_heads=… "
-                             f"(e.g. load_model(path, num_heads=3)).")
-        heads = D // 64
+    heads = _num_heads(cfg.get("num_attention_heads"), num_heads, D)
     num_classes = state["head.weight"].shape[0] if "head.weight" in state else 0
     fc_norm = "fc_norm.weight" in state
     hidden = state["blocks.0.mlp.fc1.weight"].shape[0]
@@ -352,25 +368,12 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
     if hf:
         state = from_hf(state, cfg)
         cfg = cfg or {"layer_norm_eps": 1e-12}  # a bare HF file: HF's LayerNorm eps
-    needed = ("patch_embed.proj.weight", "pos_embed", "blocks.0.mlp.fc1.weight")
-    if any(k not in state for k in needed):
-        also = (" (and has no ViT Explainer config in its metadata)"
-                if path.suffix == ".safetensors" else "")
-        raise CheckpointError(f"'{path.name}' does not look like a ViT checkpoint{also}: it lacks "
-                              f"{', '.join(k for k in needed if k not in state)}. "
-                              f"Its keys: {few(list(state))}.")
+    _check_vit_keys(state, path)
     args = (cfg.get("model_args") or {}) if timm_repo else {}
     try:
         config = infer_config(state, cfg if hf else None, num_heads or args.get("num_heads"),
                               img_size)
-        prep = (preprocessing_from_timm(cfg.get("pretrained_cfg") or {}, config.img_size)
-                if timm_repo else preprocessing_from_hf(pre, config.img_size))
-        prep.update({k: tuple(v) for k, v in (("mean", mean), ("std", std)) if v is not None})
-        if timm_repo:
-            prep.update(global_pool=cfg.get("global_pool", args.get("global_pool",
-                                                                    config.global_pool)),
-                        class_names=_timm_label_names(cfg, config))
-        config = config.replace(**prep)
+        config = config.replace(**_preprocessing(config, cfg, pre, timm_repo, mean, std))
     except ValueError as e:
         raise CheckpointError(f"'{path.name}': {e}") from e
     model = _build(state, config, path.name)
@@ -382,6 +385,30 @@ def load_external(path: str | Path, num_heads: int | None = None, img_size: int 
     model.info = ModelInfo(name=name or path.name, source=str(path), trained=True, metrics={},
                            description=kind)
     return model
+
+
+def _check_vit_keys(state: dict, path: Path) -> None:
+    needed = ("patch_embed.proj.weight", "pos_embed", "blocks.0.mlp.fc1.weight")
+    if any(k not in state for k in needed):
+        also = (" (and has no ViT Explainer config in its metadata)"
+                if path.suffix == ".safetensors" else "")
+        raise CheckpointError(f"'{path.name}' does not look like a ViT checkpoint{also}: it lacks "
+                              f"{', '.join(k for k in needed if k not in state)}. "
+                              f"Its keys: {few(list(state))}.")
+
+
+def _preprocessing(config: ViTConfig, cfg, pre: dict, timm_repo: bool, mean, std) -> dict:
+    """The config fields a folder's preprocessing sets (size, interpolation, mean, std; a timm
+    repo's pooling and label names), the caller's mean and std over them."""
+    args = (cfg.get("model_args") or {}) if timm_repo else {}
+    prep = (preprocessing_from_timm(cfg.get("pretrained_cfg") or {}, config.img_size)
+            if timm_repo else preprocessing_from_hf(pre, config.img_size))
+    prep.update({k: tuple(v) for k, v in (("mean", mean), ("std", std)) if v is not None})
+    if timm_repo:
+        prep.update(global_pool=cfg.get("global_pool", args.get("global_pool",
+                                                                config.global_pool)),
+                    class_names=_timm_label_names(cfg, config))
+    return prep
 
 
 def _timm_label_names(cfg: dict, config: ViTConfig) -> tuple[str, ...]:

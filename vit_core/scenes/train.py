@@ -259,50 +259,128 @@ def parse(argv=None):
     return ap.parse_args(argv)
 
 
-def main(argv=None) -> dict:
-    """Train, save the checkpoint and card; returns final metrics and this run's losses."""
-    args = parse(argv)
+def start(args) -> tuple[Path, Path]:
+    """Threads and seed set; the output path and the resumable state's path (its folder made)."""
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
     state_path = Path(args.state or Path("runs") / f"{out.stem}.pt")
     state_path.parent.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(args.seed)
+    return out, state_path
+
+
+def adamw(decay: list, rest: list, args, **kw) -> torch.optim.AdamW:
+    """AdamW with weight decay on `decay` only."""
+    return torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
+                              {"params": rest, "weight_decay": 0.0}], lr=args.lr, **kw)
+
+
+def resume(state_path: Path, model, opt, log: dict) -> tuple[int, float, list, dict]:
+    """(step, seconds, history, log) from the state file if there is one (weights_only=True: a
+    state file can never run code), else from the start."""
+    if not state_path.exists():
+        return 0, 0.0, [], log
+    st = torch.load(state_path, weights_only=True)
+    model.load_state_dict(st["model"])
+    opt.load_state_dict(st["opt"])
+    print(f"resumed from {state_path} at step {st['step']}")
+    return st["step"], st["seconds"], st["history"], st.get("log") or log
+
+
+def scene_batches(args, step: int, config) -> DataLoader:
+    """The training scenes from `step` on (a resumed run continues the stream)."""
+    stream = FreshSceneStream(base_seed=args.seed, start=step * args.batch, mean=config.mean,
+                              std=config.std)
+    return DataLoader(stream, batch_size=args.batch, num_workers=args.workers,
+                      persistent_workers=args.workers > 0)
+
+
+def optimise(model, opt, loss: torch.Tensor) -> None:
+    """One step: gradients of `loss`, clipped to norm 1, applied."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
+def progress(step: int, args, n_seen: int, since: float) -> tuple[str, str]:
+    """(the progress bar and step, the rate and the time left) after `n_seen` images since
+    time `since`."""
+    rate = n_seen / (time.time() - since)
+    eta = (args.steps - step) * args.batch / max(rate, 1e-9) / 60
+    bar = "#" * int(30 * step / args.steps)
+    return f"[{bar:<30}] step {step}/{args.steps}", f"{rate:.0f} img/s, eta {eta:.1f} min"
+
+
+def build_model(args) -> ViT:
     config = make_config(args)
     model = ViT(config)
     if args.init:
         print(f"warm start: {len(warm_start(model, args.init))} tensors from {args.init}")
     if args.pos_sincos:
         add_smooth_positions(model, args.pos_sincos)
+    return model
+
+
+class Snapshots:
+    """The weights kept at the --snapshots steps, each once (a resumed run skips those taken)."""
+
+    def __init__(self, model, out: Path, args, log: dict):
+        self.model, self.out, self.args, self.log = model, out, args, log
+        self.steps = sorted({int(x) for x in args.snapshots.split(",") if x.strip()})
+        self.taken = {e["step"] for e in log["snapshots"]}
+
+    def take_if_due(self, at: int) -> None:
+        if at in self.steps and at not in self.taken:
+            was_training = self.model.training
+            self.log["snapshots"].append(save_snapshot(self.model, self.out, at, self.args))
+            self.taken.add(at)
+            self.model.train(was_training)
+
+
+def log_every_10(step: int, args, log: dict, lr: float, parts_log: list) -> bool:
+    """Append the mean of the parts since the last entry to the training log, every 10 steps
+    and at the last; whether it did."""
+    if not (step % 10 == 0 or step == args.steps):
+        return False
+    log["train"].append({"step": step, "lr": lr, **{
+        k: sum(p[k] for p in parts_log) / len(parts_log) for k in parts_log[0]}})
+    return True
+
+
+def finish(model, out: Path, args, seconds: float, history: list, log: dict,
+           snapshots: Snapshots) -> dict:
+    """Evaluate the trained model, save it with its card (and training log); its metrics."""
+    model.eval()
+    if args.task == "classify":
+        final = evaluate_classifier(model, args.final_eval_n, seed=0)
+    else:
+        final = evaluate_captioner(model, args.final_eval_n, seed=0, mask=args.mask)
+    info = ModelInfo(name=out.stem, source="bundled", trained=True, metrics=final,
+                     description=f"{args.task} model trained on generated scenes"
+                     + (f" with the {args.mask} mask" if args.task == "caption" else ""))
+    save_checkpoint(model, out, info)
+    write_card(out, args, model.config, final, seconds, history)
+    if snapshots.steps or log["train"]:
+        write_training_log(out, args, log, history, seconds)
+    print("final held-out:", json.dumps(final), f"| {seconds / 60:.1f} min of training")
+    return final
+
+
+def main(argv=None) -> dict:
+    """Train, save the checkpoint and card; returns final metrics and this run's losses."""
+    args = parse(argv)
+    out, state_path = start(args)
+    model = build_model(args)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "pos_embed" not in n]
     rest = [p for n, p in model.named_parameters() if p.dim() < 2 or "pos_embed" in n]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
-                             {"params": rest, "weight_decay": 0.0}], lr=args.lr)
-    step, seconds, history = 0, 0.0, []
-    log: dict = {"train": [], "snapshots": []}
-    if state_path.exists():  # resume; weights_only=True: a state file can never run code
-        st = torch.load(state_path, weights_only=True)
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["opt"])
-        step, seconds, history = st["step"], st["seconds"], st["history"]
-        log = st.get("log") or log
-        print(f"resumed from {state_path} at step {step}")
-    snap_steps = sorted({int(x) for x in args.snapshots.split(",") if x.strip()})
-    taken = {e["step"] for e in log["snapshots"]}
-
-    def snapshot_if_due(at: int) -> None:
-        if at in snap_steps and at not in taken:
-            was_training = model.training
-            log["snapshots"].append(save_snapshot(model, out, at, args))
-            taken.add(at)
-            model.train(was_training)
-
-    snapshot_if_due(step)
+    opt = adamw(decay, rest, args)
+    step, seconds, history, log = resume(state_path, model, opt, {"train": [], "snapshots": []})
+    snapshots = Snapshots(model, out, args, log)
+    snapshots.take_if_due(step)
     tok = Tokenizer(VOCAB)
-    stream = FreshSceneStream(base_seed=args.seed, start=step * args.batch, mean=config.mean,
-                              std=config.std)
-    batches = DataLoader(stream, batch_size=args.batch, num_workers=args.workers,
-                         persistent_workers=args.workers > 0)
+    batches = scene_batches(args, step, model.config)
     gen = torch.Generator().manual_seed(args.seed * 1000 + step)
     model.train()
     t_log, n_log, losses, parts_log = time.time(), 0, [], []
@@ -314,47 +392,27 @@ def main(argv=None) -> dict:
             group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
         batch["pixels"] = augment(batch["pixels"], gen)
         loss, parts = loss_on(model, batch, args, tok)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimise(model, opt, loss)
         step += 1
         seconds = seconds_before + time.time() - t_run
         losses.append(loss.item())
         parts_log.append({"loss": loss.item(), **parts})
         n_log += args.batch
-        if step % 10 == 0 or step == args.steps:
-            log["train"].append({"step": step, "lr": opt.param_groups[0]["lr"], **{
-                k: sum(p[k] for p in parts_log) / len(parts_log) for k in parts_log[0]}})
+        if log_every_10(step, args, log, opt.param_groups[0]["lr"], parts_log):
             parts_log = []
-            rate = n_log / (time.time() - t_log)
-            eta = (args.steps - step) * args.batch / max(rate, 1e-9) / 60
-            bar = "#" * int(30 * step / args.steps)
-            print(f"[{bar:<30}] step {step}/{args.steps} loss {loss.item():.3f} "
-                  + " ".join(f"{k} {v:.3f}" for k, v in parts.items())
-                  + f" | {rate:.0f} img/s, eta {eta:.1f} min", flush=True)
+            bar, rate = progress(step, args, n_log, t_log)
+            print(f"{bar} loss {loss.item():.3f} "
+                  + " ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f" | {rate}", flush=True)
             t_log, n_log = time.time(), 0
         if step % args.eval_every == 0 or step == args.steps:
             held = evaluate_now(model, args)
             history.append({"step": step, **{k: v for k, v in held.items()
                                              if isinstance(v, float)}})
             print("held-out:", json.dumps(history[-1]), flush=True)
-        snapshot_if_due(step)
+        snapshots.take_if_due(step)
         if step % args.save_every == 0 or step == args.steps:
             save_state(state_path, model, opt, step, seconds, history, log)
-    model.eval()
-    if args.task == "classify":
-        final = evaluate_classifier(model, args.final_eval_n, seed=0)
-    else:
-        final = evaluate_captioner(model, args.final_eval_n, seed=0, mask=args.mask)
-    info = ModelInfo(name=out.stem, source="bundled", trained=True, metrics=final,
-                     description=f"{args.task} model trained on generated scenes"
-                     + (f" with the {args.mask} mask" if args.task == "caption" else ""))
-    save_checkpoint(model, out, info)
-    write_card(out, args, config, final, seconds, history)
-    if snap_steps or log["train"]:
-        write_training_log(out, args, log, history, seconds)
-    print("final held-out:", json.dumps(final), f"| {seconds / 60:.1f} min of training")
+    final = finish(model, out, args, seconds, history, log, snapshots)
     return {"final": final, "losses": losses, "seconds": seconds}
 
 

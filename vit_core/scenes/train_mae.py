@@ -39,8 +39,8 @@ from ..mae import (
     visible_colour_errors,
 )
 from ..model import ViT
-from .train import lr_at, save_state
-from .world import FreshSceneStream, SceneDataset, heldout_seeds
+from .train import adamw, lr_at, optimise, progress, resume, save_state, scene_batches, start
+from .world import SceneDataset, heldout_seeds
 
 EVAL_NOISE_SEED = 11  # the held-out masking: the same hidden patches at every evaluation
 
@@ -171,34 +171,16 @@ def parse(argv=None):
 def main(argv=None) -> dict:
     """Train, save the MAE and its card; returns the final held-out metrics and the losses."""
     args = parse(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    state_path = Path(args.state or Path("runs") / f"{out.stem}.pt")
-    state_path.parent.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(args.seed)
+    out, state_path = start(args)
     mae = build(args)
     trained = [(n, p) for n, p in mae.named_parameters() if p.requires_grad]  # not the positions
     plain = {n for n, p in trained if p.dim() < 2 or n.endswith(("cls_token", "mask_token"))}
     decay = [p for n, p in trained if n not in plain]  # weight matrices decay; the rest does not
     rest = [p for n, p in trained if n in plain]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
-                             {"params": rest, "weight_decay": 0.0}], lr=args.lr,
-                            betas=(0.9, 0.95))  # MAE's betas
-    step, seconds, history = 0, 0.0, []
-    log: dict = {"train": []}
-    if state_path.exists():  # resume; weights_only=True: a state file can never run code
-        st = torch.load(state_path, weights_only=True)
-        mae.load_state_dict(st["model"])
-        opt.load_state_dict(st["opt"])
-        step, seconds, history = st["step"], st["seconds"], st["history"]
-        log = st.get("log") or log
-        print(f"resumed from {state_path} at step {step}")
+    opt = adamw(decay, rest, args, betas=(0.9, 0.95))  # MAE's betas
+    step, seconds, history, log = resume(state_path, mae, opt, {"train": []})
     c = mae.encoder.config
-    stream = FreshSceneStream(base_seed=args.seed, start=step * args.batch, mean=c.mean,
-                              std=c.std)
-    batches = DataLoader(stream, batch_size=args.batch, num_workers=args.workers,
-                         persistent_workers=args.workers > 0)
+    batches = scene_batches(args, step, c)
     gen = torch.Generator().manual_seed(args.seed * 1000 + step)  # the masking noise
     mae.train()
     t_log, n_log, losses = time.time(), 0, []
@@ -210,10 +192,7 @@ def main(argv=None) -> dict:
             group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
         x = batch["pixels"]
         loss = mae(x, noise=torch.rand(x.shape[0], c.num_patches, generator=gen)).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(mae.parameters(), 1.0)
-        opt.step()
+        optimise(mae, opt, loss)
         step += 1
         seconds = seconds_before + time.time() - t_run
         losses.append(loss.item())
@@ -222,11 +201,8 @@ def main(argv=None) -> dict:
             recent = losses[-10:]
             log["train"].append({"step": step, "lr": opt.param_groups[0]["lr"],
                                  "loss": sum(recent) / len(recent)})
-            rate = n_log / (time.time() - t_log)
-            eta = (args.steps - step) * args.batch / max(rate, 1e-9) / 60
-            bar = "#" * int(30 * step / args.steps)
-            print(f"[{bar:<30}] step {step}/{args.steps} loss {loss.item():.4f} | {rate:.0f} "
-                  f"img/s, eta {eta:.1f} min", flush=True)
+            bar, rate = progress(step, args, n_log, t_log)
+            print(f"{bar} loss {loss.item():.4f} | {rate}", flush=True)
             t_log, n_log = time.time(), 0
         if step % args.eval_every == 0 or step == args.steps:
             history.append({"step": step, **{k: v for k, v in

@@ -14,6 +14,7 @@ from vit_core.explain.flops import si
 from vit_core.explain.generation import tokenizer_for
 from vit_core.explain.mask_facts import WindowLayout, fewer_pairs, points_lost, reach, window_layout
 from vit_core.explain.windows import window_cost
+from vit_core.io.ref import ModelRef
 
 from ... import deck, figures, keys, state, tour
 from ... import models as picker
@@ -169,7 +170,7 @@ def _top1_words(x: Ctx, f: Windows) -> str:
                 f"{_points(points_lost(t.full, t.plain))} on the same scenes"
                 + (f" (full attention on another set: {card})." if card else "."))
     # another model, or the classifier at another size or training step
-    own = state.split_step(state.split_size(x.name)[0])[0] == tour.WINDOW_CLASSIFIER
+    own = ModelRef.parse(x.name).name == tour.WINDOW_CLASSIFIER
     why = ("the app measures it at the model's own size and final weights only: choose "
            "those to see it" if own else "that needs labelled held-out images of its own "
            f"task; the app measures it for {tour.WINDOW_CLASSIFIER} on its scenes")

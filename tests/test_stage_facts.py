@@ -6,6 +6,8 @@ a masked-autoencoder pass whose errors are recomputed patch by patch."""
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -237,3 +239,19 @@ def test_measure_gives_each_patchs_error_the_loss_and_the_flat_guess(norm_pix):
     assert (f.enc_scores, f.full_scores) == (36, 289)
     assert f.shapes == ((16, 48), (6, 16), (6, 16), (17, 8), (17, 8), (16, 48))
     assert f.exact_visible == math.floor(16 * (1 - 0.7) + 1e-9)
+
+
+# ---------------------------------------------------------------- shares through the formatter
+HAND_PERCENT = re.compile(r"\{[^{}]*:[^{}]*%\}")  # an f-string field formatted as a percent
+
+
+def test_these_stages_print_no_share_by_hand():
+    """Every share in the Training, Logits and MAE stages goes through ui/numbers (pct,
+    percent): no `{x:.1%}` of their own."""
+    root = Path(__file__).resolve().parents[1] / "ui" / "stages"
+    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
+             for pkg in ("training", "logits", "mae") for path in sorted((root / pkg).glob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if HAND_PERCENT.search(line)]
+    assert not found, "\n".join(found)
+    assert HAND_PERCENT.search('text=[f"{probs[i]:.1%}" for i in order]')  # the check sees one

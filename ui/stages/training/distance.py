@@ -16,7 +16,7 @@ from vit_core.explain.training import (
 
 from ... import deck, keys, session, state
 from ...deck import Number, Question
-from ...numbers import span
+from ...numbers import pct, span
 from ..attention import LOCAL  # a head "looks locally" under this share of an even spread
 from .base import (
     COLOURS,
@@ -106,7 +106,7 @@ def _distance_words(x: Ctx, f: dict) -> str:
     when = f"At step {x.step:,}" if x.log is not None else "In this model"
     said = (f"{when} the blocks' mean distances run {_px_range(here['mean_range'])} px (attention "
             f"spread evenly: {u:.0f} px), and **{here['local']} of the {here['dist'].size} "
-            f"heads look locally** (under {LOCAL:.0%} of the even spread, {LOCAL * u:.0f} px)")
+            f"heads look locally** (under {pct(LOCAL, 0)} of the even spread, {LOCAL * u:.0f} px)")
     said += f", in {_blocks(here['local_blocks'])}." if here["local_blocks"] else "."
     for r in runs:
         if r is not here:

@@ -255,3 +255,24 @@ def test_these_stages_print_no_share_by_hand():
              if HAND_PERCENT.search(line)]
     assert not found, "\n".join(found)
     assert HAND_PERCENT.search('text=[f"{probs[i]:.1%}" for i in order]')  # the check sees one
+
+
+def test_a_headless_models_final_cls_and_the_patches_that_point_like_it():
+    from vit_core import run_trace
+
+    torch.manual_seed(8)
+    model = ViT(ViTConfig(img_size=16, patch_size=4, embed_dim=16, depth=1, num_heads=2,
+                          num_classes=0)).eval()
+    tr = run_trace(model, torch.rand(1, 3, 16, 16, generator=torch.Generator().manual_seed(9)))
+    x = tr["ln_final"].double()
+    cls = [float(v) for v in x[0]]
+    cos = []
+    for p in range(16):
+        v = [float(t) for t in x[1 + p]]
+        dot = sum(a * b for a, b in zip(v, cls, strict=True))
+        cos.append(dot / math.sqrt(sum(a * a for a in v) * sum(b * b for b in cls)))
+    s = readout.headless_summary(tr)
+    assert s["token"] == "CLS" and s["norm"] == pytest.approx(math.sqrt(sum(a * a for a in cls)))
+    assert list(s["similarity"]) == pytest.approx(cos, abs=1e-5)
+    assert (s["sim_lo"], s["sim_hi"]) == pytest.approx((min(cos), max(cos)), abs=1e-5)
+    assert [p for p, _ in s["nearest"]] == sorted(range(16), key=lambda p: -cos[p])[:3]

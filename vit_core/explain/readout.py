@@ -144,8 +144,8 @@ def headless_summary(trace, k: int = 3) -> dict:
     norm, its largest dimensions, and the patches whose final vectors point most like it.
 
     Returns:
-        dict(token, vector [D], norm, top_dims [(index, value)], similarity [N], nearest
-        [(patch, cosine)])."""
+        dict(token, vector [D], norm, top_dims [(index, value)], similarity [N], its range
+        sim_lo and sim_hi, nearest [(patch, cosine)])."""
     c = trace.config
     name, v = final_token(trace)
     pre = c.num_prefix_tokens
@@ -155,4 +155,5 @@ def headless_summary(trace, k: int = 3) -> dict:
     near = sim.argsort(descending=True)[:k]
     return {"token": name, "vector": v, "norm": float(v.double().norm()),
             "top_dims": [(int(i), float(v[i])) for i in dims], "similarity": sim.float(),
+            "sim_lo": float(sim.float().min()), "sim_hi": float(sim.float().max()),
             "nearest": [(int(i), float(sim[i])) for i in near]}

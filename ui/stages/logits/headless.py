@@ -49,8 +49,8 @@ def _headless_question(x: Ctx, _) -> Question:
 def _similar_figure(x: Ctx, s: dict) -> None:
     g = x.c.grid
     sim = s["similarity"].reshape(g, g).numpy()
-    show.image(figures.with_scale(figures.overlay(x.prep.crop, sim), float(sim.min()),
-                                  float(sim.max()), "cosine similarity", fmt="{:.2f}"),
+    show.image(figures.with_scale(figures.overlay(x.prep.crop, sim), s["sim_lo"], s["sim_hi"],
+                                  "cosine similarity", fmt="{:.2f}"),
                f"cosine similarity of each final patch vector with the {s['token']} vector",
                "final-token-similarity", width=320)
 

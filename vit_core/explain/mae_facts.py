@@ -98,16 +98,30 @@ class MAENumbers:
     @property
     def hardest_times(self) -> float | None:
         """The hardest hidden patch's error in multiples of the loss."""
-        return None if self.hardest is None else float(self.error[self.hardest]) / self.loss
+        return hardest_of(self.error, self.hidden)[1]
 
     @property
     def hardest(self) -> int | None:
         """The hidden patch with the largest error (None: none hidden)."""
-        return max(self.hidden, key=lambda p: self.error[p]) if self.hidden else None
+        return hardest_of(self.error, self.hidden)[0]
 
     @property
     def easiest(self) -> int | None:
         return min(self.hidden, key=lambda p: self.error[p]) if self.hidden else None
+
+
+def hardest_of(error, hidden) -> tuple[int | None, float | None]:
+    """The hidden patch with the largest error, and its error in multiples of the hidden
+    patches' mean (the loss); (None, None) when none is hidden.
+
+    Args:
+        error: [N] each patch's squared error. hidden: the hidden patches.
+    """
+    if not hidden:
+        return None, None
+    e = np.asarray(error, dtype=np.float64)
+    worst = max(hidden, key=lambda p: e[p])
+    return worst, float(e[worst] / e[list(hidden)].mean())
 
 
 # The tensors whose shapes MAENumbers.shapes gives, in order (the stage names them).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from vit_core.explain.mae_facts import MAENumbers as Numbers
+from vit_core.explain.mae_facts import hardest_of
 
 from ... import deck, keys
 from ...deck import Choice, Number, Question
@@ -96,11 +97,11 @@ def _error_words(x: Ctx, f: Numbers | None) -> str | None:
 def _error_question(x: Ctx, f: Numbers | None) -> Question | None:
     if f is None or not f.hidden:
         return None
-    worst = f.hardest
+    worst, times = hardest_of(f.error, f.hidden)  # read off the map the figure draws
     return Question(
         "Which hidden patch does the decoder get most wrong? Guess, then look at the map.",
         f"Patch {worst} (row {worst // f.grid}, column {worst % f.grid}), error "
-        f"{f.error[worst]:.4f}: {f.hardest_times:.1f}× the hidden patches' mean.",
+        f"{f.error[worst]:.4f}: {times:.1f}× the hidden patches' mean.",
         Number(worst, unit="(patch number)"))
 
 

@@ -1,4 +1,4 @@
-"""Stage 7: logits (declared in ui/stages/logits.py)."""
+"""Stage 7: logits (declared in ui/stages/logits/)."""
 
 from ui import deck
 from ui.stages.logits import STAGE

@@ -1,4 +1,4 @@
-"""Stage 12: masked patches (declared in ui/stages/mae.py)."""
+"""Stage 12: masked patches (declared in ui/stages/mae/)."""
 
 from ui import deck
 from ui.stages.mae import STAGE

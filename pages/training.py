@@ -1,4 +1,4 @@
-"""Stage 11: how the weights were learned (declared in ui/stages/training.py)."""
+"""Stage 11: how the weights were learned (declared in ui/stages/training/)."""
 
 from ui import deck
 from ui.stages.training import STAGE

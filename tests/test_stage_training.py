@@ -1,4 +1,4 @@
-"""The Training stage (ui/stages/training.py): its numbers against references worked out here.
+"""The Training stage (ui/stages/training/): its numbers against references worked out here.
 
 Position cosines in float64 from the snapshot files read with safetensors directly; mean
 attention distance by a plain loop over heads, queries and keys; CLS attention on the object

@@ -1,5 +1,5 @@
 """What a model's head reads, and what its output says, in numbers (the Logits stage words them,
-ui/stages/logits.py): whether the answer can see the image, how sure a distribution is, the logit
+ui/stages/logits/): whether the answer can see the image, how sure a distribution is, the logit
 lens's leaders, and what a model without a class head has to show instead (its final CLS
 token)."""
 
@@ -40,12 +40,13 @@ def distribution(probs: torch.Tensor, n: int = 3) -> dict:
 
     Returns:
         dict(K, leaders [(class, probability)] the n largest, best first, entropy (nats),
-        max_entropy (log K), near_uniform)."""
+        max_entropy (log K), near_uniform, together (what the leaders hold together))."""
     p = torch.as_tensor(probs, dtype=torch.float64).flatten()
     K = p.numel()
     order = p.argsort(descending=True)[:min(n, K)]
-    return {"K": K, "leaders": [(int(k), float(p[k])) for k in order], "entropy": entropy(p),
-            "max_entropy": math.log(K), "near_uniform": near_uniform(p)}
+    leaders = [(int(k), float(p[k])) for k in order]
+    return {"K": K, "leaders": leaders, "entropy": entropy(p), "max_entropy": math.log(K),
+            "near_uniform": near_uniform(p), "together": sum(q for _, q in leaders)}
 
 
 def reads_only_prefix(config: ViTConfig) -> bool:
@@ -98,8 +99,9 @@ def lens_summary(lens_probs: torch.Tensor) -> dict:
 
     Returns:
         dict(K, rows (L + 1), all_near_uniform (every row `near_uniform`), p_max (the largest
-        probability anywhere), first (the top class after the embedding), p_first,
-        first_entropy, first_near_uniform, final (the top class at the end), p_final,
+        probability anywhere), p_max_even (p_max in multiples of 1/K), max_entropy (log K),
+        first (the top class after the embedding), p_first, first_entropy,
+        first_near_uniform, final (the top class at the end), p_final,
         lead (the first row from which `final` is on top at every row after), rivals [(class,
         rows on top before `lead`, its highest probability on those rows)] in order of first
         appearance, first_on_top {class: first row where it is on top} for every class on top
@@ -119,6 +121,7 @@ def lens_summary(lens_probs: torch.Tensor) -> dict:
     first = top[0]
     return {"K": P.shape[1], "rows": P.shape[0],
             "all_near_uniform": all(near_uniform(r) for r in P), "p_max": float(P.max()),
+            "p_max_even": float(P.max()) * P.shape[1], "max_entropy": math.log(P.shape[1]),
             "first": first, "p_first": float(P[0, first]), "first_entropy": entropy(P[0]),
             "first_near_uniform": near_uniform(P[0]), "final": final,
             "p_final": float(P[-1, final]), "lead": lead, "rivals": rivals,
@@ -141,8 +144,8 @@ def headless_summary(trace, k: int = 3) -> dict:
     norm, its largest dimensions, and the patches whose final vectors point most like it.
 
     Returns:
-        dict(token, vector [D], norm, top_dims [(index, value)], similarity [N], nearest
-        [(patch, cosine)])."""
+        dict(token, vector [D], norm, top_dims [(index, value)], similarity [N], its range
+        sim_lo and sim_hi, nearest [(patch, cosine)])."""
     c = trace.config
     name, v = final_token(trace)
     pre = c.num_prefix_tokens
@@ -152,4 +155,5 @@ def headless_summary(trace, k: int = 3) -> dict:
     near = sim.argsort(descending=True)[:k]
     return {"token": name, "vector": v, "norm": float(v.double().norm()),
             "top_dims": [(int(i), float(v[i])) for i in dims], "similarity": sim.float(),
+            "sim_lo": float(sim.float().min()), "sim_hi": float(sim.float().max()),
             "nearest": [(int(i), float(sim[i])) for i in near]}

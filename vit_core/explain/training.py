@@ -1,18 +1,21 @@
 """How the weights came to be, in numbers: the training log read at one step, how alike
 neighbouring position vectors are, how far each block's heads look, and which patches hold an
-object whose outline is known. Numbers only: ui/stages/training.py words them.
+object whose outline is known. Numbers only: ui/stages/training/ words them.
 
 The training log is `vit_core.training_log(name)` (vit_core/io/snapshots.py); its rows are
-dicts with a "step". Like all of vit_core.explain this never imports the scene world: the CLS
-ratio itself is vit_core.scenes.evaluate.object_attention_ratio, which the stage calls.
+dicts with a "step". Like all of vit_core.explain this never imports the scene world: the object's
+pixels come in as a mask (the stage asks the scene world for it), and `object_ratio` is the
+same ratio as vit_core.scenes.evaluate.object_attention_ratio, which the training log uses.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
+import torch
 from PIL import Image
 
 from ..io.images import display_crop
@@ -54,6 +57,27 @@ def held_out_at(log, step: int) -> dict | None:
     if row is not None and "top1" in row:
         return {**row, "n": int(log.recipe.get("eval_n", 0))}
     return None
+
+
+def log_facts(log, step: int) -> dict:
+    """What a training log says with step `step` marked: its curves ("loss" and its running
+    mean "smooth", held-out "top1" and "miou", "kept_top1", "lr": (steps, values) each), its
+    rows at the step, the first, the last and the end ("row", "first", "last", "end_row"), the
+    held-out measurement at the step and at the end ("held", "end": held_out_at), and how many
+    scenes were seen by the step and in all ("seen", "seen_all": one new batch per step)."""
+    T, r = log.final_step, log.recipe
+    loss = series(log.train, "loss")
+    batch = int(r["batch"]) if "batch" in r else None
+    return {"log": log, "S": step, "T": T, "recipe": r, "steps": log.steps,
+            "loss": loss, "smooth": smooth(loss[1]),
+            "top1": series(log.held_out, "top1"), "miou": series(log.held_out, "miou"),
+            "kept_top1": series(log.snapshots, "top1"),
+            "row": row_at(log.train, step), "first": log.train[0] if log.train else None,
+            "last": log.train[-1] if log.train else None, "end_row": row_at(log.train, T),
+            "held": held_out_at(log, step), "end": held_out_at(log, T),
+            "lr": series(log.train, "lr"), "minutes": log.seconds / 60,
+            "seen": None if batch is None else step * batch,
+            "seen_all": None if batch is None else T * batch}
 
 
 def top_from(steps, tops, k: int) -> int | None:
@@ -110,6 +134,12 @@ def layer_distances(distance) -> dict:
     return {"mean": d.mean(1), "lo": d.min(1), "hi": d.max(1)}
 
 
+def spread(values) -> tuple[float, float]:
+    """(smallest, largest) of `values`, as floats."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.min()), float(v.max())
+
+
 def local_heads(distance, baseline: float, share: float) -> int:
     """How many heads look closer than `share` x the even-spread distance `baseline`."""
     return int((np.asarray(distance, dtype=np.float64) < share * baseline).sum())
@@ -129,3 +159,94 @@ def object_cover(mask: np.ndarray, grid: int, patch_size: int) -> np.ndarray:
     """[N]: the share of each patch's pixels that are on the object (mask > 0)."""
     m = np.asarray(mask)[: grid * patch_size, : grid * patch_size] > 0
     return m.reshape(grid, patch_size, grid, patch_size).mean((1, 3)).reshape(-1)
+
+
+def grid_steps(a: int, b: int, grid: int) -> int:
+    """How many steps along rows and columns patch `a` is from patch `b` (|Δrow| + |Δcol|)."""
+    return abs(a // grid - b // grid) + abs(a % grid - b % grid)
+
+
+def local_blocks(distance, baseline: float, share: float) -> list[int]:
+    """The blocks with at least one head closer than `share` x `baseline` (local_heads > 0).
+
+    Args:
+        distance: [L, H] px.
+    """
+    d = np.asarray(distance, dtype=np.float64)
+    return [i for i in range(len(d)) if local_heads(d[i], baseline, share)]
+
+
+# ---------------------------------------------------------------- CLS attention on an object
+def cls_patch_row(prefix_rows, num_prefix: int, num_patches: int) -> torch.Tensor:
+    """[N] float64: CLS's attention to each patch, the mean over the heads.
+
+    Args:
+        prefix_rows: [H, num_prefix, S] one block's prefix-token rows of the pattern
+            (vit_core.explain.attention.summarise's "prefix_rows", one entry).
+    """
+    rows = torch.as_tensor(prefix_rows)
+    return rows[:, 0, num_prefix:num_prefix + num_patches].double().mean(0)
+
+
+def object_ratio(cls, cover) -> float | None:
+    """The share of `cls` (attention over the patches) landing on an object's pixels, each
+    patch's share spread evenly over its pixels, divided by the object's share of the image
+    (1: an even spread); None when nothing is attended or no pixel is the object's.
+
+    Args:
+        cls: [N] attention to each patch (any scale). cover: [N] each patch's object share
+            (object_cover).
+    """
+    a = np.asarray(cls, dtype=np.float64).reshape(-1)
+    c = np.asarray(cover, dtype=np.float64).reshape(-1)
+    if a.sum() <= 0 or not (c > 0).any():
+        return None
+    return float((a * c).sum() / a.sum() / c.mean())
+
+
+def object_attention(cls, cover) -> dict:
+    """How much of `cls` lands on the object whose patch shares are `cover` (object_cover):
+    {"ratio": object_ratio, "cover": the object's share of the image, "on_object": the share
+    of the attention on its pixels, ratio x cover}; each None without an object or attention."""
+    ratio = object_ratio(cls, cover)
+    share = float(np.asarray(cover, dtype=np.float64).mean())
+    return {"ratio": ratio, "cover": None if ratio is None else share,
+            "on_object": None if ratio is None else ratio * share}
+
+
+def attention_shares(cls, tie: float) -> tuple[np.ndarray, tuple[int, ...]]:
+    """`cls` as shares summing to 1 (as it is when it sums to 0), and the patches whose share
+    is within `tie` x the largest of it (best_of): none when nothing is attended."""
+    a = np.asarray(cls, dtype=np.float64).reshape(-1)
+    total = float(a.sum())
+    if total <= 0:
+        return a, ()
+    share = a / total
+    return share, best_of(share, tie=tie * float(share.max()))
+
+
+# ---------------------------------------------------------------- the prediction over training
+def softmax64(logits) -> np.ndarray:
+    """[K] float64 softmax of one row of logits."""
+    return torch.as_tensor(logits).double().reshape(-1).softmax(-1).numpy()
+
+
+@dataclass(frozen=True)
+class PredictionCurve:
+    """One image's prediction at every kept step: the final weights' top class and its
+    probability at each step, and from which step on it stays on top (top_from)."""
+
+    steps: list[int]
+    curve: list[float]  # P(final) at each step
+    final: int  # the last step's top class
+    since: int | None
+    start: np.ndarray | None  # the probabilities at step 0, when it was kept
+
+
+def prediction_curve(steps, probs) -> PredictionCurve:
+    """From the probabilities `probs[i]` ([K] each) of the weights after `steps[i]` steps."""
+    steps = list(steps)
+    k = int(np.argmax(probs[-1]))
+    tops = [int(np.argmax(p)) for p in probs]
+    return PredictionCurve(steps, [float(p[k]) for p in probs], k, top_from(steps, tops, k),
+                           probs[steps.index(0)] if 0 in steps else None)

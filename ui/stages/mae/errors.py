@@ -1,0 +1,144 @@
+"""Steps 3 to 5: the reconstruction, the error per patch, and the loss on hidden patches."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from vit_core.explain.mae_facts import MAENumbers as Numbers
+from vit_core.explain.mae_facts import hardest_of
+
+from ... import deck, keys
+from ...deck import Choice, Number, Question
+from ...numbers import pct
+from .base import (
+    CLEARLY,
+    LOSS_TEX,
+    Ctx,
+    _no_mae,
+    flat_guess,
+)
+from .pictures import (
+    _blank,
+    _image,
+    _images_row,
+    error_map,
+    loss_bars,
+)
+
+
+# ---------------------------------------------------------------- step 3: the reconstruction
+def _reconstruction_figure(x: Ctx, f: Numbers | None) -> None:
+    if _no_mae(x) or f is None:
+        return
+    c = x.mae.encoder.config
+    images = [x.crop, _blank(x.crop, f.hidden, f.P), _image(x.run.pasted[0], c)]
+    titles = ["the image", f"the encoder's input ({f.n_visible} patches)",
+              f"reconstruction ({f.n_hidden} patches painted)"]
+    deck.chart(_images_row(images, titles, f.P, f.hidden,
+                           "Original, masked input and reconstruction (hidden patches framed)"),
+               key=keys.MAE_IMAGES)
+
+
+def _reconstruction_words(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    if not f.hidden:
+        return "No patch is hidden, so there is nothing to reconstruct: hide some patches."
+    units = ("each patch normalised to mean 0 and variance 1" if f.norm_pix else
+             f"the input's normalised pixel values, here from {f.lo:.2f} to {f.hi:.2f}")
+    if f.flat_times >= CLEARLY:
+        better = f"{f.flat_times:.1f}× lower than"
+    elif f.below_flat > 0:
+        better = f"only {pct(f.below_flat)} lower than"
+    else:
+        better = f"{pct(-f.below_flat)} higher than"
+    said = (f"On the {f.n_hidden} hidden patches the decoder's mean squared error is "
+            f"{f.loss:.4f} ({units}), {better} {flat_guess(f)}, {f.flat:.4f}.")
+    if f.norm_pix:
+        said += (" This MAE predicts each patch without its mean and spread (norm_pix_loss): to "
+                 "draw it, each hidden patch's own mean and spread are taken from the original.")
+    return said + " The visible patches are pasted back from the original."
+
+
+def _reconstruction_question(x: Ctx, f: Numbers | None) -> Question | None:
+    if f is None:
+        return None
+    return Question(
+        "Before the decoder's blocks run, what does it know about a hidden patch?",
+        f"Only where it is: all {f.n_hidden} hidden places start from the same [MASK] vector, "
+        f"told apart by the decoder's position code alone; what ends up there comes from the "
+        f"{f.n_visible} visible patches, through attention.",
+        Choice(("Its colour, passed on by the encoder",
+                "Only where it is: a shared [MASK] vector plus its position",
+                "Its pixels, blurred", "Nothing: hidden patches are left out of the decoder too"),
+               right=1))
+
+
+# ---------------------------------------------------------------- step 4: error per patch
+def _error_figure(x: Ctx, f: Numbers | None) -> None:
+    if _no_mae(x) or f is None:
+        return
+    deck.chart(error_map(f), key=keys.MAE_ERROR)
+
+
+def _error_words(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    if not f.hidden:
+        return f"No patch is hidden; the decoder's error on the visible ones is {f.all_error:.4f}."
+    worst, best = f.hardest, f.easiest
+    return (f"The hardest hidden patch is patch {worst} (row {worst // f.grid}, column "
+            f"{worst % f.grid}): error {f.error[worst]:.4f}, {f.hardest_times:.1f}× the "
+            f"hidden mean of {f.loss:.4f}; the easiest, patch {best}, has {f.error[best]:.4f}. "
+            f"The decoder predicts the {f.n_visible} visible patches too (mean error "
+            f"{f.visible_error:.4f}), but the loss does not count them.")
+
+
+def _error_question(x: Ctx, f: Numbers | None) -> Question | None:
+    if f is None or not f.hidden:
+        return None
+    worst, times = hardest_of(f.error, f.hidden)  # read off the map the figure draws
+    return Question(
+        "Which hidden patch does the decoder get most wrong? Guess, then look at the map.",
+        f"Patch {worst} (row {worst // f.grid}, column {worst % f.grid}), error "
+        f"{f.error[worst]:.4f}: {times:.1f}× the hidden patches' mean.",
+        Number(worst, unit="(patch number)"))
+
+
+# ---------------------------------------------------------------- step 5: the loss
+def _loss_figure(x: Ctx, f: Numbers | None) -> None:
+    if _no_mae(x) or f is None:
+        return
+    if not f.hidden:
+        st.info("No patch is hidden, so the loss has nothing to average: hide some patches.")
+        return
+    st.latex(LOSS_TEX + rf" = \frac{{1}}{{{f.n_hidden}}}\sum_{{i\in M}}"
+             rf"\frac{{\lVert \hat x_i - x_i\rVert^2}}{{{f.P2C:,}}} = {f.loss:.4f}"
+             .replace(",", "{,}"))
+    deck.chart(loss_bars(f), key=keys.MAE_LOSS)
+
+
+def _loss_words(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None or not f.hidden:
+        return None
+    target = ("patch i's pixels normalised to mean 0 and variance 1" if f.norm_pix else
+              "patch i's pixels")
+    return (f"As the notes write it, the loss is the reconstruction loss, L2 on pixels, on the "
+            f"masked patches only: L = (1/|M|) Σ_(i∈M) ‖x̂_i − x_i‖² / (P²C), x_i being "
+            f"{target}. Here |M| = {f.n_hidden} hidden patches of P²C = "
+            f"{f.P}×{f.P}×{f.C} = {f.P2C:,} values each: L = {f.loss:.4f}. Counted "
+            f"over all {f.N} patches it would be {f.all_error:.4f}.")
+
+
+def _loss_question(x: Ctx, f: Numbers | None) -> Question | None:
+    if f is None or not f.hidden:
+        return None
+    return Question(
+        "Why does the loss leave out the visible patches?",
+        f"They are in the encoder's input: copying them back would lower a loss that counted "
+        f"them without learning anything about what is hidden. So the chart's dashed line, "
+        f"L = {f.loss:.4f}, averages the {f.n_hidden} hidden patches' errors and no other "
+        f"(the step before shows the visible patches' errors too).",
+        Choice(("They are the input: copying them scores without learning",
+                "They have no positions", "The decoder does not predict them",
+                "They would make the loss negative"), right=0))

@@ -95,7 +95,7 @@ def test_the_layers_point_one_way():
     may import the scene world; vit_core never imports the app."""
     graph = import_graph()
     model = ("vit_core.config", "vit_core.model", "vit_core.hooks", "vit_core.hooked",
-             "vit_core.trace", "vit_core.masks", "vit_core.patches")
+             "vit_core.trace", "vit_core.recompute", "vit_core.masks", "vit_core.patches")
     for name in model:
         assert {m for m in graph[name] if m.startswith("vit_core.")} <= set(model), name
     assert {m for m in graph["vit_core.io.base"] if m.startswith("vit_core")} == set()

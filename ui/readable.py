@@ -60,33 +60,46 @@ def readable_dict(d: dict) -> dict:
     layout["font"] = _raise(layout.get("font"))
     layout["hoverlabel"] = {**(layout.get("hoverlabel") or {}),
                             "font": _raise((layout.get("hoverlabel") or {}).get("font"))}
+    for name in _axes(layout, d.get("data", [])):
+        layout[name] = _readable_axis(name, dict(layout.get(name) or {}))
+    for trace in d.get("data", []):
+        _readable_trace(trace)
+    return d
+
+
+def _axes(layout: dict, data: list) -> list[str]:
+    """Every axis, legend and colour axis the layout or a trace names (xaxis2 of a subplot may
+    be named by its trace only), once each."""
     axes = [k for k in layout if _AXIS.match(k)]
-    for trace in d.get("data", []):  # axes only named by a trace: xaxis2 of a subplot
+    for trace in data:
         axes += [str(trace.get(a, a[0])).replace(a[0], a, 1)
                  for a in ("xaxis", "yaxis") if trace.get(a, a[0]) != a[0]]
-    for name in dict.fromkeys(axes + ["xaxis", "yaxis", "legend"]):
-        spec = dict(layout.get(name) or {})
-        if name.startswith("legend"):
-            spec["font"] = _raise(spec.get("font"))
-        elif name.startswith("coloraxis"):
-            spec["colorbar"] = _colorbar(spec.get("colorbar"))
-        else:
-            spec["tickfont"] = _raise(spec.get("tickfont"))
-            title = spec.get("title") or {}
-            title = {"text": title} if isinstance(title, str) else dict(title)
-            spec["title"] = {**title, "font": _raise(title.get("font"))}
-        layout[name] = spec
-    for trace in d.get("data", []):
-        _floor_fonts(trace)
-        if trace.get("type") in ("heatmap", "contour", "histogram2d"):
-            trace["colorbar"] = _colorbar(trace.get("colorbar"))
-        marker = trace.get("marker")
-        if isinstance(marker, dict) and "colorbar" in marker:
-            marker["colorbar"] = _colorbar(marker["colorbar"])
-        if trace.get("type") == "bar" and trace.get("text") is not None:
-            trace["textfont"] = _raise(trace.get("textfont"))
-            trace.setdefault("constraintext", "none")  # never shrink a bar's label to fit
-    return d
+    return list(dict.fromkeys(axes + ["xaxis", "yaxis", "legend"]))
+
+
+def _readable_axis(name: str, spec: dict) -> dict:
+    if name.startswith("legend"):
+        spec["font"] = _raise(spec.get("font"))
+    elif name.startswith("coloraxis"):
+        spec["colorbar"] = _colorbar(spec.get("colorbar"))
+    else:
+        spec["tickfont"] = _raise(spec.get("tickfont"))
+        title = spec.get("title") or {}
+        title = {"text": title} if isinstance(title, str) else dict(title)
+        spec["title"] = {**title, "font": _raise(title.get("font"))}
+    return spec
+
+
+def _readable_trace(trace: dict) -> None:
+    _floor_fonts(trace)
+    if trace.get("type") in ("heatmap", "contour", "histogram2d"):
+        trace["colorbar"] = _colorbar(trace.get("colorbar"))
+    marker = trace.get("marker")
+    if isinstance(marker, dict) and "colorbar" in marker:
+        marker["colorbar"] = _colorbar(marker["colorbar"])
+    if trace.get("type") == "bar" and trace.get("text") is not None:
+        trace["textfont"] = _raise(trace.get("textfont"))
+        trace.setdefault("constraintext", "none")  # never shrink a bar's label to fit
 
 
 def readable(fig: go.Figure, **layout) -> go.Figure:

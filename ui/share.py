@@ -116,39 +116,48 @@ def link_caption(stage: str) -> str:
     """What the link above carries, worded from current_params: an uploaded or camera photo is
     not in it (it opens on a sample scene), and a checkpoint loaded from a server path in this
     session is offered to no other session (the link opens another model there)."""
-    ss = st.session_state
     params = current_params(stage)
     name = params.get(keys.MODEL)
-    own = ss.get(keys.LOADED_PATHS, [])
+    own = st.session_state.get(keys.LOADED_PATHS, [])
     shared = name is not None and (name not in own or name in (
         models.server_args().weights, *models.models_dir_entries()))
-    same = ["stage"] + (["model"] if shared else [])
-    if keys.SAMPLE in params or keys.SCENE in params:
-        same.append("scene")
-    if keys.SIZE in params:
-        same.append("input size")
-    if keys.TRAIN_STEP in params:
-        same.append("training step")
+    same = _kept_in_link(params, shared)
+    notes = [n for n in (_photo_note(params), None if shared else _checkpoint_note(name)) if n]
+    listed = ", ".join(same[:-1]) + " and " + same[-1]
+    return " ".join(notes + [f"Link to this view (same {listed}):"])
+
+
+def _kept_in_link(params: dict, shared: bool) -> list[str]:
+    """What a link with `params` opens the same, in the order the caption lists it."""
+    scene = keys.SAMPLE in params or keys.SCENE in params
+    same = ["stage"] + (["model"] if shared else []) + (["scene"] if scene else [])
+    same += [what for what, key in (("input size", keys.SIZE), ("training step", keys.TRAIN_STEP))
+             if key in params]
     if shared:  # another model may have fewer layers, heads or patches
         same += [what for what, key in (("layer", keys.LAYER), ("head", keys.HEAD),
                                         ("patch", keys.PATCH)) if key in params]
-    same.append("attention mask")
-    if keys.PRESENTER in params:
-        same.append("presenter mode")
-    notes = []
-    inp = ss.get(keys.INPUT)
-    if inp is not None and not (keys.SAMPLE in params or keys.SCENE in params):
-        what = (f"The uploaded photo {inp.label.removeprefix('upload: ')}"
-                if inp.label.startswith("upload: ") else
-                "The camera photo" if inp.label.startswith("camera") else "This image")
-        notes.append(f"{what} is not in the link: it opens on a sample scene.")
-    if name is not None and not shared:
-        instead = models.server_args().weights or vit_core.default_model_name()
-        file = Path(ModelRef.parse(name).name).name
-        notes.append(f"The checkpoint {file} was loaded from a server path in this session "
-                     f"only, so the link opens {instead} instead.")
-    listed = ", ".join(same[:-1]) + " and " + same[-1]
-    return " ".join(notes + [f"Link to this view (same {listed}):"])
+    return same + ["attention mask"] + (["presenter mode"] if keys.PRESENTER in params else [])
+
+
+def _photo_note(params: dict) -> str | None:
+    """The sentence saying this session's own photo is not in the link (None: it is a scene)."""
+    inp = st.session_state.get(keys.INPUT)
+    if inp is None or keys.SAMPLE in params or keys.SCENE in params:
+        return None
+    what = (f"The uploaded photo {inp.label.removeprefix('upload: ')}"
+            if inp.label.startswith("upload: ") else
+            "The camera photo" if inp.label.startswith("camera") else "This image")
+    return f"{what} is not in the link: it opens on a sample scene."
+
+
+def _checkpoint_note(name: str | None) -> str | None:
+    """The sentence saying a checkpoint loaded from a server path stays in this session."""
+    if name is None:
+        return None
+    instead = models.server_args().weights or vit_core.default_model_name()
+    file = Path(ModelRef.parse(name).name).name
+    return (f"The checkpoint {file} was loaded from a server path in this session only, so the "
+            f"link opens {instead} instead.")
 
 
 @st.cache_resource(ttl=300, show_spinner=False)

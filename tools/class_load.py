@@ -48,8 +48,15 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.browser import ROOT, free_port, serve  # noqa: E402
-from tools.load_test import _own_cpu_s, check, pct, session_image, teacher  # noqa: E402
+from tools.browser import ROOT, free_port  # noqa: E402
+from tools.load_test import (  # noqa: E402
+    _own_cpu_s,
+    check,
+    pct,
+    session_image,
+    start_servers,
+    teacher,
+)
 from tools.st_protocol import Run, Tab  # noqa: E402
 from ui import keys  # noqa: E402
 from ui.routes import STAGES  # noqa: E402
@@ -279,8 +286,6 @@ def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
               moves: int = 1000, within: float | None = None, threads: int | None = None,
               cache_mb: float | None = None, timeout: float = 120.0) -> dict:
     """Start Redis (if asked), the server or `replicas` behind HAProxy, run the lesson."""
-    from tools.balancer import balanced
-
     within = students if within is None else within
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
     if cache_mb is not None:
@@ -291,12 +296,7 @@ def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
             env[REDIS_URL] = stack.enter_context(redis_server(folder))
         else:
             env[REDIS_URL] = ""
-        if replicas > 1:
-            lb = stack.enter_context(balanced(replicas, env=env))
-            url, servers = lb.url, lb.servers
-        else:
-            server = stack.enter_context(serve(env=env))
-            url, servers = server.url, [server]
+        url, servers = start_servers(stack, replicas, env)
         asyncio.run(teacher([s.url for s in servers], model, timeout))  # the model loaded
         load_before = os.getloadavg()[0]
         cpu0, client0, t0 = [s.cpu_s() for s in servers], _own_cpu_s(), time.time()

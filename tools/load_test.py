@@ -311,14 +311,24 @@ async def teacher(urls: list[str], model: str, timeout: float) -> None:
         await tab.close()
 
 
+
+def start_servers(stack: contextlib.ExitStack, replicas: int, env) -> tuple[str, list]:
+    """(the address students open, the app processes): one app, or `replicas` behind HAProxy
+    (tools/balancer.py); stopped when `stack` closes."""
+    from tools.balancer import balanced
+
+    if replicas > 1:
+        lb = stack.enter_context(balanced(replicas, env=env))
+        return lb.url, lb.servers
+    server = stack.enter_context(serve(env=env))
+    return server.url, [server]
+
 def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16",
                  replicas: int = 1, threads: int | None = None, think: float = 0.0,
                  timeout: float = 120.0, cache_mb: float | None = None,
                  read_ahead: bool | None = None) -> dict:
     """Start the server (or `replicas` behind HAProxy), run the classroom; the summary.
     `read_ahead`: True / False sets the servers' ui/readahead.py on / off (None: as inherited)."""
-    from tools.balancer import balanced
-
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
     if cache_mb is not None:
         env["VIT_EXPLAINER_CACHE_MB"] = str(cache_mb)
@@ -326,12 +336,7 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
         env["VIT_EXPLAINER_READ_AHEAD"] = "1" if read_ahead else "0"
     env = env or None
     with contextlib.ExitStack() as stack:
-        if replicas > 1:
-            lb = stack.enter_context(balanced(replicas, env=env))
-            url, servers = lb.url, lb.servers
-        else:
-            server = stack.enter_context(serve(env=env))
-            url, servers = server.url, [server]
+        url, servers = start_servers(stack, replicas, env)
         asyncio.run(teacher([s.url for s in servers], model, timeout))
         load_before = os.getloadavg()[0]
         cpu0, client0 = [s.cpu_s() for s in servers], _own_cpu_s()

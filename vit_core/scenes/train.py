@@ -71,6 +71,24 @@ def lr_at(step: int, total: int, warmup: int, peak: float, floor: float = 0.02) 
     return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
+def add_run_options(ap) -> None:
+    """The options every training run of this repository takes: evaluation, saving, threads,
+    seed (vit_core/scenes/train.py and train_mae.py)."""
+    ap.add_argument("--eval-n", type=int, default=300)
+    ap.add_argument("--final-eval-n", type=int, default=1000)
+    ap.add_argument("--save-every", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    ap.add_argument("--seed", type=int, default=0)
+
+
+def set_lr(opt, step: int, args) -> None:
+    """The learning rate of `step` (lr_at with the run's --steps, --warmup and --lr) for every
+    parameter group."""
+    for group in opt.param_groups:
+        group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
+
+
 def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Light photometric jitter that keeps every caption true: brightness, contrast, noise."""
     B = x.shape[0]
@@ -247,12 +265,7 @@ def parse(argv=None):
     ap.add_argument("--heads", type=int, default=6)
     ap.add_argument("--seg-upsample", type=int, default=8)
     ap.add_argument("--eval-every", type=int, default=500)
-    ap.add_argument("--eval-n", type=int, default=300)
-    ap.add_argument("--final-eval-n", type=int, default=1000)
-    ap.add_argument("--save-every", type=int, default=100)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
-    ap.add_argument("--seed", type=int, default=0)
+    add_run_options(ap)
     ap.add_argument("--snapshots", default="",
                     help="comma-separated steps whose weights are kept in float16 (0 = the start)")
     ap.add_argument("--note", default="", help="a paragraph for the model card (why this setup)")
@@ -388,8 +401,7 @@ def main(argv=None) -> dict:
     for batch in batches:
         if step >= args.steps:
             break
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
+        set_lr(opt, step, args)
         batch["pixels"] = augment(batch["pixels"], gen)
         loss, parts = loss_on(model, batch, args, tok)
         optimise(model, opt, loss)

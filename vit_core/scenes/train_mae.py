@@ -39,7 +39,17 @@ from ..mae import (
     visible_colour_errors,
 )
 from ..model import ViT
-from .train import adamw, lr_at, optimise, progress, resume, save_state, scene_batches, start
+from .train import (
+    adamw,
+    add_run_options,
+    optimise,
+    progress,
+    resume,
+    save_state,
+    scene_batches,
+    set_lr,
+    start,
+)
 from .world import SceneDataset, heldout_seeds
 
 EVAL_NOISE_SEED = 11  # the held-out masking: the same hidden patches at every evaluation
@@ -158,12 +168,7 @@ def parse(argv=None):
     ap.add_argument("--norm-pix-loss", type=int, choices=[0, 1], default=0,
                     help="1: the target is each patch normalised to mean 0, variance 1")
     ap.add_argument("--eval-every", type=int, default=250)
-    ap.add_argument("--eval-n", type=int, default=300)
-    ap.add_argument("--final-eval-n", type=int, default=1000)
-    ap.add_argument("--save-every", type=int, default=100)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
-    ap.add_argument("--seed", type=int, default=0)
+    add_run_options(ap)
     ap.add_argument("--note", default="", help="a paragraph for the model card (why this setup)")
     return ap.parse_args(argv)
 
@@ -188,8 +193,7 @@ def main(argv=None) -> dict:
     for batch in batches:
         if step >= args.steps:
             break
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
+        set_lr(opt, step, args)
         x = batch["pixels"]
         loss = mae(x, noise=torch.rand(x.shape[0], c.num_patches, generator=gen)).loss
         optimise(mae, opt, loss)

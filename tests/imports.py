@@ -22,17 +22,16 @@ def own_modules(dirs=SOURCE_DIRS, app: bool = True) -> dict[str, Path]:
     return {module_name(p): p for p in files if ".venv" not in p.parts}
 
 
-def imports_of(name: str, path: Path, known: set[str], dynamic: bool = False) -> set[str]:
+def imports_of(name: str, path: Path, known: set[str], dynamic: bool = True) -> set[str]:
     """Every repository module that `path` imports: import statements anywhere in the file
     (lazily or not) and, with `dynamic`, `importlib.import_module(...)` / `__import__(...)` calls
     whose names can be read (tools/house.py says how)."""
     return imports_in(name, path, known, dynamic)
 
 
-def import_graph(dirs=SOURCE_DIRS, app: bool = True, dynamic: bool = False) -> dict[str, set[str]]:
-    """module -> the repository modules it imports. `dynamic=True` also reads importlib calls:
-    the strict reading issue 40 asks for, which the cycle test takes up once the stages' circle
-    (steps -> stages -> a stage -> deck -> steps) is gone."""
+def import_graph(dirs=SOURCE_DIRS, app: bool = True, dynamic: bool = True) -> dict[str, set[str]]:
+    """module -> the repository modules it imports, importlib calls included (`dynamic=False`
+    reads import statements only)."""
     mods = own_modules(dirs, app)
     return {name: imports_of(name, path, set(mods), dynamic) for name, path in mods.items()}
 

@@ -34,6 +34,15 @@ def pct_at_least(x: float, figures: int = 2) -> str:
     return percent(x, digits)
 
 
+def points(d: float) -> str:
+    """The size of a difference of two shares in percentage points: '12 points', '1 point',
+    '<1 point' for a non-zero one that rounds to 0 (the sign is the caller's to word)."""
+    n = round(abs(d) * 100)
+    if n == 0 and d != 0:
+        return "<1 point"
+    return f"{n} point{'' if n == 1 else 's'}"
+
+
 def span(lo: str, hi: str) -> str:
     """'9–12', or '9' when both ends print the same."""
     return lo if lo == hi else f"{lo}–{hi}"

@@ -11,7 +11,7 @@ from vit_core.explain.lens import top_class
 
 from ... import deck, figures, keys, session, state
 from ...deck import Number, Question, Step
-from ...numbers import pct
+from ...numbers import pct, points
 from .positions import num as _num
 
 SAME_CONFIDENCE = 0.05  # another size moves the top class's probability less than this: "about
@@ -104,7 +104,7 @@ def size_words(f: dict) -> str:
         elif abs(change) < SAME_CONFIDENCE:
             text += ": the same class, about as sure."
         else:
-            text += (f": the same class, {abs(change) * 100:.0f} points "
+            text += (f": the same class, {points(change)} "
                      f"{'more' if change > 0 else 'less'} sure.")
     else:
         text += ": " + ("the same caption." if o["said"] == n["said"] else "another caption.")

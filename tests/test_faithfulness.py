@@ -6,7 +6,9 @@ The maps are the test's own (the attribution package is not needed): gradient ×
 per patch, a map with ties, and one that reports a completeness gap."""
 
 import math
+import re
 import statistics
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -224,7 +226,11 @@ def test_sanity_correlation_is_the_tests_own_spearman_on_the_two_maps():
 def test_the_table_has_each_method_and_random_with_the_tests_own_numbers():
     m, x = tiny(), image()
     t = targets.predicted(m, x)
-    rows = F.table(m, x, t, {"gxi": grad_times_input, "coarse": coarse}, k=4, seeds=3)
+    heard = []
+    rows = F.table(m, x, t, {"gxi": grad_times_input, "coarse": coarse}, k=4, seeds=3, batch_size=2,
+                   progress=lambda done, total: heard.append((done, total)))
+    assert {total for _, total in heard} == {700}  # 2 methods x 3 stages + random, in 100ths
+    assert [d for d, _ in heard] == sorted(d for d, _ in heard) and heard[-1] == (700, 700)
     assert [r.method for r in rows] == ["gxi", "coarse", "random"]
     gxi, tied, rand = rows
     order = F.order_of(grad_times_input(m, x, t).patches)
@@ -267,3 +273,14 @@ def test_the_bundled_classifiers_table_on_a_scene():
     twin = S.randomised_copy(m)
     own = own_spearman(grad_times_input(m, x, t).patches, grad_times_input(twin, x, t).patches)
     assert rows[0].sanity == pytest.approx(own, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_the_docs_example_runs_as_written_and_prints_its_rows(capsys):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "library.md").read_text()
+    section = text.split("## Is the map faithful?", 1)[1]
+    code = re.search(r"^```python\n(.*?)^```", section, re.S | re.M).group(1)
+    exec(compile(code, "docs/library.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.rsplit(" ", 3)[0] for line in lines] == ["grad × input", "random"]
+    assert re.findall(r"^# (.*)$", code, re.M) == lines, "the comments say what it prints"

@@ -175,15 +175,17 @@ def _probabilities(model, pixels, base, target, chosen, insert, mask, progress, 
 def table(model, pixels, target, methods, *, baseline="grey", k=1, seeds=5, sanity=True,
           sanity_depth=None, batch_size=BATCH, mask=None, progress=None) -> list[Row]:
     """One row per method of `methods` (name -> fn(model, pixels, target, *, mask, progress)
-    returning an object with `.patches` [N] and `.completeness_gap`), then "random" (`seeds`
-    random orders). The sanity check re-initialises the top `sanity_depth` blocks (None: all)
-    and the output layer of a copy (faithfulness_sanity). `progress(done, total)` counts
-    hundredths of the table's stages (each map, each pair of curves, each sanity map)."""
+    returning an object with `.patches` [N] and `.completeness_gap`), then "random" (`seeds`: a
+    count, or the seeds themselves). The sanity check re-initialises the top `sanity_depth`
+    blocks (None: all) and the output layer of a copy (faithfulness_sanity). `progress(done,
+    total)` counts hundredths of the table's stages (each map, each pair of curves, each sanity
+    map)."""
     stages = _Stages(progress, len(methods) * (2 + bool(sanity)) + 1)
     rows = [_method_row(model, pixels, target, name, fn, stages, sanity, sanity_depth,
                         dict(baseline=baseline, k=k, mask=mask, batch_size=batch_size))
             for name, fn in methods.items()]
-    return [*rows, _random_row(model, pixels, target, range(seeds), stages,
+    seeds = range(seeds) if isinstance(seeds, int) else seeds
+    return [*rows, _random_row(model, pixels, target, seeds, stages,
                                dict(baseline=baseline, k=k, mask=mask, batch_size=batch_size))]
 
 

@@ -10,8 +10,9 @@ turn) and compare the map on the randomised model with the map on the trained on
 stays the same once the weights that made the decision are gone cannot be explaining that
 decision (an edge detector passes this test on any model). Here the comparison is the Spearman
 rank correlation of the two maps over the N patches (the prefix tokens left out), with average
-ranks for ties; near 0 passes, near 1 fails. A rank correlation ignores the maps' scales and
-signs of scale, which differ between the two models anyway.
+ranks for ties; near 0 passes, near 1 fails. A rank correlation ignores the maps' scales, which
+differ between the two models anyway. (Adebayo et al. also compare absolute values, and SSIM of
+the images; this is the signed map's ranking, the one the deletion curves use.)
 
 What is re-initialised, as the model was first initialised (truncated normal, std 0.02, for
 weights; zero biases; unit LayerNorms), from one generator seeded with `seed` (the caller's model

@@ -258,6 +258,11 @@ def test_a_captioners_word_is_read_as_generated_at_each_step():
     xs, ys = own_curve(m, x, word, order, 7, "deletion")
     assert curve.y.tolist() == pytest.approx(ys, abs=1e-5)
     assert curve.auc == pytest.approx(own_trapezoid(xs, ys), abs=1e-5)
+    twin, own = S.randomised_copy(m, 1).state_dict(), m.state_dict()
+    assert m.config.tie_text_head  # a tied word head is the input too: kept
+    assert torch.equal(twin["text_embed.weight"], own["text_embed.weight"])
+    assert not torch.equal(twin["blocks.5.mlp.fc2.weight"], own["blocks.5.mlp.fc2.weight"])
+    assert torch.equal(twin["blocks.4.mlp.fc2.weight"], own["blocks.4.mlp.fc2.weight"])
 
 
 @pytest.mark.slow

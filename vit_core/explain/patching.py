@@ -108,18 +108,22 @@ def positions(model, target: Target, text: bool = False) -> tuple[int, ...]:
 
 
 # ---------------------------------------------------------------- the three scores
-def _scores(model, clean, corrupted, target, names, mask):
-    """(s_clean, s_corrupt, the clean run's tensors at `names` [1, ...]), no gradients."""
+def _clean(model, clean, target, names, mask):
+    """(s_clean, the clean run's tensors at `names` [1, ...]), no gradients."""
     with torch.no_grad(), capture(only=names) as kept:
         s_clean = float(score(model, clean, target, mask=mask)[0])
-    with torch.no_grad():
-        s_corrupt = float(score(model, corrupted, target, mask=mask)[0])
-    if not math.isfinite(s_clean - s_corrupt) or abs(s_clean - s_corrupt) < MIN_CHANGE:
+    return s_clean, {n: kept[n].detach() for n in names}
+
+
+def _difference(s_clean: float, s_corrupt: float) -> float:
+    """s_clean - s_corrupt, the denominator; a ValueError when the corruption changed nothing."""
+    d = s_clean - s_corrupt
+    if not math.isfinite(d) or abs(d) < MIN_CHANGE:
         raise ValueError(f"The corruption does not change the answer: the target's score is "
                          f"{s_clean:.4g} on the clean image and {s_corrupt:.4g} on the "
                          f"corrupted one (a difference under {MIN_CHANGE}); nothing can be "
                          f"restored. Choose another corruption or target.")
-    return s_clean, s_corrupt, {n: kept[n].detach() for n in names}
+    return d
 
 
 def _batch1(pixels):
@@ -178,7 +182,10 @@ def _exact(model, clean, corrupted, target, site, rows, shape, columns, batch_si
     t0 = time.perf_counter()
     clean, corrupted = _batch1(clean), _batch1(corrupted)
     names = [_name(site, layer) for layer in range(model.config.depth)]
-    s_clean, s_corrupt, kept = _scores(model, clean, corrupted, target, names, mask)
+    s_clean, kept = _clean(model, clean, target, names, mask)
+    with torch.no_grad():
+        s_corrupt = float(score(model, corrupted, target, mask=mask)[0])
+    _difference(s_clean, s_corrupt)
     out = torch.empty(len(rows), dtype=torch.float64)
     chunks = range(0, len(rows), batch_size)
     for done, start in enumerate(chunks, 1):
@@ -215,22 +222,29 @@ def attribute_tokens(model, clean, corrupted, target: Target, *, tokens=None,
                      mask=None) -> Patching:
     """Attribution patching of `resid_pre` at every (block, token): [L, len(tokens)], each
     sum_D grad * (a_clean - a_corrupt) / (s_clean - s_corrupt) (tokens as `patch_tokens`)."""
-    tokens = positions(model, target) if tokens is None else tuple(int(t) for t in tokens)
-    return _attribution(model, clean, corrupted, target, "resid_pre", tokens, mask)
+    return attribute(model, clean, corrupted, target, tokens=tokens, heads=False,
+                     mask=mask)["resid_pre"]
 
 
 def attribute_heads(model, clean, corrupted, target: Target, *, mask=None) -> Patching:
     """Attribution patching of each head's z (every position): [L, H], the gradient times the
     difference summed over positions and d_k."""
-    return _attribution(model, clean, corrupted, target, "z",
-                        tuple(range(model.config.num_heads)), mask)
+    return attribute(model, clean, corrupted, target, tokens=(), mask=mask)["z"]
 
 
-def _attribution(model, clean, corrupted, target, site, columns, mask) -> Patching:
+def attribute(model, clean, corrupted, target: Target, *, tokens=None, heads: bool = True,
+              mask=None) -> dict[str, Patching]:
+    """Both attribution grids from one clean pass and one corrupted forward + backward:
+    {"resid_pre": [L, len(tokens)], "z": [L, H]} (`tokens=()` leaves the first out, `heads=False`
+    the second). Each Patching's `seconds` is the whole call's."""
     t0 = time.perf_counter()
     clean, corrupted = _batch1(clean), _batch1(corrupted)
-    names = [_name(site, layer) for layer in range(model.config.depth)]
-    s_clean, s_corrupt, kept = _scores(model, clean, corrupted, target, names, mask)
+    tokens = positions(model, target) if tokens is None else tuple(int(t) for t in tokens)
+    sites = {k: v for k, v in (("resid_pre", tokens),
+                               ("z", tuple(range(model.config.num_heads)) if heads else ()))
+             if v}
+    names = [_name(site, layer) for site in sites for layer in range(model.config.depth)]
+    s_clean, kept = _clean(model, clean, target, names, mask)
     held: dict[str, torch.Tensor] = {}
 
     def hold(x: torch.Tensor, name: str) -> torch.Tensor:  # the tensor the pass goes on with
@@ -241,14 +255,20 @@ def _attribution(model, clean, corrupted, target, site, columns, mask) -> Patchi
 
     with torch.enable_grad():
         s = score(model, corrupted, target, hooks={n: hold for n in names}, mask=mask)[0]
-        grads = torch.autograd.grad(s, [held[n] for n in names])
-    rows = []
-    for n, g in zip(names, grads, strict=True):
-        term = (g * (kept[n] - held[n].detach()))[0].double()  # resid [S, D]; z [H, S, d_k]
-        rows.append(term.sum(-1)[list(columns)] if site == "resid_pre" else term.sum((1, 2)))
-    grid = (torch.stack(rows) / (s_clean - s_corrupt)).float()
-    return Patching(grid, site, tuple(columns), s_clean, s_corrupt, "attribution",
-                    time.perf_counter() - t0)
+        grads = dict(zip(names, torch.autograd.grad(s, [held[n] for n in names]), strict=True))
+    s_corrupt = float(s.detach())
+    d = _difference(s_clean, s_corrupt)
+    out = {}
+    for site, columns in sites.items():
+        rows = []
+        for layer in range(model.config.depth):
+            n = _name(site, layer)
+            term = (grads[n] * (kept[n] - held[n].detach()))[0].double()  # [S, D] / [H, S, d_k]
+            rows.append(term.sum(-1)[list(columns)] if site == "resid_pre"
+                        else term.sum((1, 2)))
+        out[site] = Patching((torch.stack(rows) / d).float(), site, columns, s_clean,
+                             s_corrupt, "attribution", time.perf_counter() - t0)
+    return out
 
 
 # ---------------------------------------------------------------- agreement

@@ -216,3 +216,20 @@ def test_the_bundled_captioners_word_is_restored_by_its_image_and_text_tokens():
     assert patching.restore(m, clean, bad, t, {4: both}) == pytest.approx(1.0, abs=1e-4)
     grid = patching.patch_tokens(m, clean, bad, t)
     assert grid.grid.shape == (6, 50) and float(grid.grid[0, 0]) == pytest.approx(0, abs=1e-6)
+
+
+@pytest.mark.slow  # a fresh interpreter loading the bundled classifier
+def test_the_library_docs_patching_example_runs_and_prints_what_it_says():
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "library.md").read_text()
+    section = text.split("## Where is the answer formed? Activation patching", 1)[1]
+    code = re.search(r"^```python\n(.*?)^```", section, re.S | re.M).group(1)
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["(6, 50) (6, 4)", "1.0"], out.stdout

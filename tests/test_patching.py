@@ -183,6 +183,8 @@ def test_corruptions_replace_the_named_patches_or_every_patch():
                        baselines.blur(clean, float(m.config.patch_size)))
     with pytest.raises(ValueError, match="needs the other image"):
         patching.corrupt(clean, m.config, "other")
+    with pytest.raises(ValueError, match="from 0 to 15 on this model; got \\[16\\]"):
+        patching.corrupt(clean, m.config, "grey", patches=[3, 16])
 
 
 def test_agreement_is_numpys_correlation_and_the_top_cells_shared():

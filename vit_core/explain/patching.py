@@ -94,8 +94,16 @@ def corrupt(pixels: torch.Tensor, config, kind: str = "grey", *, patches=None,
         base = baseline(x, config, kind)
     N = (config.img_size // config.patch_size) ** 2
     chosen = torch.zeros(1, N, dtype=torch.bool)
-    chosen[0, list(range(N)) if patches is None else list(patches)] = True
+    chosen[0, list(range(N)) if patches is None else _patch_list(patches, N)] = True
     return replace_patches(x, base.to(x.dtype), chosen, config.patch_size)
+
+
+def _patch_list(patches, N: int) -> list[int]:
+    chosen = [int(p) for p in patches]
+    if any(not 0 <= p < N for p in chosen):
+        raise ValueError(f"Patch indices run from 0 to {N - 1} on this model; got "
+                         f"{[p for p in chosen if not 0 <= p < N]}.")
+    return chosen
 
 
 def positions(model, target: Target, text: bool = False) -> tuple[int, ...]:

@@ -18,10 +18,10 @@ Patching every token of `resid_pre` at one block is the clean run itself from th
 Exact patching runs one corrupted pass per (block, token) or (block, head), many in one batch
 (each row of the batch patches its own site). Attribution patching (Nanda 2023; Syed et al.
 2023, "Attribution Patching Outperforms Automated Circuit Discovery") replaces each pass by the
-first-order term: r ~ sum_D (dm/da at the corrupted run) * (a_clean - a_corrupt) / (s_clean -
-s_corrupt), from one forward and one backward for every site at once. It is a linear
-approximation: exact where the score is near-linear in a, wrong where a saturates (a softmax,
-LayerNorm far from its input). `agreement` compares the two grids.
+first-order term: r ~ sum_D (ds/da on the corrupted run) * (a_clean - a_corrupt) / (s_clean -
+s_corrupt), from one clean pass and one corrupted forward and backward for every site at once.
+It is a linear approximation: close where a moves little, wrong where a moves far and the model
+saturates (softmax, LayerNorm). `agreement` compares the two grids.
 """
 
 from __future__ import annotations
@@ -80,13 +80,13 @@ def corrupt(pixels: torch.Tensor, config, kind: str = "grey", *, patches=None,
         patches: the patch indices to replace (row-major, as patchify orders them), or None
             for every patch: the whole image grey, blurred, or the other image.
     """
-    x = pixels.unsqueeze(0) if pixels.dim() == 3 else pixels
+    x = _batch1(pixels)
     if kind not in KINDS:
         raise ValueError(f"'{kind}' is not a corruption; choose one of {', '.join(KINDS)}.")
     if kind == "other":
         if other is None:
             raise ValueError("The 'other' corruption needs the other image (other=...).")
-        base = other.unsqueeze(0) if other.dim() == 3 else other
+        base = _batch1(other)
         if base.shape != x.shape:
             raise ValueError(f"The other image has shape {tuple(base.shape)}; the image has "
                              f"{tuple(x.shape)}. Preprocess both for this model.")
@@ -115,7 +115,7 @@ def positions(model, target: Target, text: bool = False) -> tuple[int, ...]:
     return tuple(range(n_img + n_text))
 
 
-# ---------------------------------------------------------------- the three scores
+# ---------------------------------------------------------------- the clean run, the difference
 def _clean(model, clean, target, names, mask):
     """(s_clean, the clean run's tensors at `names` [1, ...]), no gradients."""
     with torch.no_grad(), capture(only=names) as kept:

@@ -11,6 +11,16 @@ from vit_core import ViT, ViTConfig, load_model, preprocess, run_trace, run_with
 from vit_core.explain import baselines, patching, targets
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These models are tiny: one torch thread is faster than two waiting on each other (on a
+    busy machine a 2-thread pass here took 0.6 s, a 1-thread one 0.5 ms)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def tiny(text: bool = False) -> ViT:
     """A small random ViT in float64 with weights large enough for the corruption to matter."""
     torch.manual_seed(1)

@@ -1,6 +1,6 @@
 """Performance of the explainer on this machine; prints Markdown tables and writes JSON.
 
-    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load]
+    .venv/bin/python -m benchmarks [--only trace first warm payload memory fair load why]
                                    [--json FILE]
 
 trace    run_trace vs a plain forward, timm and Hugging Face's eager ViT (when importable);
@@ -15,6 +15,9 @@ load     a classroom measured on the server: --classroom sessions (30) arrive wi
          ViT-B/16, each uploads its own picture and visits every page 10 s apart
          (tools/load_test.py, Streamlit's protocol, no browsers), on one app process and on
          --replicas behind HAProxy (one torch thread each, the default cache shared out)
+why      what the explanations cost (activation patching, exact and attribution, on the
+         bundled classifier and ViT-B/16), cold and warm, and attribution patching's agreement
+         with exact patching on the bundled models (benchmarks/why.py)
 """
 
 from __future__ import annotations
@@ -265,13 +268,19 @@ def bench_load(sessions: int, replicas: int) -> str:
     return "\n\n".join(report(r) for r in runs)
 
 
+def bench_why() -> dict[str, list[dict]]:
+    from benchmarks.why import run
+
+    return run()
+
+
 def main(argv=None):
     from vit_core import bundled_models, default_model_name
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*",
-                    default=["trace", "first", "warm", "payload", "memory", "fair", "load"])
+                    default=["trace", "first", "warm", "payload", "memory", "fair", "load", "why"])
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--classroom", type=int, default=30, help="sessions in the load section")
@@ -291,6 +300,7 @@ def main(argv=None):
         "memory": lambda: bench_memory(args.sessions),
         "fair": bench_fair,
         "load": lambda: bench_load(args.classroom, args.replicas),
+        "why": bench_why,
     }
     results["loadavg"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# {results['date']} · {results['machine']} · torch {results['torch']} · "

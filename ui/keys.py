@@ -99,6 +99,7 @@ LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the
 
 # ---------------------------------------------------------------- a phone (ui/phone.py)
 PHONE_JS = "phone_js"  # container: the touch script's invisible frame
+A11Y_JS = "a11y_js"  # container: the accessibility script's invisible frame (ui/a11y.py)
 PHONE_IMAGE = "phone_image"  # popover: "Your image" atop the page, on a phone (its widgets drawn
 #                              only while it is open)
 PHONE_UPLOAD_PREFIX = "phone-upload-"  # + upload round: its uploader (as UPLOAD_PREFIX)

@@ -1,7 +1,7 @@
 """Accessibility in Chromium: axe-core's WCAG 2.1 A/AA rules (tools/axe.py) on a few pages at
 1280×720 and 390×844, in the page view, presenter mode and a following student's phone; and the
-student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows and typing the
-class's code), every stop on the way showing a focus ring at 3:1 or more.
+student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows, and typing the
+class's code and a patch's number), every stop on the way showing a focus ring at 3:1 or more.
 
 Every page at both sizes and in the three views is tools/axe.py's job (docs/accessibility.md):
 CI's budget allows these few. 0 violations outside tools/axe.ALLOWED (the documented list).
@@ -22,7 +22,8 @@ pytestmark = pytest.mark.browser
 PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
 DESKTOP = dict(viewport={"width": 1280, "height": 720})
 WAIT = 120_000  # ms: for what the server does by itself (a push to a following student)
-QUESTION_STEP = 6  # attention's "How far each head looks": a Choice (a radio) to answer
+QUESTION_STEP = 3  # attention's "Every head's CLS attention": a patch to pick (a chart's cell)
+PATCH = 5  # the patch the keyboard's student answers (typed: a keyboard cannot click a cell)
 
 
 @pytest.fixture(scope="module")
@@ -177,17 +178,15 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
         f"step {QUESTION_STEP}/").wait_for(timeout=WAIT)
     wait_idle(page)
 
-    # the question: a radio's first option reached with Tab, ↓ chooses the next, Enter sends
-    box = page.locator(f".st-key-{keys.ask('attention', 'distance')}")
-    box.wait_for(timeout=WAIT)
-    options = box.get_by_role("radio").all()
-    names = [o.evaluate("e => e.closest('label').innerText.trim()") for o in options]
-    tab_to(page, "^" + re.escape(names[0]), seen=seen)
-    page.keyboard.press("ArrowDown")  # a radio group's arrows choose
-    wait_idle(page)
+    # the question asks for a patch: its number typed instead of a click on the grid
+    page.locator(f".st-key-{keys.ask('attention', 'heads')}").wait_for(timeout=WAIT)
+    tab_to(page, "type the patch's number", seen=seen)
+    page.keyboard.type(str(PATCH))
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Chosen: patch {PATCH} ").wait_for(timeout=WAIT)
     tab_to(page, "Send$", seen=seen)
     page.keyboard.press("Enter")
-    page.get_by_text(f"Your answer: {names[1]} (sent)").wait_for(timeout=WAIT)
+    page.get_by_text(f"Your answer: patch {PATCH} (sent)").wait_for(timeout=WAIT)
     teacher.get_by_text("1 answered").wait_for(timeout=WAIT)
 
     assert page.locator("[data-testid='stException']").count() == 0

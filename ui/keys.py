@@ -260,6 +260,11 @@ def answer_grid(stage: str, step: str) -> str:
     return f"{answer(stage, step)}_grid"
 
 
+def answer_typed(stage: str, step: str) -> str:
+    """The patch's number typed instead (the keyboard's way): 'answer_attention_where_typed'."""
+    return f"{answer(stage, step)}_typed"
+
+
 def tally(stage: str, step: str) -> str:
     """The teacher's chart of a step's answers: 'tally_attention_where'."""
     return f"{TALLY_PREFIX}{stage}_{step}"

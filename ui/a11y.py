@@ -42,7 +42,9 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 [data-baseweb="select"] > div:has(input:focus-visible) {{
   outline: 3px solid {FOCUS} !important; outline-offset: 2px; }}
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}
-.st-key-{keys.A11Y_JS} {{ position: absolute; width: 0; height: 0; overflow: hidden; }}
+/* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
+.st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{
+  position: absolute; width: 0; height: 0; overflow: hidden; }}
 </style>"""
 
 # What may scroll sideways or down inside the page, and the name its tab stop gets.

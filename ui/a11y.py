@@ -47,14 +47,13 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
   position: absolute; width: 0; height: 0; overflow: hidden; }}
 </style>"""
 
-# What may scroll sideways or down inside the page, and the name its tab stop gets.
+# What may scroll sideways or down inside the page, and the name its tab stop gets (only a box
+# that does scroll gets one; the audit found equations on a phone).
 SCROLLERS = {
     ".katex-display": "Equation (scrolls sideways)",
     '[data-testid="stMarkdownContainer"] pre': "Code (scrolls)",
     '[data-testid="stTable"]': "Table (scrolls)",
     '[data-testid="stMarkdownContainer"] table': "Table (scrolls)",
-    '[data-testid="stMarkdownContainer"] .stTable, [data-testid="stTableStyledTable"]':
-        "Table (scrolls)",
 }
 
 # The invisible frames that only carry a script (the touch fix's, this module's, the clicker's):

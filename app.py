@@ -12,6 +12,7 @@ process.tune()  # before torch loads: the OpenMP setting of a server (ui/process
 import streamlit as st  # noqa: E402
 
 from ui import (  # noqa: E402
+    a11y,
     controls,
     deck,
     icon,
@@ -59,6 +60,7 @@ config = presenter.model_config()  # the session's model at the sidebar's input 
 controls.clamp(config)
 share.write(stage, own=live.params())  # the class's part too: this session's own address
 phone.install(live.following())  # the phone's CSS and touch fix (ui/phone.py)
+a11y.install()  # focus ring, names for scrolling boxes (ui/a11y.py)
 if head is None:  # (presenter mode has its own "Model and image")
     phone.image_picker()  # a phone's "Your image", atop the page
 student.banner(config)

@@ -127,7 +127,7 @@ def _controls(c: world.Composition, fitted: str | None) -> None:
               help="Changing any control below also makes it the image; choosing a "
                    "sample scene goes back to the samples.")
     preview, words = st.columns(2, vertical_alignment="center")
-    preview.image(inputs.composed_bytes(c.code), width=112)
+    preview.image(inputs.composed_bytes(c.code), width=112, alt=f"The scene: {c.spec.caption}")
     words.caption(c.spec.caption)
     if fitted:
         st.caption(fitted)

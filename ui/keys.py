@@ -99,6 +99,7 @@ LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the
 
 # ---------------------------------------------------------------- a phone (ui/phone.py)
 PHONE_JS = "phone_js"  # container: the touch script's invisible frame
+A11Y_JS = "a11y_js"  # container: the accessibility script's invisible frame (ui/a11y.py)
 PHONE_IMAGE = "phone_image"  # popover: "Your image" atop the page, on a phone (its widgets drawn
 #                              only while it is open)
 PHONE_UPLOAD_PREFIX = "phone-upload-"  # + upload round: its uploader (as UPLOAD_PREFIX)
@@ -257,6 +258,11 @@ def answer_send(stage: str, step: str) -> str:
 def answer_grid(stage: str, step: str) -> str:
     """The patch grid a student clicks to answer: 'answer_attention_where_grid'."""
     return f"{answer(stage, step)}_grid"
+
+
+def answer_typed(stage: str, step: str) -> str:
+    """The patch's number typed instead (the keyboard's way): 'answer_attention_where_typed'."""
+    return f"{answer(stage, step)}_typed"
 
 
 def tally(stage: str, step: str) -> str:

@@ -222,7 +222,8 @@ def _root(host: str, scheme: str = "") -> str:
 def draw_qr(url: str) -> None:
     """Who can open the link, and its QR code (under the link in "Share and export")."""
     st.caption(root_url()[1])
-    st.image(qr_png(url), output_format="PNG", caption="QR code of the link above")
+    st.image(qr_png(url), output_format="PNG", caption="QR code of the link above",
+             alt="QR code of the link above")
 
 
 @st.cache_resource(max_entries=1024, show_spinner=False)

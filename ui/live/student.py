@@ -197,7 +197,8 @@ def _input(stage: str, step: str, q, view) -> None:
         value = st.number_input(f"{reply.prompt} ({reply.unit})" if reply.unit else
                                 reply.prompt, value=None, key=key, format="%g")
     elif isinstance(reply, replies.PatchPick):
-        value = _patch_input(view, key, keys.answer_grid(stage, step), reply.prompt)
+        value = _patch_input(view, key, keys.answer_grid(stage, step), reply.prompt,
+                             keys.answer_typed(stage, step))
     else:
         value = st.text_input("Your answer", key=key, max_chars=classes.MAX_WORDS)
     st.button("Send", key=keys.answer_send(stage, step), on_click=_send,
@@ -205,9 +206,14 @@ def _input(stage: str, step: str, q, view) -> None:
               disabled=value is None or value == "", icon=":material/send:")
 
 
-def _patch_input(view, key: str, chart: str, prompt: str) -> int | None:
-    """Click a patch of your own image's grid."""
+def _patch_input(view, key: str, chart: str, prompt: str, typed: str) -> int | None:
+    """Click a patch of your own image's grid, or type its number (a keyboard cannot click a
+    chart's cell)."""
     ss = st.session_state
+
+    def typed_in() -> None:
+        if ss.get(typed) is not None:
+            ss[key] = int(ss[typed])
 
     def clicked() -> None:
         points = (ss.get(chart) or {}).get("selection", {}).get("points", [])
@@ -223,4 +229,9 @@ def _patch_input(view, key: str, chart: str, prompt: str) -> int | None:
                                        show_index=c.grid <= 16, height=320),
                     key=chart, on_select=clicked, selection_mode="points",
                     config={"displayModeBar": False})  # its toolbar covered the top row
+    n = c.grid * c.grid
+    st.number_input(f"…or type the patch's number (0 to {n - 1}, as printed on the grid)"
+                    if c.grid <= 16 else f"…or type the patch's number (0 to {n - 1})",
+                    min_value=0, max_value=n - 1, value=None, step=1, key=typed,
+                    on_change=typed_in)
     return chosen

@@ -137,7 +137,8 @@ def _panel(c: classes.Class) -> None:
         st.caption("Today's stages: " + " → ".join(_stage_title(s) for s in c.lesson))
     st.markdown(f"Students open **{link}** or scan the code, or type the code under "
                 f"*Join a class* in the sidebar.")
-    st.image(share.qr_png(link), width=180, caption="QR code of the class's link")
+    st.image(share.qr_png(link), width=180, caption="QR code of the class's link",
+             alt="QR code of the class's link")
     answers = _act(classes.answers) or []
     st.download_button("Download the answers (CSV)", key=keys.LIVE_CSV,
                        data=classes.to_csv(answers), file_name=f"class-{c.code}.csv",

@@ -1,0 +1,198 @@
+"""Accessibility in Chromium: axe-core's WCAG 2.1 A/AA rules (tools/axe.py) on a few pages at
+1280×720 and 390×844, in the page view, presenter mode and a following student's phone; and the
+student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows, and typing the
+class's code and a patch's number), every stop on the way showing a focus ring at 3:1 or more.
+
+Every page at both sizes and in the three views is tools/axe.py's job (docs/accessibility.md):
+CI's budget allows these few. 0 violations outside tools/axe.ALLOWED (the documented list).
+Waits are generous (a busy machine); none stands for a speed."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from tools.axe import AXE_JS, audit, outside_list
+from tools.browser import serve, wait_idle
+from ui import keys
+
+pytestmark = pytest.mark.browser
+
+PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+DESKTOP = dict(viewport={"width": 1280, "height": 720})
+WAIT = 120_000  # ms: for what the server does by itself (a push to a following student)
+QUESTION_STEP = 3  # attention's "Every head's CLS attention": a patch to pick (a chart's cell)
+PATCH = 5  # the patch the keyboard's student answers (typed: a keyboard cannot click a cell)
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not AXE_JS.exists():  # as the browser fixture does for chromium: CI must have it
+        if os.environ.get("CI"):
+            raise RuntimeError("CI must install axe-core: npm ci --prefix tools (.ci/run)")
+        pytest.skip("axe-core is not installed: npm ci --prefix tools")
+    with serve() as srv:
+        yield srv.url
+
+
+def violations(page) -> str:
+    return "\n".join(str(v) for v in outside_list(audit(page)))
+
+
+@pytest.mark.parametrize("where, size, view", [
+    ("attention", DESKTOP, ""),  # pictures, a sidebar, equations
+    ("qkv", PHONE, ""),  # equations wider than a phone: boxes that scroll
+    ("patches", DESKTOP, "&presenter=1"),  # the primary Next button, a picture and its caption
+])
+def test_no_axe_violations(browser, server, where, size, view):
+    page = browser.new_context(**size).new_page()
+    page.goto(f"{server}/?page={where}{view}")
+    wait_idle(page)
+    found = violations(page)
+    page.context.close()
+    assert not found, found
+
+
+# ---------------------------------------------------------------- the keyboard
+# What has the focus, and the ring drawn for it: on the element, or where Streamlit draws the
+# input invisible, on what stands for it: a radio's, a checkbox's or a toggle's label, a slider's
+# thumb (the first box around its input at least 8 px wide); with the contrast of the ring's
+# colour against the first opaque background behind it (WCAG 2.4.7 and 1.4.11: 3:1).
+FOCUSED_JS = r"""() => {
+  const a = document.activeElement;
+  if (!a || a === document.body) return null;
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => v / 255).map(v =>
+      v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+      .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  let thumb = a.parentElement || a;
+  while (thumb.parentElement && thumb.getBoundingClientRect().width < 8)
+    thumb = thumb.parentElement;
+  const ring = a.matches('input[type="radio"], input[type="checkbox"]') && a.closest('label')
+               || a.matches('input[type="range"]') && thumb
+               || a.closest('[data-baseweb="select"] > div') || a;
+  let bg = [255, 255, 255];
+  for (let e = ring.parentElement; e; e = e.parentElement) {
+    const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0.99)) { bg = c.slice(0, 3); break; }
+  }
+  const s = getComputedStyle(ring), col = rgb(s.outlineColor).slice(0, 3);
+  const [hi, lo] = [lum(col), lum(bg)].sort((x, y) => y - x);
+  const label = a.getAttribute('aria-label') || (a.labels && a.labels[0] &&
+      a.labels[0].innerText) || a.innerText || a.value || '';
+  return {tag: a.tagName, type: a.type || '', role: a.getAttribute('role') || '',
+          label: label.trim().replace(/\s+/g, ' ').slice(0, 60),
+          ring: s.outlineStyle !== 'none' ? parseFloat(s.outlineWidth) : 0,
+          contrast: (hi + 0.05) / (lo + 0.05)};
+}"""
+
+
+def tab_to(page, label: str, most: int = 150, back: bool = False, seen=None) -> dict:
+    """Press Tab (Shift+Tab with `back`) until the focused element's label matches the regular
+    expression `label` (re.search: a button's label starts with its icon's name);
+    every stop on the way is checked for a visible focus ring (added to `seen`)."""
+    for _ in range(most):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        now = page.evaluate(FOCUSED_JS)
+        if now is None:
+            continue
+        if seen is not None:
+            seen.append({**now, "to": label})
+        if re.search(label, now["label"]):
+            return now
+    raise AssertionError(f"{label!r} not reached with Tab in {most} presses; last: {now}")
+
+
+def no_ring(seen: list[dict]) -> list[str]:
+    return [f"stop {i} (to {s['to']}): {s['tag']} {s['label']!r}: ring {s['ring']} px at "
+            f"{s['contrast']:.2f}:1"
+            for i, s in enumerate(seen) if s["ring"] < 2 or s["contrast"] < 3]
+
+
+def shown_sample(page) -> str:
+    return page.locator("[data-testid='stSidebar']").get_by_text(
+        re.compile("^Showing sample")).inner_text()
+
+
+def slider(page, label: str) -> tuple[int, int, int]:
+    """A slider's (value, min, max), from its input."""
+    return tuple(int(v) for v in page.get_by_role("slider", name=label).evaluate(
+        "e => [e.value, e.min, e.max]"))
+
+
+def teacher_on(browser, server: str, stage: str, step: int):
+    """A teacher in presenter mode on `stage`'s `step` who starts a class: (page, code)."""
+    teacher = browser.new_context(**DESKTOP).new_page()
+    teacher.goto(f"{server}/?page={stage}&presenter=1&step={step}")
+    wait_idle(teacher)
+    teacher.get_by_role("button", name=re.compile("Class")).click()
+    teacher.get_by_role("button", name="Start a class").click()
+    wait_idle(teacher)
+    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
+    teacher.keyboard.press("Escape")
+    return teacher, code
+
+
+def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server):
+    teacher, code = teacher_on(browser, server, "attention", QUESTION_STEP)
+
+    # a student following on a phone: the step and its question, no violations
+    phone = browser.new_context(**PHONE).new_page()
+    phone.goto(f"{server}/?page=overview&{keys.LIVE_JOIN}={code}")
+    phone.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
+        timeout=WAIT)
+    wait_idle(phone)
+    found = violations(phone)
+    phone.context.close()
+    assert not found, "a following student's phone:\n" + found
+
+    # another student, with the keyboard alone
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(f"{server}/?page=attention")
+    wait_idle(page)
+    page.wait_for_function("() => document.__vitA11y")  # the page's script (ui/a11y.py)
+    seen: list[dict] = []
+    before = shown_sample(page)
+    tab_to(page, "^Sample scene", seen=seen)  # a list: ↓ opens it, ↓ moves, Enter chooses
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    assert shown_sample(page) != before
+
+    for name in ("Layer", "Head"):  # one step down, or up from the first
+        value, low, _ = slider(page, name)
+        tab_to(page, f"^{name}$", seen=seen)
+        page.keyboard.press("ArrowLeft" if value > low else "ArrowRight")
+        wait_idle(page)
+        want = value - 1 if value > low else value + 1
+        assert slider(page, name)[0] == want
+        assert f"{name.lower()}={want}" in page.url
+
+    tab_to(page, "Join a class$", back=True, seen=seen)
+    page.keyboard.press("Enter")  # opens the box
+    tab_to(page, "^Code on the projector", seen=seen)
+    page.keyboard.type(f"{code[:3]}-{code[3:]}".lower())
+    tab_to(page, "Join$", seen=seen)
+    page.keyboard.press("Enter")
+    page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
+        timeout=WAIT)
+    page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(
+        f"step {QUESTION_STEP}/").wait_for(timeout=WAIT)
+    wait_idle(page)
+
+    # the question asks for a patch: its number typed instead of a click on the grid
+    page.locator(f".st-key-{keys.ask('attention', 'heads')}").wait_for(timeout=WAIT)
+    tab_to(page, "type the patch's number", seen=seen)
+    page.keyboard.type(str(PATCH))
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Chosen: patch {PATCH} ").wait_for(timeout=WAIT)
+    tab_to(page, "Send$", seen=seen)
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Your answer: patch {PATCH} (sent)").wait_for(timeout=WAIT)
+    teacher.get_by_text("1 answered").wait_for(timeout=WAIT)
+
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert len(seen) > 10 and not no_ring(seen), "\n".join(no_ring(seen))

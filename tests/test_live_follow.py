@@ -126,3 +126,14 @@ def test_a_patch_is_placed_at_the_same_part_of_the_picture_on_another_grid():
     follow.apply(same, classes.Position("experiments", "change", 5, 0, 30, {
         "greyed": middle, follow.GRID: 7}))
     assert same[keys.PATCH] == 30 and same[keys.EXP_OCCLUDED] == middle
+
+
+@pytest.mark.parametrize("stage", ["masks", "mae"])
+def test_a_student_who_has_not_chosen_a_model_yet_follows_on_the_default_one(stage):
+    """A student who opened the class link has no model in its session until the sidebar runs:
+    the settings are fitted to the default model (a KeyError here was an error page on the
+    Masks and MAE stages)."""
+    ss = {keys.MASK: "trained"}
+    follow.apply(ss, classes.Position(stage, "any", 5, 3, 48, TEACHER))
+    assert keys.MODEL not in ss or ss[keys.MODEL]
+    assert ss.get(keys.MASK_CAPTION if stage == "masks" else keys.MAE_HIDDEN) is not None

@@ -37,13 +37,20 @@ class Model:
         self.ss, self.teacher_grid = ss, teacher_grid
 
     @functools.cached_property
-    def config(self):
-        """At the session's training step and input size (the default model's if it cannot be
-        loaded: the sidebar then says why and switches to it)."""
+    def name(self) -> str:
+        """The name the session runs, at its training step and input size: the default model's
+        before the sidebar has chosen one (a student who opened the class link) or when it
+        cannot be loaded (the sidebar then says why and switches to it)."""
         try:
-            return state.get_model(model_name(self.ss)).config
+            name = model_name(self.ss)
+            state.get_model(name)
+            return name
         except (vit_core.CheckpointError, ValueError, OSError, KeyError):
-            return state.get_model(vit_core.default_model_name()).config
+            return vit_core.default_model_name()
+
+    @functools.cached_property
+    def config(self):
+        return state.get_model(self.name).config
 
     @functools.cached_property
     def base(self) -> str:
@@ -151,13 +158,12 @@ def _exp_mask(v, m):
 
 def _captioner(m: Model):
     """The captioner the Masks stage draws live for this model."""
-    name = model_name(m.ss)
-    names = tour.masks_page_models(name, state.get_model(name))[0]
+    names = tour.masks_page_models(m.name, state.get_model(m.name))[0]
     return state.get_model(names[0]).config
 
 
 def _mae_patches(m: Model) -> int:
-    name = choices.mae_for(model_name(m.ss))
+    name = choices.mae_for(m.name)
     return 1 if name is None else state.get_mae(name).encoder.config.num_patches
 
 

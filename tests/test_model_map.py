@@ -190,7 +190,8 @@ def test_clicking_a_box_opens_its_stage(box_id, title):
 def test_boxes_name_the_cores_stages_and_the_app_maps_each_to_a_page():
     """The core's map knows nothing of pages: each box names its stage of the pass, every
     stage is used by some model, and the app routes every stage to one of its pages."""
-    from ui.routes import MAP_PAGES, STAGES
+    from ui.routes import MAP_PAGES
+    from ui.stages import BY_SLUG as STAGES
     from vit_core.explain import stages
 
     used = set()

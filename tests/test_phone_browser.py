@@ -26,7 +26,7 @@ from tests.slides import (
 )
 from tools.browser import serve, start_class, wait_idle
 from ui import keys, stages
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 
 pytestmark = pytest.mark.browser
 

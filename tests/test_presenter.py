@@ -14,7 +14,7 @@ from tests.independent import charts_by_key
 from tests.support import open_app as _open
 from tests.support import reveal
 from ui import keys, stages
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
 from vit_core import load_image, load_model, preprocess, run_trace
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)

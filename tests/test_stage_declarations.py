@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import open_app
 from ui import deck, keys, stages
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 from vit_core import load_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import trace_of
 from tests.support import HUB, open_app
 from ui import keys, stages
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
 from vit_core import load_model
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import inputs, stages, state, tour
-from .routes import walk
 
 
 def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
@@ -20,7 +19,7 @@ def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
     config = state.get_model(name).config
     ask = tour.Ask(inp, name, mask, layer, caption, patch)
     items, seen = [], set()
-    order = walk(lesson, start)
+    order = stages.walk(lesson, start)
     for slug in order[order.index(start):] if start in order else order:
         stage = stages.get(slug)
         for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:

@@ -305,7 +305,8 @@ def _sizes_notes(x: deck.View, f: Sizes) -> str:
 
 STAGE = deck.Stage(
     slug="patches",
-    title="1 · Input and patch grid",
+    name="Input and patch grid",
+    nav="Input and patches", icon=":material/grid_on:",
     story="A transformer reads a list of vectors, not a picture. So we cut the image into "
           "square patches and unroll every patch into one long row of numbers.",
     view=view,

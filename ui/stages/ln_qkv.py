@@ -326,7 +326,8 @@ def _score_question(x: Ctx, f: dict) -> Question:
 
 STAGE = deck.Stage(
     slug="qkv",
-    title="3 · LayerNorm, then queries, keys and values",
+    name="LayerNorm, then queries, keys and values",
+    nav="LayerNorm and Q/K/V", icon=":material/key:",
     story="Each token is normalised, then asks a question (query), advertises what it holds "
           "(key), and prepares what it will share (value). Their dot products are the scores.",
     view=view,

@@ -206,7 +206,8 @@ def _stream_question(x: Ctx, f: dict) -> Question:
 
 STAGE = deck.Stage(
     slug="mlp",
-    title="6 · The MLP: every token thinks on its own",
+    name="The MLP: every token thinks on its own",
+    nav="MLP", icon=":material/hub:",
     story="After the tokens have talked, each one thinks alone: a small two-layer network "
           "widens it, bends it with GELU, and adds the result back.",
     view=view,

@@ -369,7 +369,8 @@ def _writes(c) -> bool:
 
 STAGE = deck.Stage(
     slug="overview",
-    title="From pixels to logits, in one pass",
+    name="From pixels to logits, in one pass",
+    nav="The whole pass", icon=":material/route:",
     story="This is one real forward pass of a Vision Transformer on one picture. We will "
           "follow the numbers from the pixels to the answer, one stage per screen.",
     view=view,

@@ -340,7 +340,8 @@ def _edges_question(x: Ctx, f: dict) -> Question:
 
 STAGE = deck.Stage(
     slug="segmentation",
-    title="9 · The segmentation pivot",
+    name="The segmentation pivot",
+    nav="Segmentation", icon=":material/texture:",
     story="Keep every patch token, put them back on the grid, and compare or label them: the "
           "same network's tokens map the picture.",
     view=view,

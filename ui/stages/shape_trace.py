@@ -373,7 +373,8 @@ def _by_size_notes(x: Ctx, f: BySize) -> str:
 
 STAGE = deck.Stage(
     slug="shapes",
-    title="8 · The shape trace",
+    name="The shape trace",
+    nav="Shape trace", icon=":material/table_chart:",
     story="Here is the whole journey as one table: every shape, every parameter, every "
           "multiplication, next to the full-size ViT-B/16.",
     view=view,

@@ -50,7 +50,8 @@ def _has_text(c) -> bool:
 
 STAGE = deck.Stage(
     slug="experiments",
-    title="10 · Experiments",
+    name="Experiments",
+    icon=":material/science:",
     story="Now break it on purpose: switch off heads, hide patches, remove positions. What "
           "changes tells us what each part was doing.",
     view=view,

@@ -87,7 +87,8 @@ def _intro(x: Ctx) -> str:
 
 STAGE = deck.Stage(
     slug="logits",
-    title="7 · Logits",
+    name="Logits",
+    icon=":material/bar_chart:",
     story="The head reads the final tokens (the CLS token, or the mean of the patch tokens, as "
           "this model was built): a classifier's linear layer gives a score per class, and "
           "softmax makes them probabilities. A captioner writes word by word; a model without "

@@ -16,7 +16,8 @@ __all__ = ["STAGE", "Ctx", "_same_for_every_image", "side_by_side", "tour", "vie
 
 STAGE = deck.Stage(
     slug="masks",
-    title="5 · Masks: who may look at whom",
+    name="Masks: who may look at whom",
+    nav="Masks", icon=":material/grid_goldenratio:",
     story="A mask decides who may look at whom. Text may only read earlier words; the image "
           "patches may read each other in both directions.",
     view=view,

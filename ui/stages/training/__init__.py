@@ -57,7 +57,8 @@ __all__ = ["STAGE", "cls_figure", "curves_figure", "distance_figure", "object_ma
 
 STAGE = deck.Stage(
     slug="training",
-    title="11 · Training",
+    name="Training",
+    icon=":material/trending_up:",
     story="Every weight on the other pages was learned: training starts from random numbers "
           "and nudges them, batch after batch, to lower a loss. Here the run's curves, and at "
           "the chosen training step, beside the final weights: the position embeddings, how "

@@ -12,6 +12,7 @@ from vit_core.explain.tokens import gelu_curve, mlp_units, residual_stream, subl
 from .. import deck, figures, keys, session, state
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
+from ..tour import Ask
 from . import common
 
 GROWS = 1.1  # the token's norm "grows" when it ends at least this many times its start ...
@@ -204,6 +205,11 @@ def _stream_question(x: Ctx, f: dict) -> Question:
                     Choice(ADDS_MORE, 0 if mlp_more else 1))
 
 
+
+def _norms(a: Ask) -> list:
+    """What the read-ahead computes for the residual step: every block's sublayer norms."""
+    return [lambda: state.sublayer_norms(a.inp, a.name, a.mask)]
+
 STAGE = deck.Stage(
     slug="mlp",
     name="The MLP: every token thinks on its own",
@@ -221,6 +227,6 @@ STAGE = deck.Stage(
         Step("stream", "The residual stream, block by block", _stream_figure,
              facts=_stream_facts, words=_stream_words, notes=_stream_notes,
              question=_stream_question, asks=("attn", "mlp"), controls=("patch",),
-             reads=("sublayer_norms",)),
+             reads=(_norms,)),
     ),
 )

@@ -15,7 +15,19 @@ from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
 
-from .. import deck, figures, keys, models, navigate, phone, phone_figures, session, show, state
+from .. import (
+    deck,
+    figures,
+    keys,
+    models,
+    navigate,
+    phone,
+    phone_figures,
+    session,
+    show,
+    state,
+    tour,
+)
 from ..deck import Step
 from ..numbers import pct
 from ..scene_notes import caption_note, class_note
@@ -377,17 +389,17 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("map", "The whole pass", _map_figure, facts=_map_facts, words=_map_words,
-             notes=_map_notes, reads=("caption_pass",)),
+             notes=_map_notes, reads=(tour.caption_pass,)),
         Step("grid", "What the model sees", _grid_figure, words=_grid_words, notes=_grid_notes),
         Step("prediction", "Prediction", _prediction_figure, facts=_prediction_facts,
              words=_prediction_words, notes=_prediction_notes, applies=_has_classes),
         Step("caption", "Caption", _caption_figure, facts=_caption_facts, words=_caption_words,
-             notes=_caption_notes, applies=_writes, reads=("caption_pass",)),
+             notes=_caption_notes, applies=_writes, reads=(tour.caption_pass,)),
         Step("output", "What it outputs", _encoded_figure, facts=_encoded_facts,
              words=_encoded_words, notes=_encoded_notes, applies=_is_headless,
-             reads=("patch_pca",)),
+             reads=(tour.patch_pca,)),
         Step("table", "Every stage, with the shape it had just now", _table_figure,
              facts=_table_facts, words=_table_words, notes=_table_notes,
-             reads=("caption_pass",)),
+             reads=(tour.caption_pass,)),
     ),
 )

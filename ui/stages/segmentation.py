@@ -21,7 +21,7 @@ from vit_core.explain.segmentation import (
     pca_variance,
 )
 
-from .. import deck, figures, keys, models, session, show, state
+from .. import deck, figures, keys, models, session, show, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
@@ -349,7 +349,7 @@ STAGE = deck.Stage(
     steps=(
         Step("tokens", "The patch tokens as colours", _tokens_figure,
              facts=_tokens_facts, words=_tokens_words, notes=_tokens_notes,
-             question=_pixels_question, reads=("patch_pca",)),
+             question=_pixels_question, reads=(tour.patch_pca,)),
         Step("map", "The class map on the image", _map_figure, facts=_shares_facts,
              words=_map_words, notes=_map_notes, applies=_has_head),
         Step("shares", "How much of the image each class covers", _shares_figure,

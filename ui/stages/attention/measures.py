@@ -15,7 +15,7 @@ from vit_core.explain.attention import (
     uniform_distance,
 )
 
-from ... import deck, figures, keys, show
+from ... import deck, figures, keys, show, tour
 from ...deck import Choice, Question, Step
 from ...numbers import pct, span
 from .context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, Ctx
@@ -215,13 +215,13 @@ def _focused_question(x: Ctx, f: dict) -> Question:
 STEPS = (
     Step("rollout", "Attention rollout: all layers together", _rollout_figure,
          facts=_rollout_facts, words=_rollout_words, notes=_rollout_notes,
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
     Step("entropy", "How evenly each head looks", _entropy_figure, facts=_entropy_facts,
          words=_entropy_words, notes=_entropy_notes, question=_focused_question,
          asks=("ent", "max"),
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
     Step("distance", "How far each head looks", _distance_figure, facts=_distance_facts,
          words=_distance_words, notes=_distance_notes, question=_distance_question,
          asks=("dist",),
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
 )

@@ -14,7 +14,7 @@ from vit_core.explain.attention import (
     top_cell,
 )
 
-from ... import deck, figures, keys, show
+from ... import deck, figures, keys, show, tour
 from ...deck import PatchPick, Question, Step
 from ...numbers import pct
 from .context import VIEWS, Ctx, pattern
@@ -192,14 +192,14 @@ def _has_prefix(c) -> bool:
 STEPS = (
     Step("pattern", "Scores and the softmax pattern", _scores_figure,
          words=_scores_words, controls=("layer", "head", "patch", "play"),
-         reads=("layer_block",)),
+         reads=(tour.layer_block,)),
     Step("where", "Where a patch looks, and who looks at it", _where_figure,
          facts=_where_facts, words=_where_words, controls=("layer", "head", "patch"),
          question=lambda x, f: None if _has_prefix(x.c) else _where_question(x, f),
-         asks=("row",), reads=("layer_block",)),
+         asks=("row",), reads=(tour.layer_block,)),
     Step("heads", _heads_title, _heads_figure, facts=_heads_facts, words=_heads_words,
          controls=("layer", "head", "play"), question=_brightest_question,
          asks=("rows", "sees_patches"),
          applies=_has_prefix,
-         reads=("layer_block", "attention_summary")),
+         reads=(tour.layer_block, tour.attention_summary)),
 )

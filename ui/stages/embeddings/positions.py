@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from vit_core.explain.embeddings import position_neighbours
 
-from ... import deck, figures, keys, state
+from ... import deck, figures, keys, state, tour
 from ...deck import Step
 from ...numbers import span
 
@@ -176,8 +176,8 @@ def _similarity_notes(v: deck.View, f: dict) -> str | None:
 STEPS = (
     Step("position", "One position against every position", _position_figure,
          facts=_position_facts, words=_position_words, notes=_position_notes,
-         controls=("patch",), reads=("weight_views",)),
+         controls=("patch",), reads=(tour.weight_views,)),
     Step("similarity", "Every position's similarity map", _similarity_figure,
          facts=_similarity_facts, words=_similarity_words, notes=_similarity_notes,
-         controls=("patch",), reads=("weight_views",)),
+         controls=("patch",), reads=(tour.weight_views,)),
 )

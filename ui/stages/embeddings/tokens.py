@@ -9,7 +9,7 @@ import streamlit as st
 from vit_core.explain.embeddings import component_count, patch_embedding_check
 from vit_core.explain.generation import tokenizer_for
 
-from ... import deck, figures, keys, session, show, state
+from ... import deck, figures, keys, session, show, state, tour
 from ...deck import Choice, Question, Step
 from ...numbers import pct
 from .. import common
@@ -211,11 +211,11 @@ STEPS = (
          words=_vector_words, notes=_vector_notes, question=_same_we_question,
          controls=("patch",)),
     Step("filters", "What W_E looks for", _filters_figure, facts=_filters_facts,
-         words=_filters_words, notes=_filters_notes, reads=("weight_views",)),
+         words=_filters_words, notes=_filters_notes, reads=(tour.weight_views,)),
 )
 SUM_STEPS = (
     Step("sum", "The sum that enters block 0", _sum_figure, facts=_sum_facts,
          words=_sum_words, question=_positions_question, controls=("patch",)),
     Step("text", "Then the text tokens", _text_figure, facts=_text_facts, words=_text_words,
-         notes=_text_notes, applies=_has_text, reads=("caption_pass",)),
+         notes=_text_notes, applies=_has_text, reads=(tour.caption_pass,)),
 )

@@ -169,3 +169,104 @@ def test_the_list_of_stages_is_the_tours_order():
     """ui/stages.STAGES (what reads a stage by its slug) holds every routed stage, in the tour's
     order, each once."""
     assert [s.slug for s in stages.STAGES] == list(STAGES)
+
+
+# ---------------------------------------------------------------- each stage declares its keys
+STAGES_DIR = ROOT / "ui" / "stages"
+SHARED_MODULES = ("__init__.py", "common.py", "choices.py")  # ui/stages/ modules no stage owns
+
+
+def stage_files() -> dict[str, list[Path]]:
+    """Each stage's source files, by the name of its module or package."""
+    found = {}
+    for p in sorted(STAGES_DIR.iterdir()):
+        if p.is_dir() and (p / "__init__.py").exists():
+            found[p.name] = sorted(p.rglob("*.py"))
+        elif p.suffix == ".py" and p.name not in SHARED_MODULES:
+            found[p.stem] = [p]
+    return found
+
+
+def shared_key_uses(files) -> dict[str, set[str]]:
+    """ui/keys.py's names -> the owners that use them as `keys.NAME` (a stage: its name)."""
+    owners = {name: set() for name in dir(keys) if name.isupper()}
+    by_stage = {f: stage for stage, fs in stage_files().items() for f in fs}
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "keys" and node.attr in owners:
+                owners[node.attr].add(by_stage.get(f, str(f.relative_to(ROOT))))
+    return owners
+
+
+KEYS_MARK = "# the stage's own widget keys"  # atop a one-module stage: its keys, to a blank line
+
+
+def own_keys(stage: str, files: list[Path]) -> dict[str, str]:
+    """The widget keys the stage declares itself: a package's keys.py, or in a one-module stage
+    the constants from the line starting KEYS_MARK to the first blank line."""
+    if len(files) > 1:
+        source = (STAGES_DIR / stage / "keys.py")
+        text = source.read_text() if source.exists() else ""
+    else:
+        text = files[0].read_text()
+        at = text.find("\n" + KEYS_MARK)
+        text = text[at:].split("\n\n", 1)[0] if at >= 0 else ""
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                isinstance(node.value.value, str) and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value.value
+    return found
+
+
+def widget_key_names(files: list[Path]) -> set[str]:
+    """The bare names a stage keys its widgets by: `key=NAME`, and deck.chart / deck.table's
+    key argument (`keys.X` are ui/keys.py's)."""
+    found = set()
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "key":
+                found.add(node.value)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in DECK_KEYED and \
+                    len(node.args) > 1:
+                found.add(node.args[1])
+    return {n.id for n in found if isinstance(n, ast.Name)}
+
+
+DECK_KEYED = ("deck.chart", "deck.table", "chart", "table")  # (figure or rows, key, …)
+
+
+def test_a_key_only_one_stage_uses_is_declared_in_that_stage():
+    files = [ROOT / "app.py", *(ROOT / "ui").rglob("*.py")]
+    only = {name: next(iter(o)) for name, o in shared_key_uses(files).items()
+            if len(o) == 1 and next(iter(o)) in stage_files()}
+    assert not only, f"move these from ui/keys.py into their stage: {only}"
+
+
+def test_every_key_a_stage_names_is_declared_in_it():
+    for stage, files in stage_files().items():
+        declared = own_keys(stage, files)
+        names = widget_key_names(files) - {"key"}  # a helper's own `key` argument passed on
+        assert names <= set(declared), (stage, names - set(declared))
+
+
+def test_no_key_is_declared_twice():
+    values = [(getattr(keys, n), f"ui/keys.py {n}") for n in dir(keys)
+              if n.isupper() and isinstance(getattr(keys, n), str)]
+    values += [(v, f"{stage} {k}") for stage, files in stage_files().items()
+               for k, v in own_keys(stage, files).items()]
+    seen = {}
+    for value, where in values:
+        assert value not in seen, f"{value!r}: {seen[value]} and {where}"
+        seen[value] = where
+    assert len(seen) > 100  # every key of the app, read
+
+
+def test_the_key_checks_find_what_they_look_for(tmp_path):
+    f = tmp_path / "s.py"
+    f.write_text(f'from ui import keys\n\n{KEYS_MARK}\nA = "a"\nC = "c"\n\nD = "d"\n'
+                 'st.slider("x", key=A)\nst.radio("y", key=B)\ndeck.chart(fig, C)\n'
+                 'st.button("z", key=keys.MAP_OPEN)\n')
+    assert widget_key_names([f]) == {"A", "B", "C"}
+    assert own_keys("s", [f]) == {"A": "a", "C": "c"}

@@ -14,6 +14,7 @@ import torch
 
 from tests.support import HUB, ROOT, arr, open_app, page_text, torch_flops
 from ui import keys, stages
+from ui.stages.shape_trace import COST_VS_PATCH
 from vit_core import PRESETS, ViT, load_model
 
 NOCLS = str(HUB / "timm/vit_tiny_avg_nocls.test")
@@ -121,7 +122,7 @@ def test_the_quadratic_share_is_the_charts(model):
     c = load_model(model).config
     drawn = c.replace(seg_classes=0)  # the chart's title: no text, no seg head
     spec = json.loads(next(e for e in at.get("plotly_chart")
-                           if e.proto.id.endswith("-" + keys.COST_VS_PATCH)).proto.spec)
+                           if e.proto.id.endswith("-" + COST_VS_PATCH)).proto.spec)
     xs = [int(v) for v in arr(spec["data"][0]["x"])]
     total, quad = (arr(t["y"]).astype(float) for t in spec["data"])
     i = xs.index(c.patch_size)

@@ -1,4 +1,4 @@
-"""Opening a stage from a click: the model map's boxes (pages/overview.py).
+"""Opening a stage from a click: the model map's boxes (the overview stage).
 
 The pages are those app.py built from the stages (ui/routes.PAGES); a box names the stage of the
 pass it belongs to, and ui/routes.py's MAP_PAGES gives the page that explains it.

@@ -15,6 +15,12 @@ from ..numbers import pct
 from ..tour import Ask
 from . import common
 
+# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
+# tests address the widgets by these values; shared keys are in ui/keys.py)
+MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
+MLP_TOP = "mlp_top"  # chart: the most active hidden units
+MLP_RESID = "mlp_resid"  # chart: the residual stream's norms
+
 GROWS = 1.1  # the token's norm "grows" when it ends at least this many times its start ...
 # ... "shrinks" at most 1 / GROWS times it, and "stays about the same" between
 TOP_UNITS = 10  # the bar chart shows this many of the most active hidden units
@@ -83,7 +89,7 @@ def _gelu_figure(x: Ctx, f: dict) -> None:
     xs, ys = gelu_curve(f["lo"], f["hi"])
     fig = figures.gelu_scatter(f["u"], f["gelu"], xs.numpy(), ys.numpy(), x.labels[x.i])
     if x.presenting:  # one chart fills the slide (the words give the share, the notes the formula)
-        deck.chart(fig, key=keys.MLP_GELU)
+        deck.chart(fig, key=MLP_GELU)
         return
     # a space after every \quad: "\quadG" would be an unknown command (KaTeX prints it in red)
     st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
@@ -91,7 +97,7 @@ def _gelu_figure(x: Ctx, f: dict) -> None:
              rf"\in \mathbb{{R}}^{{{D}}}")
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
-        deck.chart(fig, key=keys.MLP_GELU)
+        deck.chart(fig, key=MLP_GELU)
     right.metric("share of hidden units switched on (U > 0)", pct(f["on"] / f["F"], 1),
                  help="GELU passes positive inputs almost unchanged and squashes negative ones.")
     right.caption(f"{f['on']} of {f['F']} units")
@@ -123,7 +129,7 @@ def _units_question(x: Ctx, f: dict) -> Question:
 
 def _top_figure(x: Ctx, f: dict) -> None:
     _toggle(x)
-    deck.chart(figures.top_units_bars(f["top_values"], f["top_units"]), key=keys.MLP_TOP)
+    deck.chart(figures.top_units_bars(f["top_values"], f["top_units"]), key=MLP_TOP)
 
 
 def _top_words(x: Ctx, f: dict) -> str:
@@ -150,7 +156,7 @@ def _stream_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.residual_norms(
         f["attn"], f["mlp"], f["resid"],
         title=f"{name}: the norm of what each sublayer adds (bars) and of the token after it "
-              "(line)"), key=keys.MLP_RESID)
+              "(line)"), key=MLP_RESID)
 
 
 def stream_words(stream: dict) -> str:

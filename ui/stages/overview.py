@@ -33,6 +33,15 @@ from ..numbers import pct
 from ..scene_notes import caption_note, class_note
 from ..tables import stage_table
 
+# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
+# tests address the widgets by these values; shared keys are in ui/keys.py)
+OVERVIEW_GRID = "overview_grid"  # chart: patch grid
+OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
+OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
+OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
+OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
+OVERVIEW_MAP = "overview_map"  # chart: the model map (a click on a box opens its stage)
+
 PRESENTER_SCALE = 1.3  # presenter mode draws the map's text and markers this much larger
 TOP_SHOWN = 5  # the prediction's bars show this many classes at most (figures.top_k_bars' k)
 
@@ -105,12 +114,12 @@ def _map_figure(x: Ctx, f: Map) -> None:
     fig = figures.model_map(f.mm, scale=PRESENTER_SCALE if x.presenting else 1.0)
     if x.presenting:  # as wide as the slide (the height is the slide's: deck.chart)
         fig.update_layout(width=None)
-        return _map_chart(fig, keys.OVERVIEW_MAP, "stretch")
+        return _map_chart(fig, OVERVIEW_MAP, "stretch")
     # the 800-px serpentine, or on a phone the pass top to bottom (ui/phone.py: which is shown
     # is the browser's choice, by the screen's width)
-    phone.both(keys.OVERVIEW_MAP, lambda: _map_chart(fig, keys.OVERVIEW_MAP, "content"),
+    phone.both(OVERVIEW_MAP, lambda: _map_chart(fig, OVERVIEW_MAP, "content"),
                lambda: _map_chart(figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm)),
-                                  keys.phone(keys.OVERVIEW_MAP), "stretch"))
+                                  keys.phone(OVERVIEW_MAP), "stretch"))
 
 
 def _map_chart(fig, key: str, width: str) -> None:
@@ -160,7 +169,7 @@ def _grid_figure(x: Ctx, _) -> None:
              rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
              rf"\times {c.embed_dim}}}")
     deck.chart(figures.patch_grid(x.prep.crop, c.patch_size, show_index=g <= 16),
-               key=keys.OVERVIEW_GRID)
+               key=OVERVIEW_GRID)
 
 
 def _grid_words(x: Ctx, _) -> str:
@@ -198,7 +207,7 @@ def _prediction_facts(x: Ctx) -> Prediction:
 
 def _prediction_figure(x: Ctx, f: Prediction) -> None:
     deck.chart(figures.top_k_bars(f.probs, f.names, k=TOP_SHOWN, x_title="probability"),
-               key=keys.OVERVIEW_TOPK)
+               key=OVERVIEW_TOPK)
 
 
 def _prediction_words(x: Ctx, f: Prediction) -> str:
@@ -248,7 +257,7 @@ def _caption_facts(x: Ctx) -> Caption:
 
 def _caption_figure(x: Ctx, f: Caption) -> None:
     st.markdown(f"Its caption, one word at a time (greedy): **“{f.text}”**")
-    deck.chart(figures.word_bars(f.words, f.chosen), key=keys.OVERVIEW_WORDS)
+    deck.chart(figures.word_bars(f.words, f.chosen), key=OVERVIEW_WORDS)
 
 
 def _caption_words(x: Ctx, f: Caption) -> str:
@@ -298,7 +307,7 @@ def _encoded_figure(x: Ctx, f: Encoded) -> None:
             x.prep.crop, f.cls_to_patches,
             f"Where the final CLS token looks (block {c.depth - 1}, mean of "
             f"{c.num_heads} head{'s' if c.num_heads > 1 else ''})",
-            value_name="attention weight", zmin=0), key=keys.OVERVIEW_OUTPUT)
+            value_name="attention weight", zmin=0), key=OVERVIEW_OUTPUT)
         return
     show.image(figures.array_image(f.pca.transpose(2, 0, 1), 224),
                "Each final patch token's first three principal components shown as red, green "
@@ -345,7 +354,7 @@ TABLE_ROWS = 10  # the table shows this many rows before it scrolls (a slide kee
 
 def _table_figure(x: Ctx, f: Table) -> None:
     height = 38 + 35 * min(len(f.rows), TABLE_ROWS)  # header + rows, in px
-    st.dataframe(f.rows, hide_index=True, key=keys.OVERVIEW_TABLE, height=height)
+    st.dataframe(f.rows, hide_index=True, key=OVERVIEW_TABLE, height=height)
 
 
 def _table_words(x: Ctx, f: Table) -> str:

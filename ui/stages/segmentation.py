@@ -21,9 +21,13 @@ from vit_core.explain.segmentation import (
     pca_variance,
 )
 
-from .. import deck, figures, keys, models, session, show, state, tour
+from .. import deck, figures, models, session, show, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
+
+# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
+# tests address the widgets by these values; shared keys are in ui/keys.py)
+SEG_TABLE = "seg_table"  # table: class shares
 
 MOST = 0.5  # the colours show "most" of how the tokens differ when 3 components hold this much
 FOLLOWS = 0.5  # the edges "follow the patch grid" when at least this share straddles a border
@@ -212,7 +216,7 @@ def _map_notes(x: Ctx, _) -> str:
 def _shares_figure(x: Ctx, found: dict[int, float]) -> None:
     names = _class_names(x.c)
     deck.table([{"class": names[k], "share of the image": pct(s, 1)}
-                for k, s in found.items()], keys.SEG_TABLE, height=38 + 35 * len(found))
+                for k, s in found.items()], SEG_TABLE, height=38 + 35 * len(found))
 
 
 def _shares_words(x: Ctx, found: dict[int, float]) -> str:

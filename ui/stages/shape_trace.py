@@ -25,6 +25,14 @@ from .. import deck, figures, keys, models, session, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
+# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
+# tests address the widgets by these values; shared keys are in ui/keys.py)
+SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out
+SHAPE_TABLE_BLOCK = "shape_table_block"  # table: the shape trace inside one block
+SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
+PARAM_TABLE = "param_table"  # table: parameters by component
+COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
+
 REF = "vit-b16"  # the notes' reference model, beside every cost
 PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
 ROW_PX, HEAD_PX = 35, 38  # a table row and the header row, as st.dataframe draws them
@@ -122,7 +130,7 @@ def _around_figure(x: Ctx, f: Rows) -> None:
              rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
              rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
              + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
-    _table(_shape_table(f, f.around), keys.SHAPE_TABLE)
+    _table(_shape_table(f, f.around), SHAPE_TABLE)
 
 
 def _around_words(x: Ctx, f: Rows) -> str:
@@ -160,7 +168,7 @@ def _block_title(c) -> str:
 
 
 def _block_figure(x: Ctx, f: Rows) -> None:
-    _table(_shape_table(f, f.block), keys.SHAPE_TABLE_BLOCK)
+    _table(_shape_table(f, f.block), SHAPE_TABLE_BLOCK)
 
 
 def _block_words(x: Ctx, f: Rows) -> str:
@@ -196,7 +204,7 @@ def _cost_rows(f: Rows) -> tuple[list[dict], list[str]]:
 
 
 def _cost_figure(x: Ctx, f: Rows) -> None:
-    _table(_cost_rows(f)[0], keys.SHAPE_COST_TABLE)
+    _table(_cost_rows(f)[0], SHAPE_COST_TABLE)
 
 
 def _cost_words(x: Ctx, f: Rows) -> str:
@@ -290,7 +298,7 @@ def _params_facts(x: Ctx) -> dict[str, int]:
 def _params_figure(x: Ctx, f: dict[str, int]) -> None:
     n = total_params(x.c)
     _table([{"component": k, "parameters": f"{v:,}", "share": pct(v / n, 1)}
-            for k, v in f.items()], keys.PARAM_TABLE)
+            for k, v in f.items()], PARAM_TABLE)
 
 
 def _params_words(x: Ctx, f: dict[str, int]) -> str:
@@ -345,7 +353,7 @@ def _by_size_figure(x: Ctx, f: BySize) -> None:
         f.sizes, {"all matrix multiplications": [m / 1e9 for m in f.macs],
                   "QKᵀ and AV only": [q / 1e9 for q in f.quad]},
         f"{x.label} at {c.img_size}×{c.img_size} with other patch sizes (no text, no seg head)",
-        "patch size P", "G multiply-adds (MACs)"), key=keys.COST_VS_PATCH)
+        "patch size P", "G multiply-adds (MACs)"), key=COST_VS_PATCH)
 
 
 def _by_size_words(x: Ctx, f: BySize) -> str:

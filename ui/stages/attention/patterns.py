@@ -18,6 +18,7 @@ from ... import deck, figures, keys, show, tour
 from ...deck import PatchPick, Question, Step
 from ...numbers import pct
 from .context import VIEWS, Ctx, pattern
+from .keys import ATTN_MATRIX
 
 SLIDE_MAPS = 6  # a slide shows at most this many heads' maps, in one row
 
@@ -46,7 +47,7 @@ def _scores_figure(x: Ctx, _) -> None:
         x_title="key token (what is looked at)", y_title="query token (who looks)",
         value_name="attention weight" if scale == "Viridis" else "score",
         row_ticks=ticks, col_ticks=ticks, tick_text=tick_text,
-        boundaries=tuple(range(1, pre + 1))), key=keys.ATTN_MATRIX)
+        boundaries=tuple(range(1, pre + 1))), key=ATTN_MATRIX)
 
 
 def _scores_words(x: Ctx, _) -> str:

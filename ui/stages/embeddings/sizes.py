@@ -9,10 +9,11 @@ from vit_core.explain.embeddings import cost_ratios, input_cost
 from vit_core.explain.flops import si
 from vit_core.explain.lens import top_class
 
-from ... import deck, figures, keys, session, state
+from ... import deck, figures, session, state
 from ...deck import Number, Question, Step
 from ...numbers import pct
 from ...tour import Ask
+from .keys import EMBED_POS_SIZES
 from .positions import num as _num
 
 SAME_CONFIDENCE = 0.05  # another size moves the top class's probability less than this: "about
@@ -69,7 +70,7 @@ def _size_figure(v: deck.View, f: dict) -> None:
         f"Patch {o['patch']}'s position vector vs every position, and the same place's at "
         f"{n['size']} px (outlined: itself)", value_name="cosine similarity",
         selected=(divmod(o["patch"], o["grid"]), divmod(n["patch"], n["grid"]))),
-        key=keys.EMBED_POS_SIZES)
+        key=EMBED_POS_SIZES)
 
 
 def _said(at: dict) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import keys
+from . import deck, keys
 from .routes import MAP_PAGES, PAGES
 from .share import current_params
 
@@ -41,3 +41,9 @@ def open_pending() -> None:
     slug = st.session_state.pop(keys.MAP_OPEN, None)
     if slug in PAGES:
         st.switch_page(PAGES[slug], query_params=current_params(slug))
+
+
+def map_chart(fig, key: str, width: str) -> None:
+    """The model map, a click on a box opening its stage (on the next run: open_pending)."""
+    deck.chart(fig, key=key, on_select=lambda: on_map_click(key),
+               selection_mode="points", config={"displayModeBar": False}, width=width)

@@ -15,8 +15,7 @@ from .. import controls, deck, figures, show
 from ..deck import Number, Question, Step
 from .common import smaller_patch
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
 PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened
 PATCH_MATRIX = "patch_matrix"  # chart: X_patch

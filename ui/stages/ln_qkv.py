@@ -17,8 +17,7 @@ from .. import deck, figures, keys
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
 
 NOT_EXACT = (  # why LN's output is not exactly mean 0, std 1; right: γ and β, or ε alone

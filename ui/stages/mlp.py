@@ -15,8 +15,7 @@ from ..numbers import pct
 from ..tour import Ask
 from . import common
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
 MLP_TOP = "mlp_top"  # chart: the most active hidden units
 MLP_RESID = "mlp_resid"  # chart: the residual stream's norms

@@ -15,26 +15,14 @@ from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
 
-from .. import (
-    deck,
-    figures,
-    keys,
-    models,
-    navigate,
-    phone,
-    phone_figures,
-    session,
-    show,
-    state,
-    tour,
-)
+from .. import deck, figures, keys, models, navigate, phone, phone_figures, session, show, state
 from ..deck import Step
 from ..numbers import pct
 from ..scene_notes import caption_note, class_note
 from ..tables import stage_table
+from ..tour import caption_pass, patch_pca
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 OVERVIEW_GRID = "overview_grid"  # chart: patch grid
 OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
 OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
@@ -114,17 +102,12 @@ def _map_figure(x: Ctx, f: Map) -> None:
     fig = figures.model_map(f.mm, scale=PRESENTER_SCALE if x.presenting else 1.0)
     if x.presenting:  # as wide as the slide (the height is the slide's: deck.chart)
         fig.update_layout(width=None)
-        return _map_chart(fig, OVERVIEW_MAP, "stretch")
+        return navigate.map_chart(fig, OVERVIEW_MAP, "stretch")
     # the 800-px serpentine, or on a phone the pass top to bottom (ui/phone.py: which is shown
     # is the browser's choice, by the screen's width)
-    phone.both(OVERVIEW_MAP, lambda: _map_chart(fig, OVERVIEW_MAP, "content"),
-               lambda: _map_chart(figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm)),
-                                  keys.phone(OVERVIEW_MAP), "stretch"))
-
-
-def _map_chart(fig, key: str, width: str) -> None:
-    deck.chart(fig, key=key, on_select=lambda: navigate.on_map_click(key),
-               selection_mode="points", config={"displayModeBar": False}, width=width)
+    tall = figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm))
+    phone.both(OVERVIEW_MAP, lambda: navigate.map_chart(fig, OVERVIEW_MAP, "content"),
+               lambda: navigate.map_chart(tall, keys.phone(OVERVIEW_MAP), "stretch"))
 
 
 def _edge(mm: ModelMap, name: str):
@@ -398,17 +381,17 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("map", "The whole pass", _map_figure, facts=_map_facts, words=_map_words,
-             notes=_map_notes, reads=(tour.caption_pass,)),
+             notes=_map_notes, reads=(caption_pass,)),
         Step("grid", "What the model sees", _grid_figure, words=_grid_words, notes=_grid_notes),
         Step("prediction", "Prediction", _prediction_figure, facts=_prediction_facts,
              words=_prediction_words, notes=_prediction_notes, applies=_has_classes),
         Step("caption", "Caption", _caption_figure, facts=_caption_facts, words=_caption_words,
-             notes=_caption_notes, applies=_writes, reads=(tour.caption_pass,)),
+             notes=_caption_notes, applies=_writes, reads=(caption_pass,)),
         Step("output", "What it outputs", _encoded_figure, facts=_encoded_facts,
              words=_encoded_words, notes=_encoded_notes, applies=_is_headless,
-             reads=(tour.patch_pca,)),
+             reads=(patch_pca,)),
         Step("table", "Every stage, with the shape it had just now", _table_figure,
              facts=_table_facts, words=_table_words, notes=_table_notes,
-             reads=(tour.caption_pass,)),
+             reads=(caption_pass,)),
     ),
 )

@@ -25,8 +25,7 @@ from .. import deck, figures, models, session, show, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 SEG_TABLE = "seg_table"  # table: class shares
 
 MOST = 0.5  # the colours show "most" of how the tokens differ when 3 components hold this much

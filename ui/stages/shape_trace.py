@@ -24,9 +24,9 @@ from vit_core.explain.windows import window_cost
 from .. import deck, figures, keys, models, session, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
+from . import common
 
-# the stage's own widget keys (a widget's key= is its session-state key too; AppTest
-# tests address the widgets by these values; shared keys are in ui/keys.py)
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out
 SHAPE_TABLE_BLOCK = "shape_table_block"  # table: the shape trace inside one block
 SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
@@ -221,16 +221,6 @@ def _cost_notes(x: Ctx, f: Rows) -> str:
             "counted. G = 10⁹, M = 10⁶, k = 10³.")
 
 
-def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[str], int]:
-    """Choose-one options: `right`, and of the rest of `sizes` (name -> size; those as large as
-    `right` are left out, being right too) the largest, the middle one and the smallest: at most
-    4, in `order` (the table's) so that where the right one stands tells nothing.
-    Returns (the names, the right one's index)."""
-    rest = sorted((k for k in sizes if sizes[k] != sizes[right]), key=lambda k: -sizes[k])
-    picks = sorted({right, *(rest[i] for i in {0, len(rest) // 2, -1} if rest)}, key=order.index)
-    return picks, picks.index(right)
-
-
 def _costliest_question(x: Ctx, f: Rows) -> Question:
     c = x.c
     macs = [(r["step"], r["macs"], block) for r, block in zip(f.rows, f.in_block, strict=True)]
@@ -244,7 +234,7 @@ def _costliest_question(x: Ctx, f: Rows) -> Question:
            (f", counted over {'their' if both else 'its'} {c.depth} layers" if c.depth > 1 else
             ", in the model's only layer") if tops[0][1] else ", once per pass")
     steps = list(dict.fromkeys(step for step, m, _ in macs if m))  # in table order
-    options, right = offered({step: m for step, m, _ in macs if m}, tops[0][0], steps)
+    options, right = common.offered({step: m for step, m, _ in macs if m}, tops[0][0], steps)
     return Question("Which step costs the most?",
                     f"{names}: {si(most)} {'each ' if both else ''}of the {si(total)} "
                     f"multiply-adds of one pass ({pct(most / total)}{' each' if both else ''})"
@@ -312,7 +302,7 @@ def _params_question(x: Ctx, f: dict[str, int]) -> Question:
     """The table's largest row (its groups are the facts', largest first)."""
     groups = dict(f.items())
     n, order = sum(groups.values()), list(groups)
-    options, right = offered(groups, order[0], order)
+    options, right = common.offered(groups, order[0], order)
     return Question("Where do most of the parameters live?",
                     f"In “{order[0]}”, {groups[order[0]]:,} of {n:,} parameters "
                     f"({pct(groups[order[0]] / n)})"

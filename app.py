@@ -1,4 +1,4 @@
-"""ViT Explainer: routes to one page per stage and draws the shared sidebar. No math here."""
+"""ViT Explainer: one page per stage (ui/stages.STAGES) and the shared sidebar. No math here."""
 
 # pandas whole before any session's thread builds a figure: plotly's validators import it on
 # first use, and two sessions' first runs importing it at once (the load test's two students)
@@ -8,6 +8,8 @@ import pandas  # noqa: F401, I001
 from ui import process
 
 process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)
+
+from functools import partial  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
@@ -20,6 +22,7 @@ from ui import (  # noqa: E402
     phone,
     presenter,
     readahead,
+    routes,
     share,
     sidebar,
     stages,
@@ -28,7 +31,6 @@ from ui import (  # noqa: E402
 )
 from ui.live import lesson, student, teacher  # noqa: E402
 from ui.live import session as live  # noqa: E402
-from ui.routes import STAGES  # noqa: E402
 
 deck.join(lesson.LESSON)  # the live class joins the deck: its question boxes, header, Next walk
 
@@ -38,18 +40,19 @@ presenting = bool(st.session_state.get(keys.PRESENTER))
 st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout="wide",
                    initial_sidebar_state="collapsed" if presenting else "auto")
 start = st.query_params.get("page", "overview")
-pages = {slug: st.Page(path, title=title, icon=icon, url_path=slug, default=slug == start)
-         for slug, (path, title, icon) in STAGES.items()}
+pages = {s.slug: st.Page(partial(deck.run, s), title=s.nav_title, icon=s.icon, url_path=s.slug,
+                         default=s.slug == start) for s in stages.STAGES}  # a page: deck.run
+routes.register(pages)  # st.switch_page's pages (ui/navigate.py, presenter, live class)
 pg = st.navigation(list(pages.values()), expanded=True)  # all 13 pages: past 10 it folds
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
-student.follow(stage, STAGES)  # a following student: the class's stage, step and settings,
+student.follow(stage, pages)  # a following student: the class's stage, step and settings,
 head = None  # before any widget (may switch page)
 st.session_state.pop(keys.PRESENTER_NOTES, None)  # one run's popover: the header sets it again
 if st.session_state.get(keys.PRESENTER):  # (kept across st.switch_page by keep_shared) the
     # header row first, with the sidebar's widgets in its popover
     steps.sync(stages.get(stage), presenter.model_config())  # before share.write (the link)
-    head = presenter.header(STAGES, stage)
+    head = presenter.header(pages, stage)
     teacher.publish(stage, presenter.model_config())  # the class follows (a teacher's only)
 sidebar.draw(stage, where=head)  # after st.navigation and before pg.run(): uploads reach the
 controls.remember_sidebar()  # session reliably

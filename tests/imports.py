@@ -9,7 +9,7 @@ from pathlib import Path
 from tools.house import imports_in, strong_components
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_DIRS = ("vit_core", "ui", "pages", "tools", "benchmarks", "tests")
+SOURCE_DIRS = ("vit_core", "ui", "tools", "benchmarks", "tests")
 
 
 def module_name(path: Path) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ui import keys
+from ui.stages.attention.keys import ATTN_MATRIX
 from vit_core import Tokenizer, load_image, load_model, preprocess, run_trace
 
 SOS, EOS = 1, 2  # the text model's ids for [SOS] and [EOS] (vit_core.io.text: PAD SOS EOS UNK)
@@ -104,4 +105,4 @@ def attention_pattern_shown(at) -> np.ndarray:
     pattern = next(o for o in view.options if "pattern" in o.lower() or "softmax" in o.lower())
     if view.value != pattern:
         view.set_value(pattern).run()
-    return array(charts_by_key(at)[keys.ATTN_MATRIX]["data"][0]["z"]).astype(np.float64)
+    return array(charts_by_key(at)[ATTN_MATRIX]["data"][0]["z"]).astype(np.float64)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import photo_bytes
 from tools.browser import ROOT, serve, wait_idle
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 

@@ -15,7 +15,7 @@ import pytest
 from tests.slides import figure_problems, problems_on, settle
 from tools.browser import IDLE_JS, ROOT, serve, wait_idle
 from ui import keys, stages
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
 

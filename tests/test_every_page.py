@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import HUB, TIMM_384, open_app, photo_bytes
-from ui import keys
-from ui.routes import STAGES
+from ui import keys, stages
+from ui.stages import BY_SLUG as STAGES
+from ui.stages.mlp import MLP_GELU
+from ui.stages.training.keys import TRAIN_DISTANCE
 from vit_core import load_model
 
 PAGES = list(STAGES)
@@ -108,7 +110,7 @@ def shows_this_models_geometry(page: str, at, model_name: str) -> bool:
         return f"{S}×{c.head_dim}" in title_of(chart_by_key(at, keys.qkv("Q")))
     if page == "mlp":
         return f"this token's {c.mlp_hidden} pre-activations" in title_of(
-            chart_by_key(at, keys.MLP_GELU))
+            chart_by_key(at, MLP_GELU))
     if page == "attention":
         return any(t.endswith(f"{S}×{S}") for t in titles)
     if page == "shapes":
@@ -128,7 +130,7 @@ def shows_this_models_geometry(page: str, at, model_name: str) -> bool:
         return any(label in t for t in titles)
     if page == "training":
         return f"({c.depth} blocks × {c.num_heads} heads)" in title_of(
-            chart_by_key(at, keys.TRAIN_DISTANCE))
+            chart_by_key(at, TRAIN_DISTANCE))
     if page == "mae":  # the stage runs an MAE: this one, or the bundled one on the same image
         from ui.stages.mae import NO_MAE
 
@@ -311,5 +313,4 @@ def test_the_matrix_covers_every_family():
     assert {f"hf:{r}" for r in LINKED} <= models
     assert {Path(f).name for f in FIX.values()} == {p.name for org in HUB.iterdir()
                                                     for p in org.iterdir()} - {"bert-not-vit"}
-    scripts = {p.name for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")}
-    assert PAGES == list(STAGES) and len(PAGES) == len(scripts)  # every page script is a stage
+    assert PAGES == [s.slug for s in stages.STAGES]  # every page is a stage (app.py builds them)

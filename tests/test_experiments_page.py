@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app
 from ui import keys
+from ui.stages.experiments.keys import EXP_ALTERED, EXP_CLEAR, EXP_COMPARE, EXP_GRID, EXP_WORDS
 from vit_core import load_image, load_model, preprocess, run_trace, run_with_hooks
 from vit_core.hooked import without_positions
 
@@ -105,7 +106,7 @@ def class_probs(model, logits) -> dict[str, float]:
 def click_patch(at: AppTest, patch: int) -> AppTest:
     """What a click on a cell of the page's patch grid sends: the chart's selection event with
     the invisible marker's customdata (the patch index), as the browser would."""
-    grid = next(e for e in at.get("plotly_chart") if e.key == keys.EXP_GRID)
+    grid = next(e for e in at.get("plotly_chart") if e.key == EXP_GRID)
     states = at._tree.get_widget_states()
     clicked = states.widgets.add()
     clicked.id = grid.proto.id
@@ -124,7 +125,7 @@ def test_greyed_patches_before_and_after_equal_a_hand_greyed_image():
     x = pixels(at, model)
     assert tuple(at.session_state[keys.EXP_OCCLUDED]) == CENTRE
     before, after = run_trace(model, x).logits, run_trace(model, grey_by_hand(x, CENTRE, 32, 7))
-    shown = bars(chart(at, keys.EXP_COMPARE))
+    shown = bars(chart(at, EXP_COMPARE))
     p0, p1 = class_probs(model, before), class_probs(model, after.logits)
     for label, value in shown["before"].items():
         assert value == pytest.approx(p0[label], abs=1e-5)
@@ -139,7 +140,7 @@ def test_greyed_patches_before_and_after_equal_a_hand_greyed_image():
     largest = float((after.logits.double() - before.double()).abs().max())
     assert f"The largest change of any logit is {largest:.3g}." in said
     # the altered input drawn is the hand-greyed one, with the greyed patches outlined
-    altered = chart(at, keys.EXP_ALTERED)
+    altered = chart(at, EXP_ALTERED)
     assert "9 patches greyed out" in altered["layout"]["title"]["text"]
     assert len(altered["layout"]["shapes"]) == 9
 
@@ -148,11 +149,11 @@ def test_shuffle_shows_where_each_patch_went_and_its_numbers_equal_a_hand_shuffl
     at = open_page(kind="shuffle")
     model = load_model("shapes-classifier")
     x = pixels(at, model)
-    labels = [d for d in chart(at, keys.EXP_ALTERED)["data"] if d.get("mode") == "text"][0]
+    labels = [d for d in chart(at, EXP_ALTERED)["data"] if d.get("mode") == "text"][0]
     perm = [int(t) for t in labels["text"]]
     assert sorted(perm) == list(range(49)) and perm != list(range(49))
     after = run_trace(model, shuffle_by_hand(x, perm, 32, 7))  # positions kept
-    shown = bars(chart(at, keys.EXP_COMPARE))
+    shown = bars(chart(at, EXP_COMPARE))
     p1 = class_probs(model, after.logits)
     for label, value in shown["after"].items():
         assert value == pytest.approx(p1[label], abs=1e-5)
@@ -170,7 +171,7 @@ def test_the_note_says_whether_the_answer_moved_from_the_numbers():
     assert "the answer changed, so it depends on where the patches are" in note(box)
     model = load_model("shapes-classifier")
     x = pixels(box, model)
-    perm = [int(t) for t in [d for d in chart(box, keys.EXP_ALTERED)["data"]
+    perm = [int(t) for t in [d for d in chart(box, EXP_ALTERED)["data"]
                              if d.get("mode") == "text"][0]["text"]]
     p0 = class_probs(model, run_trace(model, x).logits)
     p1 = class_probs(model, run_trace(model, shuffle_by_hand(x, perm, 32, 7)).logits)
@@ -181,7 +182,7 @@ def test_shuffling_without_positions_states_the_measured_difference():
     at = open_page(kind="shuffle_no_positions")
     model = load_model("shapes-classifier")
     x = pixels(at, model)
-    perm = [int(t) for t in [d for d in chart(at, keys.EXP_ALTERED)["data"]
+    perm = [int(t) for t in [d for d in chart(at, EXP_ALTERED)["data"]
                              if d.get("mode") == "text"][0]["text"]]
     shuffled = run_trace(model, shuffle_by_hand(x, perm, 32, 7), positions=False).logits
     plain = run_trace(model, x, positions=False).logits
@@ -219,13 +220,13 @@ def test_clicking_a_patch_toggles_it_in_the_grey_set():
     x = pixels(at, model)
     click_patch(at, 0)
     assert at.session_state[keys.EXP_OCCLUDED] == [0, *CENTRE]
-    assert "10 patches greyed out" in chart(at, keys.EXP_ALTERED)["layout"]["title"]["text"]
-    shown = bars(chart(at, keys.EXP_COMPARE))["after"]
+    assert "10 patches greyed out" in chart(at, EXP_ALTERED)["layout"]["title"]["text"]
+    shown = bars(chart(at, EXP_COMPARE))["after"]
     p1 = class_probs(model, run_trace(model, grey_by_hand(x, (0, *CENTRE), 32, 7)).logits)
     assert shown == pytest.approx({k: p1[k] for k in shown}, abs=1e-5)
     click_patch(at, 24)  # a second click on a chosen patch takes it out again
     assert at.session_state[keys.EXP_OCCLUDED] == [0, 16, 17, 18, 23, 25, 30, 31, 32]
-    at.button(key=keys.EXP_CLEAR).click().run()
+    at.button(key=EXP_CLEAR).click().run()
     assert at.session_state[keys.EXP_OCCLUDED] == []
     assert "click a patch on the grid" in note(at)
 
@@ -251,19 +252,19 @@ def test_a_captioner_shows_both_captions_and_the_altered_image(name):
     x = pixels(at, model)
     before = greedy(model, x)
     after = greedy(model, grey_by_hand(x, CENTRE, 32, 7))
-    pair = chart(at, keys.EXP_COMPARE)["data"]
+    pair = chart(at, EXP_COMPARE)["data"]
     assert [b["x"] for b in pair] == [[f"{i + 1}. {vocab[t]}" for i, t in enumerate(ids)]
                                       for ids in (before, after)]
     assert pair[0]["x"][-1].endswith("[EOS]")  # nothing after [EOS]
     # the caption before, fed to both runs: one row per word and [EOS], none after it
-    words = bars(chart(at, keys.EXP_WORDS))
+    words = bars(chart(at, EXP_WORDS))
     fed = [1] + before[:-1] if before[-1] == 2 else [1] + before
     assert list(words["before"]) == [f"{i + 1}. {vocab[t]}" for i, t in enumerate(before)]
     for run, pix in (("before", x), ("after", grey_by_hand(x, CENTRE, 32, 7))):
         probs = run_trace(model, pix, text_ids=fed).logits.double().softmax(-1)
         expected = [float(probs[t, before[t]]) for t in range(len(before))]
         assert list(words[run].values()) == pytest.approx(expected, abs=1e-5)
-    altered = chart(at, keys.EXP_ALTERED)
+    altered = chart(at, EXP_ALTERED)
     assert altered["data"][0]["type"] == "image" and len(altered["layout"]["shapes"]) == 9
 
 
@@ -275,7 +276,7 @@ def test_the_sidebar_mask_reaches_both_captioner_runs():
     x = pixels(causal, model)
     for at, mask in ((prefix, "prefix"), (causal, "causal")):
         before, after = greedy(model, x, mask=mask), greedy(model, x, mask=mask, positions=False)
-        pair = chart(at, keys.EXP_COMPARE)["data"]
+        pair = chart(at, EXP_COMPARE)["data"]
         vocab = model.config.vocab
         assert pair[0]["x"] == [f"{i + 1}. {vocab[t]}" for i, t in enumerate(before)], mask
         assert pair[1]["x"] == [f"{i + 1}. {vocab[t]}" for i, t in enumerate(after)], mask
@@ -283,9 +284,9 @@ def test_the_sidebar_mask_reaches_both_captioner_runs():
         fed = [1] + before[:-1] if before[-1] == 2 else [1] + before
         probs = run_trace(model, x, text_ids=fed, mask=mask, positions=False).logits.softmax(-1)
         expected = [float(probs[t, before[t]]) for t in range(len(before))]
-        shown = list(bars(chart(at, keys.EXP_WORDS))["after"].values())
+        shown = list(bars(chart(at, EXP_WORDS))["after"].values())
         assert shown == pytest.approx(expected, abs=1e-5), mask
-    assert chart(prefix, keys.EXP_WORDS) != chart(causal, keys.EXP_WORDS)
+    assert chart(prefix, EXP_WORDS) != chart(causal, EXP_WORDS)
 
 
 def test_shuffling_without_positions_differs_under_the_causal_captioner():
@@ -294,7 +295,7 @@ def test_shuffling_without_positions_differs_under_the_causal_captioner():
     at = open_page(name, kind="shuffle_no_positions")
     model = load_model(name)
     x = pixels(at, model)
-    perm = [int(t) for t in [d for d in chart(at, keys.EXP_ALTERED)["data"]
+    perm = [int(t) for t in [d for d in chart(at, EXP_ALTERED)["data"]
                              if d.get("mode") == "text"][0]["text"]]
     before = greedy(model, x)
     fed = [1] + before[:-1] if before[-1] == 2 else [1] + before
@@ -316,11 +317,11 @@ def check_before(at, model) -> None:
     c = model.config
     if c.num_classes:
         p0 = class_probs(model, run_trace(model, x).logits)
-        shown = bars(chart(at, keys.EXP_COMPARE))["before"]
+        shown = bars(chart(at, EXP_COMPARE))["before"]
         assert shown == pytest.approx({k: p0[k] for k in shown}, abs=1e-5)
     elif c.has_text:
         words = [f"{i + 1}. {c.vocab[t]}" for i, t in enumerate(greedy(model, x))]
-        assert chart(at, keys.EXP_COMPARE)["data"][0]["x"] == words
+        assert chart(at, EXP_COMPARE)["data"][0]["x"] == words
     else:
         assert "no classifier or text head" in text(at)
         assert re.search(r"cosine similarity before vs after -?[0-9.]+ for ", text(at))
@@ -345,7 +346,7 @@ def test_every_intervention_runs_on_every_fixture_model(path):
     for kind, label in KINDS.items():
         at.radio(key=keys.EXP_KIND).set_value(label).run()
         assert not at.exception, (kind, [e.value for e in at.exception])
-        assert note(at) and chart(at, keys.EXP_COMPARE), kind
+        assert note(at) and chart(at, EXP_COMPARE), kind
 
 
 def test_a_headless_model_is_compared_by_its_final_tokens():
@@ -359,5 +360,5 @@ def test_a_headless_model_is_compared_by_its_final_tokens():
     m0, m1 = f0[1:].mean(0), f1[1:].mean(0)
     mean = float(m0 @ m1 / (m0.norm() * m1.norm()))
     assert f"{cls:.3f} for CLS and {mean:.3f} for mean patch token" in text(at)
-    sims = chart(at, keys.EXP_COMPARE)["data"][0]
+    sims = chart(at, EXP_COMPARE)["data"][0]
     assert sims["x"] == pytest.approx([cls, mean], abs=1e-6)

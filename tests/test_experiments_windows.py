@@ -12,6 +12,7 @@ import torch
 from tests.independent import charts_by_key, pixels_of
 from tests.support import HUB, arr, open_app
 from ui import keys
+from ui.stages.experiments.keys import EXP_ALTERED
 from vit_core import load_model
 
 KIND = "Apply another attention mask"
@@ -53,7 +54,7 @@ def test_a_window_run_is_the_model_under_a_hand_built_window_mask(shifted):
     c = model.config
     blocks = [hand_window(c.grid, 1, 2, 1 if shifted and layer % 2 else 0)
               for layer in range(c.depth)]
-    after = charts_by_key(at)[keys.EXP_ALTERED]
+    after = charts_by_key(at)[EXP_ALTERED]
     assert np.array_equal(arr(after["data"][0]["z"]).astype(bool), blocks[0])
     assert "block 0" in after["layout"]["title"]["text"]
     mask = torch.zeros(c.depth, 50, 50).masked_fill(~torch.from_numpy(np.stack(blocks)),

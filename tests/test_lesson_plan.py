@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import open_app
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 from vit_core import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def test_the_plans_questions_are_the_apps():
     planned = plan_questions()
     assert planned, "no questions in docs/teaching.md"
     asked = {}
-    for slug, (_, title, _) in STAGES.items():
+    for slug, title in ((s, st.nav_title) for s, st in STAGES.items()):
         at = open_app(page=slug, model=PLAN_MODEL)
         qs = [m.value.removeprefix(ASK) for m in at.markdown if m.value.startswith(ASK)]
         if qs:

@@ -18,7 +18,7 @@ import pytest
 from tests.support import open_app
 from ui import inputs, keys, state
 from ui.live import classes, session
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support import SMALL, TEXT, open_app, randomised
 from ui import keys
+from ui.stages.overview import OVERVIEW_MAP, OVERVIEW_WORDS
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.explain.stages import model_map
 
@@ -37,7 +38,7 @@ def chart(at: AppTest, key: str) -> dict:
 
 def shown(at: AppTest) -> tuple[dict[str, str], dict[str, str], dict]:
     """(edge name -> label text, box id -> box text, the figure) of the map on the page."""
-    fig = chart(at, keys.OVERVIEW_MAP)
+    fig = chart(at, OVERVIEW_MAP)
     notes = fig["layout"]["annotations"]
     edges = {a["name"][5:]: a["text"] for a in notes if a.get("name", "").startswith("edge:")}
     boxes = {a["name"][4:]: a["text"] for a in notes if a.get("name", "").startswith("box:")}
@@ -55,7 +56,7 @@ def expected(at: AppTest, model_name: str, layer: int) -> dict[str, str]:
     pixels = preprocess(load_image(at.session_state[keys.INPUT].data), c)
     text = None
     if c.has_text:  # the text the caption's last word was written from, read off the page:
-        words = chart(at, keys.OVERVIEW_WORDS)["data"][0]  # one bar per word the model wrote
+        words = chart(at, OVERVIEW_WORDS)["data"][0]  # one bar per word the model wrote
         written = [label.split(". ", 1)[1] for label in words["x"]]  # "1. a", "2. red", …
         vocab = list(c.vocab)
         ids = [vocab.index(w) for w in written]
@@ -153,7 +154,7 @@ def test_the_chosen_layer_labels_the_block():
 def click(at: AppTest, box_id: str) -> AppTest:
     """What a click on a box sends: the selection event with the clicked marker's customdata,
     taken from the figure the page rendered."""
-    fig = chart(at, keys.OVERVIEW_MAP)
+    fig = chart(at, OVERVIEW_MAP)
     for curve, trace in enumerate(fig["data"]):
         for i, data in enumerate(trace.get("customdata") or []):
             if data[2] == box_id or (box_id.startswith("layer") and data[2] == "layer"
@@ -165,7 +166,7 @@ def click(at: AppTest, box_id: str) -> AppTest:
         break
     else:
         raise AssertionError(f"no marker for {box_id}")
-    element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(keys.OVERVIEW_MAP))
+    element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(OVERVIEW_MAP))
     states = at._tree.get_widget_states()
     clicked = states.widgets.add()
     clicked.id = element.proto.id
@@ -190,7 +191,8 @@ def test_clicking_a_box_opens_its_stage(box_id, title):
 def test_boxes_name_the_cores_stages_and_the_app_maps_each_to_a_page():
     """The core's map knows nothing of pages: each box names its stage of the pass, every
     stage is used by some model, and the app routes every stage to one of its pages."""
-    from ui.routes import MAP_PAGES, STAGES
+    from ui.routes import MAP_PAGES
+    from ui.stages import BY_SLUG as STAGES
     from vit_core.explain import stages
 
     used = set()
@@ -223,7 +225,7 @@ def test_clicking_a_block_box_selects_the_block_shown_and_a_layer_cell_picks_it(
                                          ("shapes-captioner-causal", "causal")])
 def test_the_map_caption_says_which_text_pass_it_shows(model, mask):
     at = open_overview(model)
-    words = [w.split(". ", 1)[1] for w in chart(at, keys.OVERVIEW_WORDS)["data"][0]["x"]]
+    words = [w.split(". ", 1)[1] for w in chart(at, OVERVIEW_WORDS)["data"][0]["x"]]
     net = load_model(model)
     said = next(c.value for c in at.caption if c.value.startswith("Each box"))
     last = "[EOS]" if words[-1] == "[EOS]" else f"“{words[-1]}”"
@@ -260,7 +262,7 @@ def scene_note(at: AppTest) -> str:
     (HARD, "a pink box at the bottom on the grass")])
 def test_composed_scene_note_says_which_parts_the_caption_names(code, placed):
     at = open_scene(code, "shapes-captioner-prefix")
-    words = [w.split(". ", 1)[1] for w in chart(at, keys.OVERVIEW_WORDS)["data"][0]["x"]]
+    words = [w.split(". ", 1)[1] for w in chart(at, OVERVIEW_WORDS)["data"][0]["x"]]
     said = [w for w in words if w != "[EOS]"]
     shape, colour, background, position = code.split("_")[:4]
     truth = {"shape": shape, "colour": colour, "background": background,

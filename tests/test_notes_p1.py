@@ -20,6 +20,17 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app
 from ui import keys
+from ui.stages.embeddings.keys import (
+    EMBED_MATRIX,
+    EMBED_POS_ALL,
+    EMBED_POS_ONE,
+    EMBED_TEXT,
+    EMBED_VECTOR,
+)
+from ui.stages.input_patches import PATCH_MATRIX, PATCH_VECTOR, WHAT_IF_GRID, WHAT_IF_P
+from ui.stages.ln_qkv import LN_HIST
+from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
+from ui.stages.overview import OVERVIEW_OUTPUT, OVERVIEW_TOPK
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.explain.generation import tokenizer_for
 from vit_core.hooks import capture
@@ -193,7 +204,7 @@ def test_embedding_page_values_equal_hand_computation(model):
     p, pre, g = at.session_state[keys.PATCH], c.num_prefix_tokens, c.grid
     W = net.patch_embed.proj.weight.detach().double().reshape(c.embed_dim, -1)
     by_hand = tr["patches"][p].double() @ W.T + net.patch_embed.proj.bias.detach().double()
-    strip = chart(at, keys.EMBED_VECTOR)
+    strip = chart(at, EMBED_VECTOR)
     np.testing.assert_allclose(arr(strip["data"][0]["z"]).ravel(), by_hand.numpy(), atol=1e-4)
     shown = float(re.search(r"traced \(float32\) value is \*\*([0-9.e+-]+)\*\*", text(at))[1])
     assert shown == pytest.approx(float((by_hand - tr["patch_embed"][p].double()).abs().max()),
@@ -201,15 +212,15 @@ def test_embedding_page_values_equal_hand_computation(model):
     # the selected patch's similarity map: cosine of its position vector with every position
     e = net.pos_embed.detach().double()[0, pre:]
     e = e / e.norm(dim=1, keepdim=True)
-    one = chart(at, keys.EMBED_POS_ONE)
+    one = chart(at, EMBED_POS_ONE)
     np.testing.assert_allclose(arr(one["data"][0]["z"]).reshape(g, g),
                                (e @ e[p]).reshape(g, g).numpy(), atol=1e-5)
-    tiles = arr(chart(at, keys.EMBED_POS_ALL)["data"][0]["z"])
+    tiles = arr(chart(at, EMBED_POS_ALL)["data"][0]["z"])
     r, col = divmod(p, g)
     np.testing.assert_allclose(tiles[r * (g + 1):r * (g + 1) + g, col * (g + 1):col * (g + 1) + g],
                                (e @ e[p]).reshape(g, g).numpy(), atol=1e-5)
     # the sum entering block 0: its rows are named, CLS / DIST among the ticks
-    emb = chart(at, keys.EMBED_MATRIX)
+    emb = chart(at, EMBED_MATRIX)
     np.testing.assert_allclose(arr(emb["data"][0]["z"]), tr["embed"].numpy(), atol=1e-5)
     ticks = emb["layout"]["yaxis"]["ticktext"]
     assert all(n in ticks for n in c.prefix_names), ticks
@@ -239,7 +250,7 @@ def test_layernorm_metrics_equal_float64_hand_math(model, layer):
     m = re.search(r"the token has mean (-?[0-9.]+) and std ([0-9.]+)", text(at))
     assert float(m[1]) == pytest.approx(xhat.mean(), abs=6e-4)
     assert float(m[2]) == pytest.approx(xhat.std(), abs=6e-4)
-    hist = chart(at, keys.LN_HIST)["data"]
+    hist = chart(at, LN_HIST)["data"]
     np.testing.assert_allclose(arr(hist[0]["x"]), x, atol=1e-5)
     np.testing.assert_allclose(arr(hist[1]["x"]), y, atol=1e-5)
 
@@ -322,12 +333,12 @@ def test_mlp_page_numbers_and_note_equal_hand_computation(model, who):
     assert metrics(at)["share of hidden units switched on (U > 0)"] == f"{on:.1%}"
     assert f"of its {c.mlp_hidden} hidden units, placed at its input U and its output GELU(U). " \
         f"{int((u > 0).sum())} of them ({on:.1%}) are switched on (U > 0)." in text(at)
-    top = chart(at, keys.MLP_TOP)["data"][0]
+    top = chart(at, MLP_TOP)["data"][0]
     order = np.argsort(-g, kind="stable")[:10]
     assert top["y"] == [f"unit {int(j)}" for j in order]
     np.testing.assert_allclose(arr(top["x"]), g[order], atol=1e-5)
     # the residual stream, in forward order, starting with the embedding
-    res = chart(at, keys.MLP_RESID)
+    res = chart(at, MLP_RESID)
     blocks = [f"block {b}" for b in range(c.depth)]
     assert res["layout"]["xaxis"]["categoryorder"] == "array"
     assert res["layout"]["xaxis"]["categoryarray"] == ["embed"] + blocks
@@ -365,16 +376,16 @@ def test_what_if_recuts_the_crop_and_counts_its_cost(model):
     at = open_page("patches", model)
     c = load_model(model).config
     own = (c.grid**2 + c.num_prefix_tokens) ** 2
-    slider = at.select_slider(key=keys.WHAT_IF_P)
+    slider = at.select_slider(key=WHAT_IF_P)
     sizes = [int(s) for s in slider.options]
     assert c.patch_size in sizes and all(c.img_size % s == 0 for s in sizes)
     assert int(slider.value) < c.patch_size or c.patch_size == min(sizes)  # starts elsewhere
     notes = set()
     for size in sizes:
-        at.select_slider(key=keys.WHAT_IF_P).set_value(size).run()
+        at.select_slider(key=WHAT_IF_P).set_value(size).run()
         assert not at.exception
         g = c.img_size // size
-        grid = chart(at, keys.WHAT_IF_GRID)
+        grid = chart(at, WHAT_IF_GRID)
         xs = {x for x in grid["data"][1]["x"] if x is not None} if g > 1 else set()
         assert xs == ({-0.5, c.img_size - 0.5} | {k * size - 0.5 for k in range(1, g)}
                       if g > 1 else set())
@@ -459,7 +470,7 @@ def test_overview_says_how_the_prediction_is_read_and_shows_it(model, how):
     else:
         logits = head(xf[0], net.head)
     probs = np.sort(softmax(logits))[::-1][:5]
-    bars = chart(at, keys.OVERVIEW_TOPK)["data"][0]
+    bars = chart(at, OVERVIEW_TOPK)["data"][0]
     np.testing.assert_allclose(np.sort(arr(bars["x"]))[::-1], probs, atol=1e-5)
     said = text(at)
     assert how in said
@@ -473,11 +484,11 @@ def test_a_headless_encoder_says_it_has_no_classifier_and_shows_where_cls_looks(
     c = net.config
     assert "logits" not in tr and not c.num_classes
     assert "This model has no classifier" in text(at)
-    assert not [el for el in at.get("plotly_chart") if el.proto.id.endswith(keys.OVERVIEW_TOPK)]
+    assert not [el for el in at.get("plotly_chart") if el.proto.id.endswith(OVERVIEW_TOPK)]
     pre, N, g = c.num_prefix_tokens, c.num_patches, c.grid
     last = tr[f"blocks.{c.depth - 1}.attn.pattern"].double().numpy()
     want = np.mean([last[h, 0, pre:pre + N] for h in range(c.num_heads)], axis=0)
-    shown = chart(at, keys.OVERVIEW_OUTPUT)
+    shown = chart(at, OVERVIEW_OUTPUT)
     np.testing.assert_allclose(arr(shown["data"][1]["z"]).reshape(g, g), want.reshape(g, g),
                                atol=1e-6)
     assert shown["data"][1]["colorbar"]["title"]["text"] == "attention weight"
@@ -488,7 +499,7 @@ def test_a_headless_encoder_says_it_has_no_classifier_and_shows_where_cls_looks(
     assert float(tr[f"blocks.{c.depth - 1}.attn.pattern"][:, 0, 1:].abs().max()) == 0
     assert "sees only itself" in text(causal)
     assert not [el for el in causal.get("plotly_chart")
-                if el.proto.id.endswith(keys.OVERVIEW_OUTPUT)]
+                if el.proto.id.endswith(OVERVIEW_OUTPUT)]
     assert any("principal components" in im.proto.imgs[0].caption for im in causal.get("image"))
 
 
@@ -521,7 +532,7 @@ def test_overview_names_its_axes_says_scores_are_square_too_and_which_blocks_it_
     net, tr = reference(at)
     L, S = net.config.depth, tr["embed"].shape[0]
     bars = [json.loads(el.proto.spec) for el in at.get("plotly_chart")
-            if el.proto.id.endswith(keys.OVERVIEW_TOPK)]
+            if el.proto.id.endswith(OVERVIEW_TOPK)]
     assert bars[0]["layout"]["xaxis"]["title"]["text"] == "probability"
     assert f"attention scores and pattern are S×S = {S * S:,} entries" in notice(at)
     listed = {int(n.split(".")[1]) for n in at.dataframe[0].value["tensor"]
@@ -544,7 +555,7 @@ def test_embeddings_shows_a_captioners_text_rows_as_word_plus_position_embedding
     at = open_page("embeddings", CAP)
     net = load_model(CAP)
     shown = [json.loads(el.proto.spec) for el in at.get("plotly_chart")
-             if el.proto.id.endswith(keys.EMBED_TEXT)][0]
+             if el.proto.id.endswith(EMBED_TEXT)][0]
     words = shown["layout"]["yaxis"]["ticktext"]
     ids = [tokenizer_for(net).vocab.index(w) for w in words]  # the vocabulary's row of each
     assert words[0] == "[SOS]" and len(words) >= 2
@@ -630,13 +641,13 @@ def test_controls_with_a_single_layer_head_and_patch_draw_no_widget():
 
 
 # ---------------------------------------------------------------- readable figures
-CHART_KEYS = {"overview": [keys.OVERVIEW_OUTPUT],
-              "patches": [keys.PATCH_VECTOR, keys.PATCH_MATRIX],
-              "embeddings": [keys.EMBED_VECTOR, keys.EMBED_POS_ONE, keys.EMBED_POS_ALL,
-                             keys.EMBED_MATRIX],
-              "qkv": [keys.LN_HIST, keys.qkv("Q"), keys.qkv("K"), keys.qkv("V")],
-              "mlp": [keys.MLP_GELU, keys.MLP_TOP, keys.MLP_RESID]}
-TOKEN_AXES = {keys.EMBED_MATRIX, keys.qkv("Q"), keys.qkv("K"), keys.qkv("V")}
+CHART_KEYS = {"overview": [OVERVIEW_OUTPUT],
+              "patches": [PATCH_VECTOR, PATCH_MATRIX],
+              "embeddings": [EMBED_VECTOR, EMBED_POS_ONE, EMBED_POS_ALL,
+                             EMBED_MATRIX],
+              "qkv": [LN_HIST, keys.qkv("Q"), keys.qkv("K"), keys.qkv("V")],
+              "mlp": [MLP_GELU, MLP_TOP, MLP_RESID]}
+TOKEN_AXES = {EMBED_MATRIX, keys.qkv("Q"), keys.qkv("K"), keys.qkv("V")}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -646,7 +657,7 @@ def test_every_chart_names_its_axes_and_its_colour(page, model):
     c = load_model(model).config
     drawn = [el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")]
     for key in CHART_KEYS[page]:
-        if key == keys.OVERVIEW_OUTPUT and c.num_classes:
+        if key == OVERVIEW_OUTPUT and c.num_classes:
             continue
         spec = chart(at, key)
         layout = spec["layout"]
@@ -654,7 +665,7 @@ def test_every_chart_names_its_axes_and_its_colour(page, model):
         for trace in spec["data"]:
             if trace["type"] == "heatmap":
                 assert trace["colorbar"]["title"]["text"], (key, "colour bar")
-        if key != keys.OVERVIEW_OUTPUT:  # the map over the image has no axes to name
+        if key != OVERVIEW_OUTPUT:  # the map over the image has no axes to name
             assert layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"], key
         if key in TOKEN_AXES:
             ticks = layout["yaxis"]["ticktext"]

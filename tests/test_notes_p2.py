@@ -22,6 +22,7 @@ from tests.support import HUB, arr, charts, note, open_app, softmax64
 from tests.support import chart_titled as chart
 from tests.support import page_text as text
 from ui import figures, keys
+from ui.stages.logits.keys import GEN_NEXT
 from vit_core import ViT, ViTConfig, allowed_keys, load_image, load_model, preprocess, run_trace
 from vit_core.io.base import ModelInfo
 from vit_core.io.checkpoints import save_checkpoint
@@ -433,7 +434,7 @@ def test_captioner_temperature_and_top_k_by_hand():
     at = open_page("logits", "shapes-captioner-prefix")
     at.slider(key=keys.TEMPERATURE).set_value(0.7).run()
     at.number_input(key=keys.TOP_K).set_value(3).run()
-    at.button(key=keys.GEN_NEXT).click().run()
+    at.button(key=GEN_NEXT).click().run()
     first = [h.value for h in at.subheader if h.value.startswith("[SOS]")][0].split()[1]
     model = load_model("shapes-captioner-prefix")
     tok = Tokenizer(model.config.vocab)

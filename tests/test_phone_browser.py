@@ -26,7 +26,8 @@ from tests.slides import (
 )
 from tools.browser import serve, start_class, wait_idle
 from ui import keys, stages
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
+from ui.stages.overview import OVERVIEW_MAP
 
 pytestmark = pytest.mark.browser
 
@@ -71,20 +72,20 @@ def test_every_page_fits_a_phone(browser, server):
         if slug in ("overview", "masks"):  # the phone's own figures are there, and read
             assert texts > 40, (slug, texts)
         if slug == "overview":
-            tall = page.locator(f".st-key-phone_only_{keys.OVERVIEW_MAP} .main-svg").first
+            tall = page.locator(f".st-key-phone_only_{OVERVIEW_MAP} .main-svg").first
             assert tall.is_visible()  # the map drawn top to bottom, not the 800-px one
-            assert not page.locator(f".st-key-wide_only_{keys.OVERVIEW_MAP}").is_visible()
-            labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")
+            assert not page.locator(f".st-key-wide_only_{OVERVIEW_MAP}").is_visible()
+            labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{OVERVIEW_MAP}")
             assert labels > 40, labels  # box names, arrow shapes, the note and layer cells
             problems += [f"overview: map labels overlap: {a!r} and {b!r}" for a, b in overlaps]
     # the model map of a captioner (a text stream beside) and of 12 blocks (two rows of cells)
     for model in ("shapes-captioner-causal", "vit-ti16"):
         page.goto(f"{server}/?page=overview&model={model}")
         wait_idle(page)
-        page.locator(f".st-key-phone_only_{keys.OVERVIEW_MAP} .main-svg text").first.wait_for(
+        page.locator(f".st-key-phone_only_{OVERVIEW_MAP} .main-svg text").first.wait_for(
             timeout=60_000)  # (a captioner writes its caption first)
         settle(page)
-        labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")
+        labels, overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{OVERVIEW_MAP}")
         assert labels > 40, (model, labels)
         problems += [f"{model}'s map: labels overlap: {a!r} and {b!r}" for a, b in overlaps]
         problems += problems_on_phone(page, f"{model}'s overview")[0]
@@ -96,7 +97,7 @@ def test_every_page_fits_a_phone(browser, server):
         settle(page)
         problems += problems_on_phone(page, f"{slug} at 360 px")[0]
         if slug == "overview":
-            overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{keys.OVERVIEW_MAP}")[1]
+            overlaps = page.evaluate(MAP_OVERLAPS_JS, f"phone_only_{OVERVIEW_MAP}")[1]
             problems += [f"the map at 360 px: {a!r} and {b!r} overlap" for a, b in overlaps]
     assert not problems, "\n".join(problems)
 

@@ -14,7 +14,10 @@ from tests.independent import charts_by_key
 from tests.support import open_app as _open
 from tests.support import reveal
 from ui import keys, stages
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
+from ui.stages.attention.keys import ATTN_DISTANCE, ATTN_ENTROPY, ATTN_MATRIX
+from ui.stages.input_patches import GRID_CLICK, PATCH_MATRIX, PATCH_VECTOR, WHAT_IF_GRID
+from ui.stages.logits.keys import GEN_ALL, GEN_STEPS, PLAY_CAPTION
 from vit_core import load_image, load_model, preprocess, run_trace
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
@@ -40,10 +43,10 @@ def trace_of(at, name: str):
 
 
 # ---------------------------------------------------------------- steps
-PATCH_STEPS = [{keys.GRID_CLICK}, {keys.PATCH_VECTOR}, {keys.PATCH_MATRIX}, {keys.WHAT_IF_GRID},
+PATCH_STEPS = [{GRID_CLICK}, {PATCH_VECTOR}, {PATCH_MATRIX}, {WHAT_IF_GRID},
                set()]  # the last step: the table of patch sizes
-ATTENTION_STEPS = [{keys.ATTN_MATRIX}, set(), set(), set(), {keys.ATTN_ENTROPY},
-                   {keys.ATTN_DISTANCE}]
+ATTENTION_STEPS = [{ATTN_MATRIX}, set(), set(), set(), {ATTN_ENTROPY},
+                   {ATTN_DISTANCE}]
 
 
 @pytest.mark.parametrize(("slug", "expected"), [
@@ -184,9 +187,9 @@ def test_play_rewinds_the_layers_and_pause_stops():
 
 def test_play_starts_the_caption_from_the_first_word():
     at = open_app({"page": "logits"}, "shapes-captioner-causal")
-    at.button(key=keys.GEN_ALL).click().run()  # the caption written out
-    at.button(key=keys.PLAY_CAPTION).click().run()
-    assert not at.exception and at.session_state[keys.GEN_STEPS] == 0
+    at.button(key=GEN_ALL).click().run()  # the caption written out
+    at.button(key=PLAY_CAPTION).click().run()
+    assert not at.exception and at.session_state[GEN_STEPS] == 0
     assert at.session_state[keys.PRESENTER_PLAYING] == "caption"
     shown = [h.value for h in at.subheader if h.value.startswith("[SOS]")]  # under the step's
     assert shown == ["[SOS]  …"]  # title; no word yet: Play writes them one by one

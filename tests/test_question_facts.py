@@ -25,7 +25,7 @@ import torch
 
 from ui import deck, figures, inputs, keys, session, stages, state
 from ui.replies import judge
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 from vit_core.trace import Trace
 
 pytestmark = pytest.mark.slow  # builds every stage for three models (~30 s of CPU)

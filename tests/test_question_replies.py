@@ -23,7 +23,7 @@ import torch
 from ui import deck, inputs, keys, session, stages, state
 from ui.numbers import pct
 from ui.replies import Choice, Number, PatchPick, Words
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 
 HUB = "tests/fixtures/hub"
 FAMILIES = {  # one model per family whose steps differ (as tests/test_stage_declarations.py)

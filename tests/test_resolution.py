@@ -15,6 +15,7 @@ from tests.support import open_app, softmax64
 from ui import keys
 from ui.numbers import pct, percent
 from ui.stages import embeddings as stage
+from ui.stages.embeddings.keys import EMBED_POS_SIZES
 from vit_core import at_size, input_sizes, load_image, load_model, preprocess
 from vit_core.io.external import _build, infer_config
 
@@ -154,7 +155,7 @@ def test_the_embeddings_step_numbers_equal_our_runs_at_both_sizes(size, other):
         k = int(probs.argmax())
         assert f"{c.class_names[k]} ({pct(probs[k])}) at {px} px" in said, (px, said)
     charts = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
-    assert keys.EMBED_POS_SIZES in charts
+    assert EMBED_POS_SIZES in charts
 
 
 def test_the_prediction_change_is_worded_at_its_threshold():

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import attention_pattern_shown
 from tests.support import open_app
 from ui import inputs, keys
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
 from vit_core import load_image, load_model, preprocess, run_trace
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)

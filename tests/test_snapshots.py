@@ -14,7 +14,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 
 from tests.support import open_app
-from ui import keys, routes
+from ui import keys, stages
 from vit_core import CheckpointError, load_model, training_log
 from vit_core.io.checkpoints import BUNDLED_DIR
 from vit_core.scenes.world import SceneDataset, heldout_seeds
@@ -154,7 +154,7 @@ def test_a_model_without_snapshots_has_no_step_picker():
 
 
 @pytest.mark.slow  # every stage, twice
-@pytest.mark.parametrize("slug", list(routes.STAGES))
+@pytest.mark.parametrize("slug", list(stages.BY_SLUG))
 def test_every_stage_opens_at_the_start_and_at_the_end(slug, log):
     for step in (0, log.final_step):
         at = open_app(slug, params={keys.TRAIN_STEP: str(step)}, no_error=True)

@@ -5,14 +5,16 @@ it (presenter mode, AppTest); no module addresses a step by its position (an AST
 """
 
 import ast
+import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import open_app
 from ui import deck, keys, stages
-from ui.routes import STAGES
+from ui.stages import BY_SLUG as STAGES
 from vit_core import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,15 +49,50 @@ def test_every_stage_declares_steps_for_every_family(family):
             assert set(s.controls) <= set(deck.CONTROLS), (slug, s.key, s.controls)
 
 
-def test_the_read_ahead_knows_every_read_a_step_declares():
-    from ui import tour
+def test_every_read_a_step_declares_is_a_call_the_read_ahead_can_make():
+    """A step's reads are the functions themselves (no name looked up elsewhere): each, given
+    what a session shows, returns calls that take no argument (the read-ahead runs them)."""
+    from ui import inputs, tour
 
+    inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[0]))
     for name in FAMILIES.values():
         c = load_model(name).config
+        ask = tour.Ask(inp, name, None, 0, tour.MASK_CAPTION, 0)
         for slug in STAGES:
             stage = stages.get(slug)
             for read in [*stage.extra_reads, *(r for s in stage.steps_for(c) for r in s.reads)]:
-                assert read in tour.READS, (slug, read)
+                assert callable(read) and not isinstance(read, str), (slug, read)
+                calls = read(ask)
+                assert isinstance(calls, list), (slug, read)
+                assert all(callable(f) and no_argument_needed(f) for f in calls), (slug, read)
+
+
+def no_argument_needed(f) -> bool:
+    return all(p.default is not p.empty for p in inspect.signature(f).parameters.values())
+
+
+def test_the_reads_are_declared_with_their_stages():
+    """ui/tour.py has no table of reads by name; a read only one stage declares lives in it."""
+    from ui import tour
+
+    assert not hasattr(tour, "READS")
+    owners = {}
+    for stage in stages.STAGES:
+        for read in [*stage.extra_reads, *(r for s in stage.steps for r in s.reads)]:
+            owners.setdefault(read, set()).add(stage.slug)
+    for read, slugs in owners.items():
+        if read.__module__ != "ui.tour":
+            assert len(slugs) == 1, (read.__qualname__, slugs)
+            assert read.__module__.startswith(stage_module(next(iter(slugs)))), (
+                read.__module__, slugs)
+
+
+def stage_module(slug: str) -> str:
+    """The module (or package) that declares stage `slug`: 'ui.stages.masks'."""
+    found = [m for m, mod in sys.modules.items() if m.startswith("ui.stages.")
+             and getattr(getattr(mod, "STAGE", None), "slug", None) == slug]
+    assert len(found) == 1, (slug, found)
+    return found[0]
 
 
 def test_steps_differ_by_family_where_the_model_differs():
@@ -132,3 +169,104 @@ def test_the_list_of_stages_is_the_tours_order():
     """ui/stages.STAGES (what reads a stage by its slug) holds every routed stage, in the tour's
     order, each once."""
     assert [s.slug for s in stages.STAGES] == list(STAGES)
+
+
+# ---------------------------------------------------------------- each stage declares its keys
+STAGES_DIR = ROOT / "ui" / "stages"
+SHARED_MODULES = ("__init__.py", "common.py", "choices.py")  # ui/stages/ modules no stage owns
+
+
+def stage_files() -> dict[str, list[Path]]:
+    """Each stage's source files, by the name of its module or package."""
+    found = {}
+    for p in sorted(STAGES_DIR.iterdir()):
+        if p.is_dir() and (p / "__init__.py").exists():
+            found[p.name] = sorted(p.rglob("*.py"))
+        elif p.suffix == ".py" and p.name not in SHARED_MODULES:
+            found[p.stem] = [p]
+    return found
+
+
+def shared_key_uses(files) -> dict[str, set[str]]:
+    """ui/keys.py's names -> the owners that use them as `keys.NAME` (a stage: its name)."""
+    owners = {name: set() for name in dir(keys) if name.isupper()}
+    by_stage = {f: stage for stage, fs in stage_files().items() for f in fs}
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id == "keys" and node.attr in owners:
+                owners[node.attr].add(by_stage.get(f, str(f.relative_to(ROOT))))
+    return owners
+
+
+KEYS_MARK = "# the stage's own widget keys"  # atop a one-module stage: its keys, to a blank line
+
+
+def own_keys(stage: str, files: list[Path]) -> dict[str, str]:
+    """The widget keys the stage declares itself: a package's keys.py, or in a one-module stage
+    the constants from the line starting KEYS_MARK to the first blank line."""
+    if len(files) > 1:
+        source = (STAGES_DIR / stage / "keys.py")
+        text = source.read_text() if source.exists() else ""
+    else:
+        text = files[0].read_text()
+        at = text.find("\n" + KEYS_MARK)
+        text = text[at:].split("\n\n", 1)[0] if at >= 0 else ""
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                isinstance(node.value.value, str) and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value.value
+    return found
+
+
+def widget_key_names(files: list[Path]) -> set[str]:
+    """The bare names a stage keys its widgets by: `key=NAME`, and deck.chart / deck.table's
+    key argument (`keys.X` are ui/keys.py's)."""
+    found = set()
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "key":
+                found.add(node.value)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in DECK_KEYED and \
+                    len(node.args) > 1:
+                found.add(node.args[1])
+    return {n.id for n in found if isinstance(n, ast.Name)}
+
+
+DECK_KEYED = ("deck.chart", "deck.table", "chart", "table")  # (figure or rows, key, …)
+
+
+def test_a_key_only_one_stage_uses_is_declared_in_that_stage():
+    files = [ROOT / "app.py", *(ROOT / "ui").rglob("*.py")]
+    only = {name: next(iter(o)) for name, o in shared_key_uses(files).items()
+            if len(o) == 1 and next(iter(o)) in stage_files()}
+    assert not only, f"move these from ui/keys.py into their stage: {only}"
+
+
+def test_every_key_a_stage_names_is_declared_in_it():
+    for stage, files in stage_files().items():
+        declared = own_keys(stage, files)
+        names = widget_key_names(files) - {"key"}  # a helper's own `key` argument passed on
+        assert names <= set(declared), (stage, names - set(declared))
+
+
+def test_no_key_is_declared_twice():
+    values = [(getattr(keys, n), f"ui/keys.py {n}") for n in dir(keys)
+              if n.isupper() and isinstance(getattr(keys, n), str)]
+    values += [(v, f"{stage} {k}") for stage, files in stage_files().items()
+               for k, v in own_keys(stage, files).items()]
+    seen = {}
+    for value, where in values:
+        assert value not in seen, f"{value!r}: {seen[value]} and {where}"
+        seen[value] = where
+    assert len(seen) > 100  # every key of the app, read
+
+
+def test_the_key_checks_find_what_they_look_for(tmp_path):
+    f = tmp_path / "s.py"
+    f.write_text(f'from ui import keys\n\n{KEYS_MARK}\nA = "a"\nC = "c"\n\nD = "d"\n'
+                 'st.slider("x", key=A)\nst.radio("y", key=B)\ndeck.chart(fig, C)\n'
+                 'st.button("z", key=keys.MAP_OPEN)\n')
+    assert widget_key_names([f]) == {"A", "B", "C"}
+    assert own_keys("s", [f]) == {"A": "a", "C": "c"}

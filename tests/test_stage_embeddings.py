@@ -13,6 +13,13 @@ from tests.support import HUB, open_app, page_text, photo_bytes
 from ui import keys
 from ui.numbers import pct, span
 from ui.stages import embeddings as stage
+from ui.stages.embeddings.keys import (
+    EMBED_MATRIX,
+    EMBED_POS_ALL,
+    EMBED_POS_ONE,
+    EMBED_TEXT,
+    EMBED_VECTOR,
+)
 from vit_core import load_image, load_model, preprocess, run_trace
 
 CLF, CAP, TI = "shapes-classifier", "shapes-captioner-causal", "vit-ti16"
@@ -175,9 +182,9 @@ def test_a_photo_on_the_embeddings_stage():
 
 
 # ---------------------------------------------------------------- presenter mode
-STEP_CHARTS = {"vector": {keys.EMBED_VECTOR}, "filters": set(), "position": {keys.EMBED_POS_ONE},
-               "similarity": {keys.EMBED_POS_ALL}, "sum": {keys.EMBED_MATRIX},
-               "text": {keys.EMBED_TEXT}}
+STEP_CHARTS = {"vector": {EMBED_VECTOR}, "filters": set(), "position": {EMBED_POS_ONE},
+               "similarity": {EMBED_POS_ALL}, "sum": {EMBED_MATRIX},
+               "text": {EMBED_TEXT}}
 
 
 def test_each_slide_draws_its_own_figure_alone():
@@ -193,5 +200,5 @@ def test_each_slide_draws_its_own_figure_alone():
     text = open_app(model=CAP, params={"page": "embeddings", "presenter": "1",
                                        "step": str(step_number(CAP, "text"))})
     rows = [json.loads(el.proto.spec) for el in text.get("plotly_chart")
-            if el.proto.id.endswith(keys.EMBED_TEXT)][0]
+            if el.proto.id.endswith(EMBED_TEXT)][0]
     assert rows["layout"]["yaxis"]["ticktext"][0] == "[SOS]"

@@ -18,6 +18,7 @@ from tests.independent import EOS, SOS, pixels_of
 from tests.support import HUB, SMALL, open_app, randomised
 from ui import keys, stages
 from ui.stages import experiments as stage
+from ui.stages.experiments.keys import EXP_ALTERED, EXP_COMPARE, EXP_GRID, EXP_UNORDERED, EXP_WORDS
 from vit_core import load_model, run_trace
 from vit_core.explain import interventions as ex
 
@@ -108,8 +109,8 @@ def test_the_steps_for_each_family(name, keys_):
 def test_each_presenter_step_draws_one_key_figure():
     """In presenter mode each step draws its own figure only: the input before and after, the
     two results, the caption's words, the runs without positions."""
-    expected = {1: {keys.EXP_GRID, keys.EXP_ALTERED}, 2: {keys.EXP_COMPARE},
-                3: {keys.EXP_WORDS}, 4: {keys.EXP_UNORDERED}}
+    expected = {1: {EXP_GRID, EXP_ALTERED}, 2: {EXP_COMPARE},
+                3: {EXP_WORDS}, 4: {EXP_UNORDERED}}
     for step, charts in expected.items():
         at = open_app(model="shapes-captioner-causal", params={
             "page": "experiments", "presenter": "1", "step": str(step)},
@@ -324,7 +325,7 @@ def test_the_shuffle_is_worded_from_its_fixed_points():
 def test_the_chart_of_the_runs_without_positions_holds_both_runs():
     at = open_app("experiments", "shapes-classifier")
     spec = next(json.loads(e.proto.spec) for e in at.get("plotly_chart")
-                if e.key == keys.EXP_UNORDERED)
+                if e.key == EXP_UNORDERED)
     model = load_model("shapes-classifier")
     x = pixels_of(at, model)
     runs = {d["name"]: dict(zip(d["y"], d["x"], strict=True)) for d in spec["data"]}

@@ -11,6 +11,7 @@ import torch
 from tests.independent import SOS, caption_text, charts_by_key, greedy, pixels_of
 from tests.support import HUB, arr, open_app, photo_bytes, reveal, softmax64
 from ui import keys, stages
+from ui.stages.logits.keys import GEN_ALL, GEN_DIST, LOGITS_LENS, LOGITS_RAW, LOGITS_TOPK
 from vit_core import load_model, run_trace
 from vit_core.explain.readout import distribution, lens_summary
 
@@ -18,11 +19,11 @@ HEADLESS = str(HUB / "tiny-org/vit-headless")
 NOCLS = str(HUB / "timm/vit_tiny_avg_nocls.test")
 CLASSIFIER, CAPTIONER = "shapes-classifier", "shapes-captioner-causal"
 FAMILIES = {  # model -> (step keys, the one figure key each slide shows)
-    CLASSIFIER: (["answer", "raw", "lens"], [keys.LOGITS_TOPK, keys.LOGITS_RAW, keys.LOGITS_LENS]),
-    CAPTIONER: (["caption", "score"], [keys.GEN_DIST, None]),
-    HEADLESS: (["vector", "similar"], [keys.LOGITS_RAW, None]),
+    CLASSIFIER: (["answer", "raw", "lens"], [LOGITS_TOPK, LOGITS_RAW, LOGITS_LENS]),
+    CAPTIONER: (["caption", "score"], [GEN_DIST, None]),
+    HEADLESS: (["vector", "similar"], [LOGITS_RAW, None]),
 }
-FIGURES = {keys.LOGITS_TOPK, keys.LOGITS_RAW, keys.LOGITS_LENS, keys.GEN_DIST}
+FIGURES = {LOGITS_TOPK, LOGITS_RAW, LOGITS_LENS, GEN_DIST}
 
 
 def words(at) -> list[str]:
@@ -82,7 +83,7 @@ def test_the_temperature_set_with_the_bars_carries_to_the_lens_slide():
     tr = run_trace(model, pixels_of(at, model))
     P = lens_by_hand(model, tr, 2.5)
     names = list(model.config.class_names)
-    lens = charts_by_key(at)[keys.LOGITS_LENS]
+    lens = charts_by_key(at)[LOGITS_LENS]
     assert lens["layout"]["title"]["text"].endswith("(T = 2.5)")
     for line in lens["data"]:
         np.testing.assert_allclose(arr(line["y"]), P[:, names.index(line["name"])], atol=1e-5)
@@ -149,12 +150,12 @@ def test_the_caption_slide_says_the_tallest_bar_then_finishes_with_the_greedy_ca
     best = int(p.argmax())
     assert (f"Word 1: greedy takes the tallest bar, “{model.config.vocab[best]}” at "
             f"{float(p[best]):.1%}.") in words(at)
-    at.button(key=keys.GEN_ALL).click().run()
+    at.button(key=GEN_ALL).click().run()
     out, probs = greedy(model, pixels)
     assert out[-1] == "[EOS]"
     assert f"Finished: “{caption_text(out)}” (the model wrote [EOS])." in words(at)
     # the chart stays (a slide keeps its figure when Play ends): the last word's distribution
-    last = charts_by_key(at)[keys.GEN_DIST]
+    last = charts_by_key(at)[GEN_DIST]
     assert last["layout"]["title"]["text"].startswith(
         f"P(word {len(out)} | image, words before): it wrote “[EOS]”")
     x, y = arr(last["data"][0]["x"]), last["data"][0]["y"]
@@ -167,7 +168,7 @@ def test_the_sampling_settings_stay_while_the_other_slide_shows():
     at.button(key=keys.PRESENTER_NEXT).click().run()
     at.button(key=keys.PRESENTER_PREV).click().run()
     assert not at.exception and at.number_input(key=keys.TOP_K).value == 3
-    bars = charts_by_key(at)[keys.GEN_DIST]["data"][0]
+    bars = charts_by_key(at)[GEN_DIST]["data"][0]
     assert int((arr(bars["x"]) > 0).sum()) == 3  # top-k still in force
 
 

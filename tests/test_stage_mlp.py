@@ -13,6 +13,7 @@ from tests.support import HUB, arr, open_app, page_text, photo_bytes, reveal
 from ui import keys
 from ui.numbers import pct
 from ui.stages import mlp as stage
+from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
 from vit_core import load_image, load_model, preprocess, run_trace
 
 CLF, CAP = "shapes-classifier", "shapes-captioner-causal"
@@ -123,7 +124,7 @@ def test_a_photo_on_the_mlp_stage():
 # ViT-B/16's three slides (12 blocks of 197 x 3072 activations) take ~17 s: the slow tier
 @pytest.mark.parametrize("name", [CLF, pytest.param("vit-b16", marks=pytest.mark.slow)])
 def test_each_slide_draws_one_chart_and_the_stream_is_not_stacked(name):
-    charts = {"gelu": keys.MLP_GELU, "units": keys.MLP_TOP, "stream": keys.MLP_RESID}
+    charts = {"gelu": MLP_GELU, "units": MLP_TOP, "stream": MLP_RESID}
     for key, chart in charts.items():
         at = open_app(model=name, params={"page": "mlp", "presenter": "1",
                                           "step": str(step_number(name, key))})
@@ -132,7 +133,7 @@ def test_each_slide_draws_one_chart_and_the_stream_is_not_stacked(name):
                  for el in at.get("plotly_chart")}
         assert set(drawn) == {chart}, key
         assert not at.get("latex") and not at.metric  # the chart has the slide to itself
-    fig = drawn[keys.MLP_RESID]
+    fig = drawn[MLP_RESID]
     assert fig["layout"]["barmode"] == "group"
     _, tr = trace_of(at, name)
     i = at.session_state[keys.PATCH] + 1

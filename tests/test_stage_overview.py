@@ -14,6 +14,7 @@ from tests.independent import charts_by_key, greedy, pixels_of, trace_of
 from tests.support import HUB, open_app, photo_bytes
 from ui import figures, keys, stages
 from ui.numbers import pct
+from ui.stages.overview import OVERVIEW_MAP
 from vit_core import load_model
 
 CLF, CAP, B16 = "shapes-classifier", "shapes-captioner-causal", "vit-b16"
@@ -141,7 +142,7 @@ def test_a_single_block_single_head_model_is_said_so():
 
 # ---------------------------------------------------------------- the map on a slide
 def map_spec(at: AppTest) -> dict:
-    return charts_by_key(at)[keys.OVERVIEW_MAP]
+    return charts_by_key(at)[OVERVIEW_MAP]
 
 
 def box_font(spec: dict) -> int:
@@ -163,7 +164,7 @@ def click(at: AppTest, box_id: str) -> AppTest:
     curve, i, data = next((k, i, d) for k, trace in enumerate(spec["data"])
                           for i, d in enumerate(trace.get("customdata") or [])
                           if d[2] == box_id)
-    element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(keys.OVERVIEW_MAP))
+    element = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(OVERVIEW_MAP))
     states = at._tree.get_widget_states()
     clicked = states.widgets.add()
     clicked.id = element.proto.id

@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 from tests.independent import trace_of
 from tests.support import HUB, open_app
 from ui import keys, stages
-from ui.routes import STAGES as ROUTES
+from ui.stages import BY_SLUG as ROUTES
+from ui.stages.input_patches import WHAT_IF_P
 from vit_core import load_model
 
 LAST = len(ROUTES) - 1  # the numbered stages: 'Stage 1/LAST' … (the overview is not numbered)
@@ -46,7 +47,7 @@ def test_five_steps_and_one_question_on_the_matrix_step():
 def test_the_what_if_starts_at_the_size_the_question_asks_about(model, P, smaller):
     at = open_app("patches", model)
     assert load_model(model).config.patch_size == P
-    assert at.select_slider(key=keys.WHAT_IF_P).value == smaller  # 28 before, not 16, for P=32
+    assert at.select_slider(key=WHAT_IF_P).value == smaller  # 28 before, not 16, for P=32
     assert f"If P were {smaller} instead of {P}" in asked(at)[0]
     assert said(at, "What to notice").startswith(
         f"What to notice: at P = {smaller} instead of {P},")
@@ -57,8 +58,8 @@ def test_at_its_own_size_the_note_names_the_questions_smaller_size(model):
     at = open_app("patches", model)
     c = load_model(model).config
     P, img, pre = c.patch_size, c.img_size, int(c.class_token) + int(c.dist_token)
-    smaller = at.select_slider(key=keys.WHAT_IF_P).value
-    at.select_slider(key=keys.WHAT_IF_P).set_value(P).run()
+    smaller = at.select_slider(key=WHAT_IF_P).value
+    at.select_slider(key=WHAT_IF_P).set_value(P).run()
     own = ((img // P) ** 2 + pre) ** 2
     n2 = (img // smaller) ** 2
     s2 = (n2 + pre) ** 2

@@ -25,6 +25,13 @@ from tests.support import SMALL, open_app, randomised
 from ui import deck, inputs, keys, session, stages, state
 from ui.numbers import pct
 from ui.replies import Number, PatchPick
+from ui.stages.training.keys import (
+    TRAIN_CLS,
+    TRAIN_CURVES,
+    TRAIN_DISTANCE,
+    TRAIN_POSITIONS,
+    TRAIN_PREDICTION,
+)
 from vit_core import load_model, run_trace, training_log
 from vit_core.explain import training as tx
 from vit_core.explain.attention import summarise
@@ -203,7 +210,7 @@ def curve(fig: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
 def check_curves(at, log, step: int, marked: str = "this snapshot") -> None:
     """The curves drawn are the log's rows; the session's step is the marked one (named
     `marked`: another model's curves mark "its final weights")."""
-    fig = charts_by_key(at)[keys.TRAIN_CURVES]
+    fig = charts_by_key(at)[TRAIN_CURVES]
     x, y = curve(fig, "training loss")
     rows = [r for r in log.train if "loss" in r]
     assert x.tolist() == [r["step"] for r in rows]
@@ -265,8 +272,8 @@ def test_the_stage_at_step_0_and_at_the_end(log, where):
     if held is not None:  # a kept step: its own 200 scenes, not the model card's
         assert (f"held-out top-1 was **{pct(held['top1'], 1)}** on the {held['n']} scenes every "
                 f"kept step is measured on") in words(at)
-    assert {keys.TRAIN_POSITIONS, keys.TRAIN_DISTANCE, keys.TRAIN_CLS,
-            keys.TRAIN_PREDICTION} <= set(charts_by_key(at))
+    assert {TRAIN_POSITIONS, TRAIN_DISTANCE, TRAIN_CLS,
+            TRAIN_PREDICTION} <= set(charts_by_key(at))
 
 
 @pytest.mark.slow  # an AppTest run; the quick tier keeps the stage's main runs
@@ -277,8 +284,8 @@ def test_a_captioner_has_no_log_and_no_class_logits(log):
     assert f"{CAPTIONER} was trained by this repository without keeping snapshots" in said
     assert f"**{NAME}** was trained here with one (its curves are drawn here)" in said
     charts = charts_by_key(at)
-    assert keys.TRAIN_PREDICTION not in charts
-    title = charts[keys.TRAIN_CURVES]["layout"]["title"]["text"]
+    assert TRAIN_PREDICTION not in charts
+    title = charts[TRAIN_CURVES]["layout"]["title"]["text"]
     assert title == f"How {NAME}'s weights formed (its log: {CAPTIONER} has none)"
     check_curves(at, log, log.final_step, marked="its final weights")
     assert "CLS sees only itself" in said  # its own causal mask: nothing reaches a patch

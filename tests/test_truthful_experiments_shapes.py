@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from tests.support import open_app as _open
 from tests.support import torch_flops
 from ui import keys
+from ui.stages.experiments.keys import EXP_ALTERED, EXP_COMPARE, EXP_WORDS
 from vit_core import load_image, load_model, preprocess, run_trace
 
 SOS, EOS = 1, 2  # the bundled captioners' vocabulary: [PAD], [SOS], [EOS], [UNK], words...
@@ -80,7 +81,7 @@ def axis_title(spec: dict, axis: str) -> str:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_shuffle_note_counts_the_patches_its_order_leaves_in_place(seed):
     at = open_page("experiments", kind=SHUFFLE, seed=seed)
-    labels = [d for d in chart(at, keys.EXP_ALTERED)["data"] if d.get("mode") == "text"][0]
+    labels = [d for d in chart(at, EXP_ALTERED)["data"] if d.get("mode") == "text"][0]
     perm = [int(t) for t in labels["text"]]  # cell i shows patch perm[i], as drawn
     assert perm == torch.randperm(49, generator=torch.Generator().manual_seed(seed)).tolist()
     stay = [i for i in range(49) if perm[i] == i]
@@ -145,7 +146,7 @@ def test_the_words_chart_says_what_each_position_saw_under_the_mask(mask):
     caption = greedy(model, x, mask=run_mask)
     assert caption[-1] == EOS
     fed, targets = [SOS] + caption[:-1], caption  # the words are fed; [EOS] is only scored
-    spec = chart(at, keys.EXP_WORDS)
+    spec = chart(at, EXP_WORDS)
     bars = {d["name"]: d for d in spec["data"]}
     with torch.no_grad():  # P(target t) read at position t, each seeing what the mask lets it
         p = model(x, torch.tensor([fed]), mask=run_mask)[0].double().softmax(-1)
@@ -158,13 +159,13 @@ def test_the_words_chart_says_what_each_position_saw_under_the_mask(mask):
         assert "P(each word | image, the words before it)" in title
     # 5. the category axis is named
     assert axis_title(spec, "yaxis").startswith("word of the caption")
-    pair = chart(at, keys.EXP_COMPARE)
+    pair = chart(at, EXP_COMPARE)
     assert axis_title(pair, "xaxis") and axis_title(pair, "xaxis2")
 
 
 def test_the_class_chart_names_its_category_axis():
     at = open_page("experiments", kind=POSITIONS)
-    spec = chart(at, keys.EXP_COMPARE)
+    spec = chart(at, EXP_COMPARE)
     assert axis_title(spec, "yaxis").startswith("class")
     assert axis_title(spec, "xaxis").startswith("probability")
 

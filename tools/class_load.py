@@ -59,7 +59,7 @@ from tools.load_test import (  # noqa: E402
 )
 from tools.st_protocol import Run, Tab  # noqa: E402
 from ui import keys  # noqa: E402
-from ui.routes import STAGES  # noqa: E402
+from ui.stages import BY_SLUG as STAGES  # noqa: E402
 
 LESSON = ["overview", "attention", "masks", "logits"]
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"  # ui/live/store.ENV
@@ -243,7 +243,7 @@ async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves
     run = await tab.open(f"{keys.PRESENTER}=1&page={stages[0]}&{keys.MODEL}={model}")
     if not any(w.key == keys.LIVE_START for w in run.widgets):
         raise RuntimeError("no 'Start a class' button: " + " ".join(run.under("Class"))[:300])
-    await tab.set(keys.LIVE_LESSON, [STAGES[s][1] for s in stages])
+    await tab.set(keys.LIVE_LESSON, [STAGES[s].nav_title for s in stages])
     await tab.click(keys.LIVE_START)
     lesson.code = query(tab, keys.LIVE_CODE)
     await tab.wait(arrive)

@@ -6,7 +6,7 @@ Each measure is a function of the repository's root that returns plain data (tes
 
     big_modules      ui/'s largest modules and every one over MODULE_LIMIT lines (lines = the
                      file's physical lines, blank and comment lines included)
-    long_functions   every function in ui/, vit_core/, app.py, pages/ over FUNCTION_LINES lines
+    long_functions   every function in ui/, vit_core/, app.py over FUNCTION_LINES lines
                      (`def` line to last line, nested functions included) or FUNCTION_BRANCHES
                      branches. The branch rule: each `if` and `elif`, `for`, `while` (async too),
                      `except` clause, boolean operator (`a and b or c`: two), `if` of a
@@ -14,12 +14,12 @@ Each measure is a function of the repository's root that returns plain data (tes
                      `try`, `match` and a comprehension's `for` do not. A nested function's
                      branches are its own, not its parent's.
     repeats          blocks of REPEAT_WINDOW or more lines that occur in two places or more across
-                     ui/, vit_core/, app.py, pages/, tools/. Lines are compared normalised: tokens
+                     ui/, vit_core/, app.py, tools/. Lines are compared normalised: tokens
                      joined by one space (so indentation and comments do not matter); blank lines,
                      comment lines, import statements and lines of brackets/commas alone are left
                      out, and a window is REPEAT_WINDOW consecutive kept lines. Overlapping windows
                      that repeat in the same places are one block.
-    cycles           import circles in the graph of ui/, vit_core/, app.py and pages/: every import
+    cycles           import circles in the graph of ui/, vit_core/ and app.py: every import
                      statement (inside functions too) and every `importlib.import_module(...)` or
                      `__import__(...)` whose name is a literal or an f-string that can be resolved
                      (`__name__`/`__package__`; a part `{D[k]}` with D a module-level dict literal
@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE_LIMIT = 400
 FUNCTION_LINES, FUNCTION_BRANCHES = 60, 15
 REPEAT_WINDOW = 6
-GRAPH_DIRS = ("ui", "vit_core", "app.py", "pages")
+GRAPH_DIRS = ("ui", "vit_core", "app.py")
 CODE_DIRS = GRAPH_DIRS
 REPEAT_DIRS = (*GRAPH_DIRS, "tools")
 GUARDED = ("ui/server.py",)

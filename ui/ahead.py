@@ -1,12 +1,12 @@
 """What the read-ahead computes before a student gets there: every read the tour's steps
-declare (`Step.reads`, named in ui/tour.READS), in the tour's order (ui/readahead.py queues it)."""
+declare (`Step.reads`: functions of a `tour.Ask`, declared with their stages), in the tour's
+order (ui/readahead.py queues it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from . import inputs, stages, state, tour
-from .routes import walk
 
 
 def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
@@ -20,11 +20,11 @@ def plan(inp: inputs.Input, name: str, mask: str | None, layer: int | None,
     config = state.get_model(name).config
     ask = tour.Ask(inp, name, mask, layer, caption, patch)
     items, seen = [], set()
-    order = walk(lesson, start)
+    order = stages.walk(lesson, start)
     for slug in order[order.index(start):] if start in order else order:
         stage = stages.get(slug)
         for read in [*stage.extra_reads, *(r for s in stage.steps_for(config) for r in s.reads)]:
-            if read not in seen:
+            if read not in seen:  # a read several steps declare is computed once
                 seen.add(read)
-                items += tour.READS[read](ask)
+                items += read(ask)
     return items

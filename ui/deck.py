@@ -1,7 +1,8 @@
 """A stage is a deck of steps, declared as data (as st.navigation declares pages).
 
-Each stage module in ui/stages/ declares `STAGE = Stage(...)`: its title, the story told on its
-first step, how to load what it shows (`view`), and its steps in order. A `Step` has:
+Each stage module in ui/stages/ declares `STAGE = Stage(...)`: its slug, title, menu name and
+icon, the story told on its first step, how to load what it shows (`view`), and its steps in
+order; its number ("4 · …") is its place in ui/stages.STAGES, the one list of stages. A `Step` has:
 
 - `title` (a string, or a function of the model's config);
 - `facts(view)`: the numbers the step shows and says, computed once per run (no wording);
@@ -15,7 +16,8 @@ first step, how to load what it shows (`view`), and its steps in order. A `Step`
   is a number is one its figure draws, so the answer is what the figure shows
   (tests/test_question_facts.py reads both);
 - `controls`: the shared controls it is changed with ("layer", "head", "patch", "play");
-- `reads`: what it asks ui/state for beyond the trace (ui/tour.py's read-ahead reads these);
+- `reads`: what it asks ui/state for beyond the trace, as the functions that ask it (each
+  `(ui/tour.Ask) -> [calls]`; ui/ahead.plan calls them for the read-ahead);
 - `applies(config)`: False for the model families it does not apply to.
 
 `run(STAGE)` is a whole page. Normally it draws the stage's controls once, then every step
@@ -60,6 +62,11 @@ def _none(view, facts) -> None:
     return None
 
 
+# A read: given what a session shows (ui/tour.Ask), the calls into ui/state's caches that compute
+# what a step reads beyond the trace (ui/tour.py has the reads several stages share).
+Read = Callable[[Any], list[Callable[[], Any]]]
+
+
 @dataclass(frozen=True)
 class Step:
     key: str  # a stable name within the stage ("pattern"): widget keys, tests, speaker notes
@@ -70,7 +77,7 @@ class Step:
     notes: Callable[[Any, Any], str | None] = _none
     question: Callable[[Any, Any], Question | None] = _none
     controls: tuple[str, ...] = ()  # names in CONTROLS, drawn above the figure
-    reads: tuple[str, ...] = ()  # names in ui/tour.READS
+    reads: tuple[Read, ...] = ()  # what the read-ahead computes for it (ui/ahead.plan calls each)
     applies: Callable[[Any], bool] = _always
     asks: tuple[str, ...] = ()  # the facts `question` reads; `figure` draws each number of them
 
@@ -80,13 +87,27 @@ class Step:
 
 @dataclass(frozen=True)
 class Stage:
-    slug: str
-    title: str  # "4 · Attention heads"
+    slug: str  # its address, `?page=<slug>` (and the stage's part of widget keys)
+    name: str  # the page's title without its number: "Attention heads"
     story: str  # two or three sentences said to the class on the stage's first step
     view: Callable[[], Any]  # loads the session's image, model and trace (and the stage's extras)
     steps: tuple[Step, ...]
     intro: Callable[[Any], str | None] = lambda view: None  # a paragraph atop the normal page
-    extra_reads: tuple[str, ...] = field(default=())  # reads of the stage as a whole
+    extra_reads: tuple[Read, ...] = field(default=())  # reads of the stage as a whole
+    nav: str = ""  # its name in the menu, if shorter than `name`
+    icon: str | None = None  # its icon in the menu (":material/visibility:")
+    number: int = 0  # its place in the tour (ui/stages.STAGES numbers it; the first is 0)
+
+    @property
+    def title(self) -> str:
+        """The page's title: "4 · Attention heads" (the first stage's carries no number)."""
+        return f"{self.number} · {self.name}" if self.number else self.name
+
+    @property
+    def nav_title(self) -> str:
+        """Its title in the menu: "4 · Attention heads"."""
+        name = self.nav or self.name
+        return f"{self.number} · {name}" if self.number else name
 
     def steps_for(self, config) -> list[Step]:
         """The steps that apply to a model with this config, in order (never empty)."""

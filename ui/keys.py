@@ -16,7 +16,7 @@ from __future__ import annotations
 LAYER = "layer"  # int: selected block (controls.layer slider; share.load_once)
 HEAD = "head"  # int: selected attention head (controls.head slider; share.load_once)
 PATCH = "patch"  # int: selected patch (controls.patch input, a grid click; share.load_once)
-KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (pages/ln_qkv.py input)
+KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (ui/stages/ln_qkv.py input)
 
 # ---------------------------------------------------------------- sidebar widgets
 # Drawn by ui/sidebar.py on every page.
@@ -72,7 +72,6 @@ PRESENTER_GOTO = "_presenter_goto"  # str: the stage Next / Previous switches to
 PRESENTER_PLAYING = "_playing"  # str | None: what Play is playing ("layers", "caption")
 PRESENTER_PLAY_FULL = "_play_full_run"  # bool: the player's fragment runs inside a full run
 PLAY_LAYERS = "play_layers"  # button: Play / Pause the layers (ui/deck.py)
-PLAY_CAPTION = "play_caption"  # button: Play / Pause the caption (pages/logits.py)
 
 # ---------------------------------------------------------------- a live class (ui/live/)
 # URL parameters (the teacher's: class + teach; a student's: join + me) and session state.
@@ -127,11 +126,12 @@ SCENE_NOTICE = "_scene_notice"  # str: a link's scene cannot be drawn (composer.
 LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
 LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (sidebar.try_load)
 KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())
-GEN_FOR = "gen_for"  # tuple: the settings the step count belongs to (pages/logits.py)
-GEN_STEPS = "gen_steps"  # int: caption words shown so far (pages/logits.py buttons)
 MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui/navigate.py)
 
-# ---------------------------------------------------------------- per-page widget keys
+# -------------------------------------------------------- stages' widget keys read elsewhere
+# A stage's own widget keys are declared in the stage (ui/stages/<stage>/keys.py, or atop its
+# module); these are read outside it too (the live class follows them: ui/live/follow.py; the
+# read-ahead; other stages).
 # ui/show.py: the PNG download under every composed image
 PNG_PREFIX = "png_"  # + image slug (see png())
 PICTURE_TEXT_PREFIX = "picture_text_"  # box: a picture with text drawn in (its px next)
@@ -141,87 +141,30 @@ ASK_PREFIX = "ask_"  # + stage and step: a step's question (see ask())
 TALLY_PREFIX = "tally_"  # + stage and step: the teacher's chart of the answers (tally())
 ANSWER_PREFIX = "answer_"  # + stage and step: a student's answer in a live class (answer())
 REVEAL_PREFIX = "reveal_"  # + stage and step: the answer's toggle (see reveal())
-# pages/overview.py
-OVERVIEW_GRID = "overview_grid"  # chart: patch grid
-OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
-OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
-OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
-OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
-OVERVIEW_MAP = "overview_map"  # chart: the model map (a click on a box opens its stage)
-# pages/input_patches.py
-GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
-PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened
-PATCH_MATRIX = "patch_matrix"  # chart: X_patch
-WHAT_IF_P = "what_if_p"  # int: the other patch size (select_slider)
-WHAT_IF_TABLE = "what_if_table"  # table: patch sizes compared
-WHAT_IF_GRID = "what_if_grid"  # chart: the crop cut at the other patch size
-# pages/embeddings.py
-EMBED_VECTOR = "embed_vector"  # chart: the selected patch's embedding
-EMBED_MATRIX = "embed_matrix"  # chart: the embeddings entering block 0
-EMBED_TEXT = "embed_text"  # chart: a captioner's text rows of embed
-EMBED_POS_ONE = "embed_pos_one"  # chart: the selected patch's position similarity map
-EMBED_POS_ALL = "embed_pos_all"  # chart: every position's similarity map on the grid
-EMBED_POS_SIZES = "embed_pos_sizes"  # chart: a position's map at its own and another size
-# pages/ln_qkv.py
+# ui/stages/ln_qkv
 QUERY_IS_CLS = "query_is_cls"  # bool: the CLS token is the query (toggle)
-LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
 QKV_PREFIX = "qkv_"  # + "Q" / "K" / "V": that matrix's chart (see qkv())
-# pages/attention.py
+# ui/stages/attention
 ATTN_VIEW = "attn_view"  # str: scores or pattern shown (radio)
-ATTN_MATRIX = "attn_matrix"  # chart: the S x S scores or pattern
-ATTN_DISTANCE = "attn_distance"  # chart: mean attention distance
-ATTN_ENTROPY = "attn_entropy"  # chart: attention entropy
-# pages/masks.py
+# ui/stages/masks
 MASK_CAPTION = "mask_caption"  # str: caption fed to the text stream (text_input)
-MASKS_THREE = "masks_three"  # chart: the full, causal and prefix masks side by side
-MASK_VISIBLE = "mask_visible"  # chart: visible keys per query
 MASK_LAYER = "mask_layer"  # int: layer of the live attention (slider)
 MASK_HEAD = "mask_head"  # int: head of the live attention (slider)
-MASK_LIVE = "mask_live"  # chart: the captioners' attention, live, one panel per (model, mask)
-MASK_SCORES = "mask_scores"  # table: each word's probability per captioner and mask
-CLF_CAUSAL = "clf_causal"  # chart: the classifier as trained and under a causal mask
 MASK_WINDOW = "mask_window"  # int: side M of the attention windows, in patches (select_slider)
-MASK_WINDOWS = "mask_windows"  # chart: the windows on the grid and the masks of blocks 0 and 1
-# pages/mlp.py
+# ui/stages/mlp
 MLP_CLS = "mlp_cls"  # bool: the CLS token is shown (toggle)
-MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
-MLP_TOP = "mlp_top"  # chart: the most active hidden units
-MLP_RESID = "mlp_resid"  # chart: the residual stream's norms
-# pages/logits.py
+# ui/stages/logits
 CLASS_TEMPERATURE = "class_temperature"  # float: classifier softmax temperature (slider)
-LOGITS_TOPK = "logits_topk"  # chart: top-k classes
-LOGITS_RAW = "logits_raw"  # chart: the raw logits
-LOGITS_LENS = "logits_lens"  # chart: the logit lens
 TEMPERATURE = "temperature"  # float: sampling temperature of the captioner (slider)
 TOP_K = "top_k"  # int: top-k sampling (number_input)
 GEN_SEED = "gen_seed"  # int: sampling seed (number_input)
-GEN_NEXT = "gen_next"  # button: next token
-GEN_ALL = "gen_all"  # button: run to the end
-GEN_RESET = "gen_reset"  # button: start again
-GEN_DIST = "gen_dist"  # chart: next-word distribution
 CAPTION = "caption"  # str: the caption to score (text_input)
-CAPTION_SCORES = "caption_scores"  # table: the typed caption's word probabilities
-# pages/shape_trace.py
-SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out
-SHAPE_TABLE_BLOCK = "shape_table_block"  # table: the shape trace inside one block
-SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
-PARAM_TABLE = "param_table"  # table: parameters by component
-COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
-# pages/segmentation.py
-SEG_TABLE = "seg_table"  # table: class shares
-# pages/experiments.py
+# ui/stages/experiments
 EXP_KIND = "exp_kind"  # str: the intervention (radio)
 EXP_HEADS = "exp_heads"  # list[int]: heads of the chosen block to switch off (multiselect)
 EXP_OCCLUDED = "_exp_occluded"  # list[int]: patches to grey out (toggled by clicks on EXP_GRID)
-EXP_GRID = "exp_grid"  # chart: clickable patch grid (a click toggles a patch in EXP_OCCLUDED)
-EXP_CLEAR = "exp_clear"  # button: grey out no patch
 EXP_SEED = "exp_seed"  # int: shuffle seed (number_input)
 EXP_MASK = "exp_mask"  # str: the other mask (selectbox)
-EXP_INPUT = "exp_input"  # chart: the input before the change (image, heads or mask)
-EXP_ALTERED = "exp_altered"  # chart: the input after the change
-EXP_COMPARE = "exp_compare"  # chart: top classes / captions / final tokens before and after
-EXP_UNORDERED = "exp_unordered"  # chart: the two runs without positions, shuffled and not
-EXP_WORDS = "exp_words"  # chart: the caption before, each word's probability before and after
 
 
 # ---------------------------------------------------------------- keys built at run time
@@ -306,26 +249,8 @@ def qkv(matrix: str) -> str:
     return f"{QKV_PREFIX}{matrix}"
 
 
-# ---------------------------------------------------------------- training stage
-# pages/training.py (ui/stages/training.py)
-TRAIN_CURVES = "train_curves"  # chart: the training loss and held-out scores against the step
-TRAIN_POSITIONS = "train_positions"  # chart: a position's similarity map at two training steps
-TRAIN_DISTANCE = "train_distance"  # chart: mean attention distance per block at kept steps
-TRAIN_CLS = "train_cls"  # chart: CLS attention on the patches, and on the object per kept step
-TRAIN_PREDICTION = "train_prediction"  # chart: top classes, and the final class at every step
-
-# ---- MAE stage
-# pages/mae.py (ui/stages/mae.py)
+# ---- ui/stages/mae
 MAE_MODE = "mae_mode"  # str: how patches are hidden, at random or by clicks (radio)
 MAE_RATIO = "mae_ratio"  # float: share of patches hidden at random (select_slider)
 MAE_SEED = "_mae_seed"  # int: which random masking (MAE_NEW draws the next)
-MAE_NEW = "mae_new"  # button: draw another random masking
 MAE_HIDDEN = "_mae_hidden"  # list[int]: patches hidden by hand (toggled by clicks on MAE_GRID)
-MAE_GRID = "mae_grid"  # chart: clickable patch grid (a click hides or shows a patch)
-MAE_CLEAR = "mae_clear"  # button: hide no patch by hand
-MAE_INPUT = "mae_input"  # chart: what the encoder is given (hidden patches blanked)
-MAE_TOKENS = "mae_tokens"  # chart: the encoder's and the decoder's token sequences
-MAE_SHAPES = "mae_shapes"  # table: each tensor's shape through the MAE
-MAE_IMAGES = "mae_images"  # chart: original, masked input and reconstruction side by side
-MAE_ERROR = "mae_error"  # chart: squared error per patch, on the patch grid
-MAE_LOSS = "mae_loss"  # chart: the hidden patches' errors and their mean, the loss

@@ -1,21 +1,16 @@
-"""Opening a stage from a click: the model map's boxes (pages/overview.py).
+"""Opening a stage from a click: the model map's boxes (the overview stage).
 
-The stages and their scripts are ui/routes.py's STAGES, as app.py routes them; a box names the
-stage of the pass it belongs to, and ui/routes.py's MAP_PAGES gives the page that explains it.
+The pages are those app.py built from the stages (ui/routes.PAGES); a box names the stage of the
+pass it belongs to, and ui/routes.py's MAP_PAGES gives the page that explains it.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from . import keys
-from .routes import MAP_PAGES, STAGES
+from . import deck, keys
+from .routes import MAP_PAGES, PAGES
 from .share import current_params
-
-
-def stage_scripts() -> dict[str, str]:
-    """slug -> page script, as app.py routes them."""
-    return {slug: value[0] for slug, value in STAGES.items()}
 
 
 def clicked_box(chart_key: str) -> tuple[str, int] | None:
@@ -37,12 +32,18 @@ def on_map_click(chart_key: str) -> None:
     slug, layer = hit
     if layer >= 0:
         st.session_state[keys.LAYER] = layer
-    if slug in stage_scripts():
+    if slug in PAGES:
         st.session_state[keys.MAP_OPEN] = slug
 
 
 def open_pending() -> None:
     """Open the stage a map click asked for (call at the top of the page, before any work)."""
     slug = st.session_state.pop(keys.MAP_OPEN, None)
-    if slug in stage_scripts():
-        st.switch_page(stage_scripts()[slug], query_params=current_params(slug))
+    if slug in PAGES:
+        st.switch_page(PAGES[slug], query_params=current_params(slug))
+
+
+def map_chart(fig, key: str, width: str) -> None:
+    """The model map, a click on a box opening its stage (on the next run: open_pending)."""
+    deck.chart(fig, key=key, on_select=lambda: on_map_click(key),
+               selection_mode="points", config={"displayModeBar": False}, width=width)

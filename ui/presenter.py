@@ -260,7 +260,7 @@ def model_config():
 
 def go_to(routes: dict, slug: str) -> None:
     own = deck.lesson().address()  # the session's place in a live class stays in its address
-    st.switch_page(routes[slug][0], query_params=current_params(slug, own=own))
+    st.switch_page(routes[slug], query_params=current_params(slug, own=own))
 
 
 def leave() -> None:

@@ -41,7 +41,7 @@ def follow(stage: str, routes: dict) -> None:
     ss[keys.PRESENTER_AT], ss[keys.PRESENTER_STEP] = p.stage, step_index(p.stage, p.step, config)
     if p.stage != stage:
         params = share.current_params(p.stage, own=session.params())
-        st.switch_page(routes[p.stage][0], query_params=params)
+        st.switch_page(routes[p.stage], query_params=params)
 
 
 def step_index(stage: str, step: str, config) -> int:

@@ -16,7 +16,6 @@ import streamlit as st
 
 from .. import keys, share, stages, steps
 from ..readable import readable
-from ..routes import STAGES, walk
 from . import classes, follow, session
 from .store import StoreDown
 
@@ -60,7 +59,8 @@ def _start(stage: str, step: str, grid: int) -> None:
     """on_click of "Start a class"."""
     ss = st.session_state
     chosen = ss.get(keys.LIVE_LESSON) or []
-    lesson = () if set(STAGES) <= set(chosen) else tuple(s for s in STAGES if s in chosen)
+    tour = list(stages.BY_SLUG)
+    lesson = () if set(tour) <= set(chosen) else tuple(s for s in tour if s in chosen)
     try:
         c, secret = classes.start(session.store(), follow.position(ss, stage, step, grid), lesson)
     except StoreDown:
@@ -110,7 +110,8 @@ def _offer(stage: str, config) -> None:
         return
     here = stages.get(stage).steps_for(config)
     step = here[steps.index_in(stage, len(here))].key
-    st.multiselect("Today's stages", list(STAGES), default=list(STAGES), key=keys.LIVE_LESSON,
+    tour = list(stages.BY_SLUG)
+    st.multiselect("Today's stages", tour, default=tour, key=keys.LIVE_LESSON,
                    format_func=_stage_title,
                    help="Next and Previous walk these, in the tour's order (a stage opened "
                         "from the menu is walked too), and the students' laptops prepare "
@@ -120,14 +121,14 @@ def _offer(stage: str, config) -> None:
 
 
 def _stage_title(slug: str) -> str:
-    return STAGES[slug][1]
+    return stages.get(slug).nav_title
 
 
 def stages_walked(slug: str) -> list[str]:
     """The stages the presenter's Next and Previous go through: in a class the teacher leads,
     its lesson's (with this one); else the whole tour."""
     c = session.current() if session.role() == "teacher" else None
-    return walk(c.lesson if c else (), slug)
+    return stages.walk(c.lesson if c else (), slug)
 
 
 def _panel(c: classes.Class) -> None:

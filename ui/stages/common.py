@@ -87,3 +87,13 @@ def mask_label(name: str) -> str:
         return name
     m, shifted = parsed
     return f"window {m}×{m}" + (", shifted" if shifted else "")
+
+
+def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[str], int]:
+    """Choose-one options: `right`, and of the rest of `sizes` (name -> size; those as large as
+    `right` are left out, being right too) the largest, the middle one and the smallest: at most
+    4, in `order` (the table's) so that where the right one stands tells nothing.
+    Returns (the names, the right one's index)."""
+    rest = sorted((k for k in sizes if sizes[k] != sizes[right]), key=lambda k: -sizes[k])
+    picks = sorted({right, *(rest[i] for i in {0, len(rest) // 2, -1} if rest)}, key=order.index)
+    return picks, picks.index(right)

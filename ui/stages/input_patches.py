@@ -11,9 +11,17 @@ import streamlit as st
 from vit_core.explain.embeddings import PatchCost, patch_cost
 from vit_core.io.images import denormalize, describe_preprocessing
 
-from .. import controls, deck, figures, keys, show
+from .. import controls, deck, figures, show
 from ..deck import Number, Question, Step
 from .common import smaller_patch
+
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)
+PATCH_VECTOR = "patch_vector"  # chart: the selected patch flattened
+PATCH_MATRIX = "patch_matrix"  # chart: X_patch
+WHAT_IF_P = "what_if_p"  # int: the other patch size (select_slider)
+WHAT_IF_TABLE = "what_if_table"  # table: patch sizes compared
+WHAT_IF_GRID = "what_if_grid"  # chart: the crop cut at the other patch size
 
 OTHER_SIZES = (8, 14, 16, 28, 32)  # the patch sizes the "what if" offers (when they divide)
 TABLE_ROW_PX, TABLE_HEAD_PX = 35, 38  # st.dataframe's row and header heights: no scroll bar
@@ -66,8 +74,8 @@ def _grid_figure(x: deck.View, f: Cell) -> None:
     left, right = st.columns([3, 2])  # the figure is the two columns alone: they fill the slide
     with left:
         deck.chart(figures.patch_grid(x.prep.crop, P, selected=f.p, show_index=g <= 16),
-                   key=keys.GRID_CLICK, selection_mode="points",
-                   on_select=lambda: controls.select_patch_from_chart(keys.GRID_CLICK))
+                   key=GRID_CLICK, selection_mode="points",
+                   on_select=lambda: controls.select_patch_from_chart(GRID_CLICK))
     with right:
         show.image(figures.enlarged_patch(x.prep.crop, f.row, f.col, P, 224),
                    f"Patch {f.p}: row {f.row}, column {f.col}, enlarged", "patch-enlarged")
@@ -109,7 +117,7 @@ def _row_figure(x: deck.View, f: Row) -> None:
                f"(normalised values)",
         rows=c.in_chans, row_names=["R", "G", "B"][: c.in_chans], height=180,
         x_title=f"pixel in the patch, row by row (0 … {c.patch_size ** 2 - 1})",
-        value_name="normalised pixel", y_title="channel"), key=keys.PATCH_VECTOR)
+        value_name="normalised pixel", y_title="channel"), key=PATCH_VECTOR)
 
 
 def _row_words(x: deck.View, f: Row) -> str:
@@ -131,7 +139,7 @@ def _matrix_figure(x: deck.View, _) -> None:
         x.tr["patches"].numpy(), f"X_patch: all {N} patches × {cpp} values (row {p} outlined)",
         highlight_row=p, square=False, height=360, value_name="normalised pixel",
         y_title=f"patch (0 … {N - 1})", x_title=f"value in the flattened patch (0 … {cpp - 1})"),
-        key=keys.PATCH_MATRIX)
+        key=PATCH_MATRIX)
 
 
 def _matrix_words(x: deck.View, _) -> str:
@@ -197,10 +205,10 @@ class WhatIf:
 def _what_if_facts(x: deck.View) -> WhatIf:
     c = x.c
     P, sizes, p2 = c.patch_size, _sizes(c), smaller_patch(c)
-    if st.session_state.get(keys.WHAT_IF_P) not in sizes:  # first visit, or another model
+    if st.session_state.get(WHAT_IF_P) not in sizes:  # first visit, or another model
         bigger = [s for s in sizes if s > P]
-        st.session_state[keys.WHAT_IF_P] = p2 if p2 else (bigger[0] if bigger else P)
-    return WhatIf(sizes, _cost(c, P), _cost(c, int(st.session_state[keys.WHAT_IF_P])),
+        st.session_state[WHAT_IF_P] = p2 if p2 else (bigger[0] if bigger else P)
+    return WhatIf(sizes, _cost(c, P), _cost(c, int(st.session_state[WHAT_IF_P])),
                   _cost(c, p2) if p2 else None)
 
 
@@ -212,10 +220,10 @@ def _what_if_figure(x: deck.View, f: WhatIf) -> None:
     left, right = st.columns([3, 2])  # the figure is the two columns alone: they fill the slide
     with left:
         deck.chart(figures.patch_grid(x.prep.crop, new.P, show_index=img // new.P <= 8,
-                                      height=360), key=keys.WHAT_IF_GRID)
+                                      height=360), key=WHAT_IF_GRID)
     with right:
         if len(f.sizes) > 1:
-            st.select_slider("Patch size P", f.sizes, key=keys.WHAT_IF_P,
+            st.select_slider("Patch size P", f.sizes, key=WHAT_IF_P,
                              help=f"This model uses P = {P}; only sizes that divide the "
                                   f"{img}-pixel image are offered.")
         else:
@@ -279,7 +287,7 @@ def _sizes_figure(x: deck.View, f: Sizes) -> None:
              "tokens S": k.S, "values per patch (C·P²)": c.in_chans * k.P * k.P,
              "attention entries per head (S²)": k.S2,
              "× this model's": round(k.times(f.own)[1], 2)} for k in f.costs]
-    deck.table(rows, keys.WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
+    deck.table(rows, WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
 
 
 def _sizes_words(x: deck.View, f: Sizes) -> str:
@@ -305,7 +313,8 @@ def _sizes_notes(x: deck.View, f: Sizes) -> str:
 
 STAGE = deck.Stage(
     slug="patches",
-    title="1 · Input and patch grid",
+    name="Input and patch grid",
+    nav="Input and patches", icon=":material/grid_on:",
     story="A transformer reads a list of vectors, not a picture. So we cut the image into "
           "square patches and unroll every patch into one long row of numbers.",
     view=view,

@@ -17,6 +17,9 @@ from .. import deck, figures, keys
 from ..deck import Choice, Question, Step
 from ..numbers import pct
 
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
+
 NOT_EXACT = (  # why LN's output is not exactly mean 0, std 1; right: γ and β, or ε alone
     "It normalises over all tokens at once, not each token",
     "The learned γ and β scale and shift it afterwards",
@@ -168,7 +171,7 @@ def _ln_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.histogram_pair(
         f["x_in"], f["x_ln"], names=("before LN (the block's input X)", "after LN (with γ, β)"),
         title=title, x_title="value of one of the token's numbers",
-        y_title=f"how many of the {c.embed_dim} numbers"), key=keys.LN_HIST)
+        y_title=f"how many of the {c.embed_dim} numbers"), key=LN_HIST)
 
 
 def _ln_words(x: Ctx, f: dict) -> str:
@@ -326,7 +329,8 @@ def _score_question(x: Ctx, f: dict) -> Question:
 
 STAGE = deck.Stage(
     slug="qkv",
-    title="3 · LayerNorm, then queries, keys and values",
+    name="LayerNorm, then queries, keys and values",
+    nav="LayerNorm and Q/K/V", icon=":material/key:",
     story="Each token is normalised, then asks a question (query), advertises what it holds "
           "(key), and prepares what it will share (value). Their dot products are the scores.",
     view=view,

@@ -12,7 +12,13 @@ from vit_core.explain.tokens import gelu_curve, mlp_units, residual_stream, subl
 from .. import deck, figures, keys, session, state
 from ..deck import Choice, Number, Question, Step
 from ..numbers import pct
+from ..tour import Ask
 from . import common
+
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations
+MLP_TOP = "mlp_top"  # chart: the most active hidden units
+MLP_RESID = "mlp_resid"  # chart: the residual stream's norms
 
 GROWS = 1.1  # the token's norm "grows" when it ends at least this many times its start ...
 # ... "shrinks" at most 1 / GROWS times it, and "stays about the same" between
@@ -82,7 +88,7 @@ def _gelu_figure(x: Ctx, f: dict) -> None:
     xs, ys = gelu_curve(f["lo"], f["hi"])
     fig = figures.gelu_scatter(f["u"], f["gelu"], xs.numpy(), ys.numpy(), x.labels[x.i])
     if x.presenting:  # one chart fills the slide (the words give the share, the notes the formula)
-        deck.chart(fig, key=keys.MLP_GELU)
+        deck.chart(fig, key=MLP_GELU)
         return
     # a space after every \quad: "\quadG" would be an unknown command (KaTeX prints it in red)
     st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
@@ -90,7 +96,7 @@ def _gelu_figure(x: Ctx, f: dict) -> None:
              rf"\in \mathbb{{R}}^{{{D}}}")
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
-        deck.chart(fig, key=keys.MLP_GELU)
+        deck.chart(fig, key=MLP_GELU)
     right.metric("share of hidden units switched on (U > 0)", pct(f["on"] / f["F"], 1),
                  help="GELU passes positive inputs almost unchanged and squashes negative ones.")
     right.caption(f"{f['on']} of {f['F']} units")
@@ -122,7 +128,7 @@ def _units_question(x: Ctx, f: dict) -> Question:
 
 def _top_figure(x: Ctx, f: dict) -> None:
     _toggle(x)
-    deck.chart(figures.top_units_bars(f["top_values"], f["top_units"]), key=keys.MLP_TOP)
+    deck.chart(figures.top_units_bars(f["top_values"], f["top_units"]), key=MLP_TOP)
 
 
 def _top_words(x: Ctx, f: dict) -> str:
@@ -149,7 +155,7 @@ def _stream_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.residual_norms(
         f["attn"], f["mlp"], f["resid"],
         title=f"{name}: the norm of what each sublayer adds (bars) and of the token after it "
-              "(line)"), key=keys.MLP_RESID)
+              "(line)"), key=MLP_RESID)
 
 
 def stream_words(stream: dict) -> str:
@@ -204,9 +210,15 @@ def _stream_question(x: Ctx, f: dict) -> Question:
                     Choice(ADDS_MORE, 0 if mlp_more else 1))
 
 
+
+def _norms(a: Ask) -> list:
+    """What the read-ahead computes for the residual step: every block's sublayer norms."""
+    return [lambda: state.sublayer_norms(a.inp, a.name, a.mask)]
+
 STAGE = deck.Stage(
     slug="mlp",
-    title="6 · The MLP: every token thinks on its own",
+    name="The MLP: every token thinks on its own",
+    nav="MLP", icon=":material/hub:",
     story="After the tokens have talked, each one thinks alone: a small two-layer network "
           "widens it, bends it with GELU, and adds the result back.",
     view=view,
@@ -220,6 +232,6 @@ STAGE = deck.Stage(
         Step("stream", "The residual stream, block by block", _stream_figure,
              facts=_stream_facts, words=_stream_words, notes=_stream_notes,
              question=_stream_question, asks=("attn", "mlp"), controls=("patch",),
-             reads=("sublayer_norms",)),
+             reads=(_norms,)),
     ),
 )

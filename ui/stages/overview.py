@@ -20,6 +20,15 @@ from ..deck import Step
 from ..numbers import pct
 from ..scene_notes import caption_note, class_note
 from ..tables import stage_table
+from ..tour import caption_pass, patch_pca
+
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+OVERVIEW_GRID = "overview_grid"  # chart: patch grid
+OVERVIEW_TOPK = "overview_topk"  # chart: top-k classes
+OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
+OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
+OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
+OVERVIEW_MAP = "overview_map"  # chart: the model map (a click on a box opens its stage)
 
 PRESENTER_SCALE = 1.3  # presenter mode draws the map's text and markers this much larger
 TOP_SHOWN = 5  # the prediction's bars show this many classes at most (figures.top_k_bars' k)
@@ -93,17 +102,12 @@ def _map_figure(x: Ctx, f: Map) -> None:
     fig = figures.model_map(f.mm, scale=PRESENTER_SCALE if x.presenting else 1.0)
     if x.presenting:  # as wide as the slide (the height is the slide's: deck.chart)
         fig.update_layout(width=None)
-        return _map_chart(fig, keys.OVERVIEW_MAP, "stretch")
+        return navigate.map_chart(fig, OVERVIEW_MAP, "stretch")
     # the 800-px serpentine, or on a phone the pass top to bottom (ui/phone.py: which is shown
     # is the browser's choice, by the screen's width)
-    phone.both(keys.OVERVIEW_MAP, lambda: _map_chart(fig, keys.OVERVIEW_MAP, "content"),
-               lambda: _map_chart(figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm)),
-                                  keys.phone(keys.OVERVIEW_MAP), "stretch"))
-
-
-def _map_chart(fig, key: str, width: str) -> None:
-    deck.chart(fig, key=key, on_select=lambda: navigate.on_map_click(key),
-               selection_mode="points", config={"displayModeBar": False}, width=width)
+    tall = figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm))
+    phone.both(OVERVIEW_MAP, lambda: navigate.map_chart(fig, OVERVIEW_MAP, "content"),
+               lambda: navigate.map_chart(tall, keys.phone(OVERVIEW_MAP), "stretch"))
 
 
 def _edge(mm: ModelMap, name: str):
@@ -148,7 +152,7 @@ def _grid_figure(x: Ctx, _) -> None:
              rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
              rf"\times {c.embed_dim}}}")
     deck.chart(figures.patch_grid(x.prep.crop, c.patch_size, show_index=g <= 16),
-               key=keys.OVERVIEW_GRID)
+               key=OVERVIEW_GRID)
 
 
 def _grid_words(x: Ctx, _) -> str:
@@ -186,7 +190,7 @@ def _prediction_facts(x: Ctx) -> Prediction:
 
 def _prediction_figure(x: Ctx, f: Prediction) -> None:
     deck.chart(figures.top_k_bars(f.probs, f.names, k=TOP_SHOWN, x_title="probability"),
-               key=keys.OVERVIEW_TOPK)
+               key=OVERVIEW_TOPK)
 
 
 def _prediction_words(x: Ctx, f: Prediction) -> str:
@@ -236,7 +240,7 @@ def _caption_facts(x: Ctx) -> Caption:
 
 def _caption_figure(x: Ctx, f: Caption) -> None:
     st.markdown(f"Its caption, one word at a time (greedy): **“{f.text}”**")
-    deck.chart(figures.word_bars(f.words, f.chosen), key=keys.OVERVIEW_WORDS)
+    deck.chart(figures.word_bars(f.words, f.chosen), key=OVERVIEW_WORDS)
 
 
 def _caption_words(x: Ctx, f: Caption) -> str:
@@ -286,7 +290,7 @@ def _encoded_figure(x: Ctx, f: Encoded) -> None:
             x.prep.crop, f.cls_to_patches,
             f"Where the final CLS token looks (block {c.depth - 1}, mean of "
             f"{c.num_heads} head{'s' if c.num_heads > 1 else ''})",
-            value_name="attention weight", zmin=0), key=keys.OVERVIEW_OUTPUT)
+            value_name="attention weight", zmin=0), key=OVERVIEW_OUTPUT)
         return
     show.image(figures.array_image(f.pca.transpose(2, 0, 1), 224),
                "Each final patch token's first three principal components shown as red, green "
@@ -333,7 +337,7 @@ TABLE_ROWS = 10  # the table shows this many rows before it scrolls (a slide kee
 
 def _table_figure(x: Ctx, f: Table) -> None:
     height = 38 + 35 * min(len(f.rows), TABLE_ROWS)  # header + rows, in px
-    st.dataframe(f.rows, hide_index=True, key=keys.OVERVIEW_TABLE, height=height)
+    st.dataframe(f.rows, hide_index=True, key=OVERVIEW_TABLE, height=height)
 
 
 def _table_words(x: Ctx, f: Table) -> str:
@@ -369,24 +373,25 @@ def _writes(c) -> bool:
 
 STAGE = deck.Stage(
     slug="overview",
-    title="From pixels to logits, in one pass",
+    name="From pixels to logits, in one pass",
+    nav="The whole pass", icon=":material/route:",
     story="This is one real forward pass of a Vision Transformer on one picture. We will "
           "follow the numbers from the pixels to the answer, one stage per screen.",
     view=view,
     intro=_intro,
     steps=(
         Step("map", "The whole pass", _map_figure, facts=_map_facts, words=_map_words,
-             notes=_map_notes, reads=("caption_pass",)),
+             notes=_map_notes, reads=(caption_pass,)),
         Step("grid", "What the model sees", _grid_figure, words=_grid_words, notes=_grid_notes),
         Step("prediction", "Prediction", _prediction_figure, facts=_prediction_facts,
              words=_prediction_words, notes=_prediction_notes, applies=_has_classes),
         Step("caption", "Caption", _caption_figure, facts=_caption_facts, words=_caption_words,
-             notes=_caption_notes, applies=_writes, reads=("caption_pass",)),
+             notes=_caption_notes, applies=_writes, reads=(caption_pass,)),
         Step("output", "What it outputs", _encoded_figure, facts=_encoded_facts,
              words=_encoded_words, notes=_encoded_notes, applies=_is_headless,
-             reads=("patch_pca",)),
+             reads=(patch_pca,)),
         Step("table", "Every stage, with the shape it had just now", _table_figure,
              facts=_table_facts, words=_table_words, notes=_table_notes,
-             reads=("caption_pass",)),
+             reads=(caption_pass,)),
     ),
 )

@@ -21,9 +21,12 @@ from vit_core.explain.segmentation import (
     pca_variance,
 )
 
-from .. import deck, figures, keys, models, session, show, state
+from .. import deck, figures, models, session, show, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
+
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+SEG_TABLE = "seg_table"  # table: class shares
 
 MOST = 0.5  # the colours show "most" of how the tokens differ when 3 components hold this much
 FOLLOWS = 0.5  # the edges "follow the patch grid" when at least this share straddles a border
@@ -212,7 +215,7 @@ def _map_notes(x: Ctx, _) -> str:
 def _shares_figure(x: Ctx, found: dict[int, float]) -> None:
     names = _class_names(x.c)
     deck.table([{"class": names[k], "share of the image": pct(s, 1)}
-                for k, s in found.items()], keys.SEG_TABLE, height=38 + 35 * len(found))
+                for k, s in found.items()], SEG_TABLE, height=38 + 35 * len(found))
 
 
 def _shares_words(x: Ctx, found: dict[int, float]) -> str:
@@ -340,7 +343,8 @@ def _edges_question(x: Ctx, f: dict) -> Question:
 
 STAGE = deck.Stage(
     slug="segmentation",
-    title="9 · The segmentation pivot",
+    name="The segmentation pivot",
+    nav="Segmentation", icon=":material/texture:",
     story="Keep every patch token, put them back on the grid, and compare or label them: the "
           "same network's tokens map the picture.",
     view=view,
@@ -348,7 +352,7 @@ STAGE = deck.Stage(
     steps=(
         Step("tokens", "The patch tokens as colours", _tokens_figure,
              facts=_tokens_facts, words=_tokens_words, notes=_tokens_notes,
-             question=_pixels_question, reads=("patch_pca",)),
+             question=_pixels_question, reads=(tour.patch_pca,)),
         Step("map", "The class map on the image", _map_figure, facts=_shares_facts,
              words=_map_words, notes=_map_notes, applies=_has_head),
         Step("shares", "How much of the image each class covers", _shares_figure,

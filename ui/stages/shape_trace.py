@@ -24,6 +24,14 @@ from vit_core.explain.windows import window_cost
 from .. import deck, figures, keys, models, session, state, tour
 from ..deck import Choice, Question, Step
 from ..numbers import pct
+from . import common
+
+# the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
+SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out
+SHAPE_TABLE_BLOCK = "shape_table_block"  # table: the shape trace inside one block
+SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next to ViT-B/16
+PARAM_TABLE = "param_table"  # table: parameters by component
+COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
 
 REF = "vit-b16"  # the notes' reference model, beside every cost
 PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
@@ -122,7 +130,7 @@ def _around_figure(x: Ctx, f: Rows) -> None:
              rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
              rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
              + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
-    _table(_shape_table(f, f.around), keys.SHAPE_TABLE)
+    _table(_shape_table(f, f.around), SHAPE_TABLE)
 
 
 def _around_words(x: Ctx, f: Rows) -> str:
@@ -160,7 +168,7 @@ def _block_title(c) -> str:
 
 
 def _block_figure(x: Ctx, f: Rows) -> None:
-    _table(_shape_table(f, f.block), keys.SHAPE_TABLE_BLOCK)
+    _table(_shape_table(f, f.block), SHAPE_TABLE_BLOCK)
 
 
 def _block_words(x: Ctx, f: Rows) -> str:
@@ -196,7 +204,7 @@ def _cost_rows(f: Rows) -> tuple[list[dict], list[str]]:
 
 
 def _cost_figure(x: Ctx, f: Rows) -> None:
-    _table(_cost_rows(f)[0], keys.SHAPE_COST_TABLE)
+    _table(_cost_rows(f)[0], SHAPE_COST_TABLE)
 
 
 def _cost_words(x: Ctx, f: Rows) -> str:
@@ -213,16 +221,6 @@ def _cost_notes(x: Ctx, f: Rows) -> str:
             "counted. G = 10⁹, M = 10⁶, k = 10³.")
 
 
-def offered(sizes: dict[str, int], right: str, order: list[str]) -> tuple[list[str], int]:
-    """Choose-one options: `right`, and of the rest of `sizes` (name -> size; those as large as
-    `right` are left out, being right too) the largest, the middle one and the smallest: at most
-    4, in `order` (the table's) so that where the right one stands tells nothing.
-    Returns (the names, the right one's index)."""
-    rest = sorted((k for k in sizes if sizes[k] != sizes[right]), key=lambda k: -sizes[k])
-    picks = sorted({right, *(rest[i] for i in {0, len(rest) // 2, -1} if rest)}, key=order.index)
-    return picks, picks.index(right)
-
-
 def _costliest_question(x: Ctx, f: Rows) -> Question:
     c = x.c
     macs = [(r["step"], r["macs"], block) for r, block in zip(f.rows, f.in_block, strict=True)]
@@ -236,7 +234,7 @@ def _costliest_question(x: Ctx, f: Rows) -> Question:
            (f", counted over {'their' if both else 'its'} {c.depth} layers" if c.depth > 1 else
             ", in the model's only layer") if tops[0][1] else ", once per pass")
     steps = list(dict.fromkeys(step for step, m, _ in macs if m))  # in table order
-    options, right = offered({step: m for step, m, _ in macs if m}, tops[0][0], steps)
+    options, right = common.offered({step: m for step, m, _ in macs if m}, tops[0][0], steps)
     return Question("Which step costs the most?",
                     f"{names}: {si(most)} {'each ' if both else ''}of the {si(total)} "
                     f"multiply-adds of one pass ({pct(most / total)}{' each' if both else ''})"
@@ -290,7 +288,7 @@ def _params_facts(x: Ctx) -> dict[str, int]:
 def _params_figure(x: Ctx, f: dict[str, int]) -> None:
     n = total_params(x.c)
     _table([{"component": k, "parameters": f"{v:,}", "share": pct(v / n, 1)}
-            for k, v in f.items()], keys.PARAM_TABLE)
+            for k, v in f.items()], PARAM_TABLE)
 
 
 def _params_words(x: Ctx, f: dict[str, int]) -> str:
@@ -304,7 +302,7 @@ def _params_question(x: Ctx, f: dict[str, int]) -> Question:
     """The table's largest row (its groups are the facts', largest first)."""
     groups = dict(f.items())
     n, order = sum(groups.values()), list(groups)
-    options, right = offered(groups, order[0], order)
+    options, right = common.offered(groups, order[0], order)
     return Question("Where do most of the parameters live?",
                     f"In “{order[0]}”, {groups[order[0]]:,} of {n:,} parameters "
                     f"({pct(groups[order[0]] / n)})"
@@ -345,7 +343,7 @@ def _by_size_figure(x: Ctx, f: BySize) -> None:
         f.sizes, {"all matrix multiplications": [m / 1e9 for m in f.macs],
                   "QKᵀ and AV only": [q / 1e9 for q in f.quad]},
         f"{x.label} at {c.img_size}×{c.img_size} with other patch sizes (no text, no seg head)",
-        "patch size P", "G multiply-adds (MACs)"), key=keys.COST_VS_PATCH)
+        "patch size P", "G multiply-adds (MACs)"), key=COST_VS_PATCH)
 
 
 def _by_size_words(x: Ctx, f: BySize) -> str:
@@ -373,22 +371,23 @@ def _by_size_notes(x: Ctx, f: BySize) -> str:
 
 STAGE = deck.Stage(
     slug="shapes",
-    title="8 · The shape trace",
+    name="The shape trace",
+    nav="Shape trace", icon=":material/table_chart:",
     story="Here is the whole journey as one table: every shape, every parameter, every "
           "multiplication, next to the full-size ViT-B/16.",
     view=view,
     intro=_intro,
     steps=(
         Step("shapes", "Into the blocks and out: each step's shape", _around_figure,
-             facts=_rows, words=_around_words, notes=_around_notes, reads=("caption_pass",)),
+             facts=_rows, words=_around_words, notes=_around_notes, reads=(tour.caption_pass,)),
         Step("block", _block_title, _block_figure, facts=_rows, words=_block_words,
-             notes=_block_notes, reads=("caption_pass",)),
+             notes=_block_notes, reads=(tour.caption_pass,)),
         Step("costs", "What each step costs, next to ViT-B/16", _cost_figure, facts=_rows,
              words=_cost_words, notes=_cost_notes, question=_costliest_question,
              asks=("in_block", "rows"),
-             reads=("caption_pass",)),
+             reads=(tour.caption_pass,)),
         Step("totals", "The whole pass, next to ViT-B/16", _totals_figure, facts=_totals_facts,
-             words=_totals_words, reads=("caption_pass",)),
+             words=_totals_words, reads=(tour.caption_pass,)),
         Step("params", "Parameters by component", _params_figure, facts=_params_facts,
              words=_params_words, question=_params_question,
              asks=("items",)),  # asks: every row of the table

@@ -23,7 +23,8 @@ def _intro(x: Ctx) -> str:
 
 STAGE = deck.Stage(
     slug="attention",
-    title="4 · Attention heads",
+    name="Attention heads",
+    icon=":material/visibility:",
     story="Softmax turns scores into weights: where each token looks. Each head has its own "
           "habit; the stage measures how far and how evenly each one looks.",
     view=view,

@@ -15,10 +15,11 @@ from vit_core.explain.attention import (
     uniform_distance,
 )
 
-from ... import deck, figures, keys, show
+from ... import deck, figures, show, tour
 from ...deck import Choice, Question, Step
 from ...numbers import pct, span
 from .context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, Ctx
+from .keys import ATTN_DISTANCE, ATTN_ENTROPY
 
 
 # ---------------------------------------------------------------- rollout
@@ -63,7 +64,7 @@ def _distance_facts(x: Ctx) -> dict:
 
 def _distance_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.distance_chart(f["dist"], f["baseline"], "Mean attention distance"),
-               key=keys.ATTN_DISTANCE)
+               key=ATTN_DISTANCE)
 
 
 def _px(r) -> str:
@@ -164,7 +165,7 @@ def _entropy_figure(x: Ctx, f: dict) -> None:
         col_labels=[f"head {h}" for h in range(c.num_heads)], colorscale="Viridis", zmid=None,
         zrange=(0.0, f["max"]), square=False, height=320, x_title="head", y_title="layer",
         value_name=f"entropy (nats), 0 to the max {f['max']:.2f}"),
-        key=keys.ATTN_ENTROPY)
+        key=ATTN_ENTROPY)
 
 
 def entropy_words(ent, maximum: float, mask_kind: str = "full") -> str:
@@ -215,13 +216,13 @@ def _focused_question(x: Ctx, f: dict) -> Question:
 STEPS = (
     Step("rollout", "Attention rollout: all layers together", _rollout_figure,
          facts=_rollout_facts, words=_rollout_words, notes=_rollout_notes,
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
     Step("entropy", "How evenly each head looks", _entropy_figure, facts=_entropy_facts,
          words=_entropy_words, notes=_entropy_notes, question=_focused_question,
          asks=("ent", "max"),
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
     Step("distance", "How far each head looks", _distance_figure, facts=_distance_facts,
          words=_distance_words, notes=_distance_notes, question=_distance_question,
          asks=("dist",),
-         reads=("attention_summary",)),
+         reads=(tour.attention_summary,)),
 )

@@ -14,10 +14,11 @@ from vit_core.explain.attention import (
     top_cell,
 )
 
-from ... import deck, figures, keys, show
+from ... import deck, figures, keys, show, tour
 from ...deck import PatchPick, Question, Step
 from ...numbers import pct
 from .context import VIEWS, Ctx, pattern
+from .keys import ATTN_MATRIX
 
 SLIDE_MAPS = 6  # a slide shows at most this many heads' maps, in one row
 
@@ -46,7 +47,7 @@ def _scores_figure(x: Ctx, _) -> None:
         x_title="key token (what is looked at)", y_title="query token (who looks)",
         value_name="attention weight" if scale == "Viridis" else "score",
         row_ticks=ticks, col_ticks=ticks, tick_text=tick_text,
-        boundaries=tuple(range(1, pre + 1))), key=keys.ATTN_MATRIX)
+        boundaries=tuple(range(1, pre + 1))), key=ATTN_MATRIX)
 
 
 def _scores_words(x: Ctx, _) -> str:
@@ -192,14 +193,14 @@ def _has_prefix(c) -> bool:
 STEPS = (
     Step("pattern", "Scores and the softmax pattern", _scores_figure,
          words=_scores_words, controls=("layer", "head", "patch", "play"),
-         reads=("layer_block",)),
+         reads=(tour.layer_block,)),
     Step("where", "Where a patch looks, and who looks at it", _where_figure,
          facts=_where_facts, words=_where_words, controls=("layer", "head", "patch"),
          question=lambda x, f: None if _has_prefix(x.c) else _where_question(x, f),
-         asks=("row",), reads=("layer_block",)),
+         asks=("row",), reads=(tour.layer_block,)),
     Step("heads", _heads_title, _heads_figure, facts=_heads_facts, words=_heads_words,
          controls=("layer", "head", "play"), question=_brightest_question,
          asks=("rows", "sees_patches"),
          applies=_has_prefix,
-         reads=("layer_block", "attention_summary")),
+         reads=(tour.layer_block, tour.attention_summary)),
 )

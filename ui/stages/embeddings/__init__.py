@@ -55,7 +55,8 @@ def _intro(v: deck.View) -> str:
 
 STAGE = deck.Stage(
     slug="embeddings",
-    title="2 · Patch embeddings and positions",
+    name="Patch embeddings and positions",
+    nav="Embeddings", icon=":material/scatter_plot:",
     story="One learned matrix turns every patch row into an embedding. Most ViTs add a learned "
           "CLS token to the list, and a position vector is added to each token so the model "
           "knows where it came from.",

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from vit_core.explain.embeddings import position_neighbours
 
-from ... import deck, figures, keys, state
+from ... import deck, figures, state, tour
 from ...deck import Step
 from ...numbers import span
+from .keys import EMBED_POS_ALL, EMBED_POS_ONE
 
 # The position-similarity note's wording thresholds (on mean cosines of position vectors,
 # vit_core.explain.embeddings.position_distance_stats):
@@ -40,7 +41,7 @@ def _position_figure(v: deck.View, f: dict) -> None:
     deck.chart(figures.grid_heatmap(
         f["map"], f"Patch {p}'s position vector vs every position (outlined: itself)",
         value_name="cosine similarity", selected=divmod(p, g), zmin=-1, zmax=1, height=330),
-        key=keys.EMBED_POS_ONE)
+        key=EMBED_POS_ONE)
 
 
 def _position_words(v: deck.View, f: dict) -> str:
@@ -74,7 +75,7 @@ def _similarity_figure(v: deck.View, f: dict) -> None:
         f["sim"], f"Every position's similarity map, laid out on the {g}×{g} grid (Figure 7, "
         "centre): tile (row, column) compares that patch with all positions",
         value_name="cosine similarity", selected=divmod(v.patch, g),
-        height=480 if g > 4 else 360), key=keys.EMBED_POS_ALL)
+        height=480 if g > 4 else 360), key=EMBED_POS_ALL)
 
 
 def _apart(stats: dict, trained: bool) -> list:
@@ -176,8 +177,8 @@ def _similarity_notes(v: deck.View, f: dict) -> str | None:
 STEPS = (
     Step("position", "One position against every position", _position_figure,
          facts=_position_facts, words=_position_words, notes=_position_notes,
-         controls=("patch",), reads=("weight_views",)),
+         controls=("patch",), reads=(tour.weight_views,)),
     Step("similarity", "Every position's similarity map", _similarity_figure,
          facts=_similarity_facts, words=_similarity_words, notes=_similarity_notes,
-         controls=("patch",), reads=("weight_views",)),
+         controls=("patch",), reads=(tour.weight_views,)),
 )

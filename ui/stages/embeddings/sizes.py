@@ -9,9 +9,11 @@ from vit_core.explain.embeddings import cost_ratios, input_cost
 from vit_core.explain.flops import si
 from vit_core.explain.lens import top_class
 
-from ... import deck, figures, keys, session, state
+from ... import deck, figures, session, state
 from ...deck import Number, Question, Step
 from ...numbers import pct, points
+from ...tour import Ask
+from .keys import EMBED_POS_SIZES
 from .positions import num as _num
 
 SAME_CONFIDENCE = 0.05  # another size moves the top class's probability less than this: "about
@@ -68,7 +70,7 @@ def _size_figure(v: deck.View, f: dict) -> None:
         f"Patch {o['patch']}'s position vector vs every position, and the same place's at "
         f"{n['size']} px (outlined: itself)", value_name="cosine similarity",
         selected=(divmod(o["patch"], o["grid"]), divmod(n["patch"], n["grid"]))),
-        key=keys.EMBED_POS_SIZES)
+        key=EMBED_POS_SIZES)
 
 
 def _said(at: dict) -> str:
@@ -143,9 +145,22 @@ def _size_question(v: deck.View, f: dict) -> Question | None:
                prompt="Times as many pairs"))
 
 
+
+def size_views(a: Ask) -> list:
+    """What the read-ahead computes for the step: both sizes' position maps and predictions."""
+    items = []
+    for name in dict.fromkeys(state.size_pair(a.name)):
+        c = state.get_model(name).config
+        items.append(lambda name=name: state.weight_views(name))
+        if c.num_classes:
+            items.append(lambda name=name: state.logits(a.inp, name, mask=a.mask))
+        elif c.has_text:
+            items.append(lambda name=name: state.greedy_caption(a.inp, name, a.mask))
+    return items
+
 STEPS = (
     Step("size", "At another input size", _size_figure, facts=_size_facts, words=_size_words,
          notes=_size_notes, question=_size_question,
          asks=("other", "own", "same"), controls=("patch",),
-         reads=("size_views",)),
+         reads=(size_views,)),
 )

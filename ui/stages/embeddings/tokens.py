@@ -9,10 +9,11 @@ import streamlit as st
 from vit_core.explain.embeddings import component_count, patch_embedding_check
 from vit_core.explain.generation import tokenizer_for
 
-from ... import deck, figures, keys, session, show, state
+from ... import deck, figures, session, show, state, tour
 from ...deck import Choice, Question, Step
 from ...numbers import pct
 from .. import common
+from .keys import EMBED_MATRIX, EMBED_TEXT, EMBED_VECTOR
 
 SAME_WE = Choice((  # why one W_E for every patch: the right reason, and what students often think
     "Every patch holds the same kind of pixels, so one is enough",
@@ -39,7 +40,7 @@ def _vector_figure(v: deck.View, f: dict) -> None:
                                     f"{D} values", height=140,
                                     x_title=f"embedding dimension (0 … {D - 1})",
                                     value_name="embedding value", y_title=f"patch {p}"),
-               key=keys.EMBED_VECTOR)
+               key=EMBED_VECTOR)
 
 
 def _vector_words(v: deck.View, f: dict) -> str:
@@ -128,7 +129,7 @@ def _sum_figure(v: deck.View, f: dict) -> None:
         square=False, height=360, row_labels=token_names,
         row_ticks=figures.token_ticks(token_names, c.grid, figures.tick_gap(N + pre, 360)),
         y_title="token", x_title=f"embedding dimension (0 … {D - 1})", value_name="value",
-        boundaries=(pre,) if pre else ()), key=keys.EMBED_MATRIX)
+        boundaries=(pre,) if pre else ()), key=EMBED_MATRIX)
 
 
 def _sum_words(v: deck.View, f: dict) -> str:
@@ -182,7 +183,7 @@ def _text_figure(v: deck.View, f: dict) -> None:
     deck.chart(figures.matrix_heatmap(
         f["rows"], f"embed, text rows = E[word] + P_txt[t]: {T} tokens × {D}", square=False,
         height=120 + 22 * T, row_labels=words, row_ticks=words, y_title="text token",
-        x_title=f"embedding dimension (0 … {D - 1})", value_name="value"), key=keys.EMBED_TEXT)
+        x_title=f"embedding dimension (0 … {D - 1})", value_name="value"), key=EMBED_TEXT)
 
 
 def _text_words(v: deck.View, f: dict) -> str:
@@ -211,11 +212,11 @@ STEPS = (
          words=_vector_words, notes=_vector_notes, question=_same_we_question,
          controls=("patch",)),
     Step("filters", "What W_E looks for", _filters_figure, facts=_filters_facts,
-         words=_filters_words, notes=_filters_notes, reads=("weight_views",)),
+         words=_filters_words, notes=_filters_notes, reads=(tour.weight_views,)),
 )
 SUM_STEPS = (
     Step("sum", "The sum that enters block 0", _sum_figure, facts=_sum_facts,
          words=_sum_words, question=_positions_question, controls=("patch",)),
     Step("text", "Then the text tokens", _text_figure, facts=_text_facts, words=_text_words,
-         notes=_text_notes, applies=_has_text, reads=("caption_pass",)),
+         notes=_text_notes, applies=_has_text, reads=(tour.caption_pass,)),
 )

@@ -12,8 +12,9 @@ worded here.
 
 from __future__ import annotations
 
-from ... import deck
+from ... import deck, tour
 from ...deck import Step
+from . import reads
 from .change import change_facts, change_figure, change_notes, change_words, shuffled_words
 from .compare import (
     caption_change_words,
@@ -50,23 +51,24 @@ def _has_text(c) -> bool:
 
 STAGE = deck.Stage(
     slug="experiments",
-    title="10 · Experiments",
+    name="Experiments",
+    icon=":material/science:",
     story="Now break it on purpose: switch off heads, hide patches, remove positions. What "
           "changes tells us what each part was doing.",
     view=view,
     intro=intro,
-    extra_reads=("generation", "caption_pass"),
+    extra_reads=(tour.generation, tour.caption_pass),
     steps=(
         Step("change", "Choose a change", change_figure, facts=change_facts,
              words=change_words, notes=change_notes),
         Step("compare", "Before and after", compare_figure, facts=compare_facts,
              words=compare_words, notes=compare_notes, question=after_question,
              asks=("family", "empty", "p0", "p1", "gen0", "gen1", "sims", "blind", "uniform",
-                   "trained"), reads=("experiment",)),
+                   "trained"), reads=(reads.experiment,)),
         Step("words", "Each word of the caption, before and after", fed_figure,
-             facts=fed_facts, words=fed_words, reads=("experiment",), applies=_has_text),
+             facts=fed_facts, words=fed_words, reads=(reads.experiment,), applies=_has_text),
         Step("unordered", "Shuffled without positions", unordered_figure,
              facts=unordered_facts, words=unordered_words, notes=unordered_notes,
-             question=unordered_question, reads=("unordered_runs",)),
+             question=unordered_question, reads=(reads.unordered_runs,)),
     ),
 )

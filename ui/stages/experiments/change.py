@@ -12,6 +12,7 @@ from vit_core.masks import parse_window
 
 from ... import controls, deck, figures, keys
 from .. import common
+from .keys import EXP_ALTERED, EXP_CLEAR, EXP_GRID, EXP_INPUT
 from .printed import listed
 from .view import KINDS, SHUFFLES, Ctx, mask_options
 
@@ -19,7 +20,7 @@ from .view import KINDS, SHUFFLES, Ctx, mask_options
 def _toggle_clicked_patch() -> None:
     """on_select of the grid: a click adds the patch to the grey set, or takes it out."""
     ss = st.session_state
-    event = ss.get(keys.EXP_GRID)
+    event = ss.get(EXP_GRID)
     chosen = set(ss.get(keys.EXP_OCCLUDED, []))
     for point in (event or {}).get("selection", {}).get("points", []):
         data = point.get("customdata")
@@ -65,7 +66,7 @@ def _choice(x: Ctx, slide: bool) -> None:
         st.multiselect(f"Heads of block {x.layer} to switch off", list(range(c.num_heads)),
                        format_func=lambda h: f"head {h}", key=keys.EXP_HEADS)
     elif x.kind == "occlude":
-        st.button("Grey out no patch", key=keys.EXP_CLEAR, on_click=_clear_patches)
+        st.button("Grey out no patch", key=EXP_CLEAR, on_click=_clear_patches)
     elif x.kind in SHUFFLES:
         st.number_input("Shuffle seed (which random order)", 0, 10_000, key=keys.EXP_SEED)
     elif x.kind == "mask":
@@ -89,7 +90,7 @@ def change_figure(x: Ctx, f: Change) -> None:
     if one:
         with cols[1] if slide else st.container():
             deck.chart(figures.head_switches(x.c.depth, x.c.num_heads, x.arg),
-                       key=keys.EXP_INPUT)
+                       key=EXP_INPUT)
         return
     left, right = cols[1:] if slide else st.columns(2)
     PAIRS.get(x.kind, _mask_pair)(x, f, left, right)
@@ -106,11 +107,11 @@ def _occlude_pair(x: Ctx, f: Change, left, right) -> None:
         deck.chart(figures.patch_set_grid(
             x.prep.crop, P, x.arg, show_index=g <= 16,
             title=f"Original: click patches to grey them out ({len(x.arg)} chosen)"),
-            key=keys.EXP_GRID, on_select=_toggle_clicked_patch, selection_mode="points")
+            key=EXP_GRID, on_select=_toggle_clicked_patch, selection_mode="points")
     with right:
         deck.chart(figures.labelled_patches(
             _altered_image(x), P, f"What the model sees: {len(x.arg)} patches greyed out",
-            outlined=x.arg), key=keys.EXP_ALTERED)
+            outlined=x.arg), key=EXP_ALTERED)
 
 
 def _shuffle_pair(x: Ctx, f: Change, left, right) -> None:
@@ -119,12 +120,12 @@ def _shuffle_pair(x: Ctx, f: Change, left, right) -> None:
     with left:
         deck.chart(figures.labelled_patches(
             x.prep.crop, P, "Original: each patch's number" if few else "Original",
-            labels=range(N) if few else None), key=keys.EXP_INPUT)
+            labels=range(N) if few else None), key=EXP_INPUT)
     with right:
         deck.chart(figures.labelled_patches(
             _altered_image(x), P, ("Shuffled: each cell shows the number of the patch it holds"
                                    if few else "Shuffled (reassembled from the moved patches)"),
-            labels=x.altered.perm.tolist() if few else None), key=keys.EXP_ALTERED)
+            labels=x.altered.perm.tolist() if few else None), key=EXP_ALTERED)
 
 
 def _positions_pair(x: Ctx, f: Change, left, right) -> None:
@@ -150,7 +151,7 @@ def _mask_pair(x: Ctx, f: Change, left, right) -> None:
                 x.enc.words if x.n_text else None,
                 f"{when}: the {common.mask_label(kind)} mask{block} over {n_img} image"
                 + (f" and {x.n_text} text tokens" if x.n_text else " tokens")),
-                key=keys.EXP_INPUT if when == "before" else keys.EXP_ALTERED)
+                key=EXP_INPUT if when == "before" else EXP_ALTERED)
 
 
 PAIRS = {"occlude": _occlude_pair, "shuffle": _shuffle_pair, "shuffle_no_positions": _shuffle_pair,

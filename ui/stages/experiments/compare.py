@@ -11,7 +11,8 @@ from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.explain.readout import near_uniform
 
-from ... import deck, figures, keys
+from ... import deck, figures
+from .keys import EXP_COMPARE
 from .notice import notice_facts, notice_words
 from .printed import family, moved, names_of, points, share, turned
 from .view import Ctx, blind
@@ -61,19 +62,19 @@ def compare_figure(x: Ctx, f: Compare) -> None:
             title=f"Top classes before and after ({x.label.lower()})",
             value_title="probability (softmax of the logits)").update_yaxes(
                 title="class" + (f" (the top {TOP} before and after)" if c.num_classes > TOP
-                                 else "")), key=keys.EXP_COMPARE)
+                                 else "")), key=EXP_COMPARE)
     elif f.family == "text":
         g0, g1 = f.gen0, f.gen1
         deck.chart(figures.caption_pair(
             g0.words, g0.chosen, g1.words, g1.chosen, f"before: “{g0.text}”",
             f"after ({x.label.lower()}): “{g1.text}”",
             "The caption each run writes, word by word (greedy)").update_xaxes(
-                title="word of the caption, in writing order"), key=keys.EXP_COMPARE)
+                title="word of the caption, in writing order"), key=EXP_COMPARE)
     else:
         deck.chart(figures.similarity_bars(
             [f"final {k}" for k in f.sims], list(f.sims.values()),
             "How far the final tokens moved").update_yaxes(title="final token"),
-            key=keys.EXP_COMPARE)
+            key=EXP_COMPARE)
 
 
 def class_change_words(ch: ex.ClassChange, names: list[str]) -> str:

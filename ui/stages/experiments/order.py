@@ -12,9 +12,10 @@ from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
 
-from ... import deck, figures, keys
+from ... import deck, figures
 from .. import common
 from .compare import TOP
+from .keys import EXP_UNORDERED, EXP_WORDS
 from .printed import family, names_of, outputs_name, share
 from .view import Ctx
 
@@ -55,7 +56,7 @@ def fed_figure(x: Ctx, f: Fed) -> None:
     deck.chart(figures.before_after_bars(
         [f"{i + 1}. {w}" for i, w in enumerate(f.words)], f.before, f.after,
         title=title, value_title="P(word)").update_yaxes(
-            title="word of the caption before, in order"), key=keys.EXP_WORDS)
+            title="word of the caption before, in order"), key=EXP_WORDS)
 
 
 def fed_words(x: Ctx, f: Fed) -> str:
@@ -119,7 +120,7 @@ def _unordered_chart(x: Ctx, f: Unordered):
 def unordered_figure(x: Ctx, f: Unordered) -> None:
     tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in x.c.prefix_names)  # CLS, DIST
     st.latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos},\quad \lambda = 0")
-    deck.chart(_unordered_chart(x, f), key=keys.EXP_UNORDERED)
+    deck.chart(_unordered_chart(x, f), key=EXP_UNORDERED)
 
 
 def unordered_words(x: Ctx, f: Unordered) -> str:

@@ -5,7 +5,7 @@ point like it."""
 
 from __future__ import annotations
 
-from ... import deck, models
+from ... import deck, models, tour
 from ...deck import Step
 from .base import (
     CAPTION,
@@ -87,7 +87,8 @@ def _intro(x: Ctx) -> str:
 
 STAGE = deck.Stage(
     slug="logits",
-    title="7 · Logits",
+    name="Logits",
+    icon=":material/bar_chart:",
     story="The head reads the final tokens (the CLS token, or the mean of the patch tokens, as "
           "this model was built): a classifier's linear layer gives a score per class, and "
           "softmax makes them probabilities. A captioner writes word by word; a model without "
@@ -107,11 +108,11 @@ STAGE = deck.Stage(
              applies=_classifier),
         Step("caption", "Writing the caption, word by word", _writing_figure,
              facts=_writing_facts, words=_writing_words, notes=_writing_notes,
-             question=_writing_question, asks=("probs",), reads=("generation",),
+             question=_writing_question, asks=("probs",), reads=(tour.generation,),
              applies=_captioner),
         Step("score", "Score your own caption", _scoring_figure, facts=_scoring_facts,
-             words=_scoring_words, notes=_scoring_notes, reads=("scores",),
-             applies=_captioner),
+             words=_scoring_words, notes=_scoring_notes,  # reads nothing ahead: the caption
+             applies=_captioner),  # a student types is not known before
         Step("vector", "The final token vector", _vector_figure, facts=_vector_facts,
              words=_vector_words, question=_headless_question, applies=_headless),
         Step("similar", "Which patches point like it", _similar_figure, facts=_vector_facts,

@@ -20,6 +20,16 @@ from .base import (
     WORD_BARS,
     Ctx,
 )
+from .keys import (
+    CAPTION_SCORES,
+    GEN_ALL,
+    GEN_DIST,
+    GEN_FOR,
+    GEN_NEXT,
+    GEN_RESET,
+    GEN_STEPS,
+    PLAY_CAPTION,
+)
 from .words import (
     caption_note,
     scored_column,
@@ -44,20 +54,20 @@ def _writing_facts(x: Ctx) -> Writing:
     if top_k > x.c.vocab_size:  # kept from a captioner with a larger vocabulary
         ss[keys.TOP_K] = top_k = x.c.vocab_size
     signature = (x.inp.key, x.name, x.mask, temperature, top_k, seed)
-    if ss.get(keys.GEN_FOR) != signature:
-        ss[keys.GEN_FOR], ss[keys.GEN_STEPS] = signature, 0
+    if ss.get(GEN_FOR) != signature:
+        ss[GEN_FOR], ss[GEN_STEPS] = signature, 0
     with st.spinner("Writing the caption, one forward pass per word…"):
         # The whole caption once per settings (greedy ignores the seed, so it shares the
         # overview's); each step is a prefix of it, so Next token costs no forward pass.
         gen = state.generation(x.inp, x.name, temperature=temperature, top_k=top_k or None,
                                seed=seed if temperature > 0 else None, mask=x.mask)
-    steps = int(ss[keys.GEN_STEPS])
+    steps = int(ss[GEN_STEPS])
     p = gen.probs[steps].numpy() if steps < len(gen.words) else None
     return Writing(temperature, top_k, gen, steps, p, 0 if p is None else live_words(p))
 
 
 def _set_steps(n: int) -> None:
-    st.session_state[keys.GEN_STEPS] = n
+    st.session_state[GEN_STEPS] = n
 
 
 def _writing_figure(x: Ctx, f: Writing) -> None:
@@ -77,18 +87,18 @@ def _writing_figure(x: Ctx, f: Writing) -> None:
 
     def rewind() -> None:
         """Play from [SOS] when the caption is already written out."""
-        if st.session_state[keys.GEN_STEPS] >= n:
-            st.session_state[keys.GEN_STEPS] = 0
+        if st.session_state[GEN_STEPS] >= n:
+            st.session_state[GEN_STEPS] = 0
 
     def next_word() -> bool:
-        st.session_state[keys.GEN_STEPS] = min(st.session_state[keys.GEN_STEPS] + 1, n)
-        return st.session_state[keys.GEN_STEPS] < n
+        st.session_state[GEN_STEPS] = min(st.session_state[GEN_STEPS] + 1, n)
+        return st.session_state[GEN_STEPS] < n
 
     b = st.columns(4)
-    b[0].button("Next token", key=keys.GEN_NEXT, on_click=next_word)
-    b[1].button("Run to end", key=keys.GEN_ALL, on_click=_set_steps, args=(n,))
-    b[2].button("Start again", key=keys.GEN_RESET, on_click=_set_steps, args=(0,))
-    player.play("caption", keys.PLAY_CAPTION, rewind, next_word, where=b[3],
+    b[0].button("Next token", key=GEN_NEXT, on_click=next_word)
+    b[1].button("Run to end", key=GEN_ALL, on_click=_set_steps, args=(n,))
+    b[2].button("Start again", key=GEN_RESET, on_click=_set_steps, args=(0,))
+    player.play("caption", PLAY_CAPTION, rewind, next_word, where=b[3],
                 help=f"Write the caption one word every {player.PLAY_EVERY:g} s.")
     st.subheader("[SOS] " + " ".join(gen.words[:f.steps]) + (" …" if n > f.steps else ""))
     # the next word's distribution; once the caption is written, the last word's (the chart
@@ -101,7 +111,7 @@ def _writing_figure(x: Ctx, f: Writing) -> None:
             title=f"P(word {shown + 1} | image, words before)"
             + (f" at T = {f.temperature:g}" if f.temperature > 0 else "")
             + (f": it wrote “{gen.words[shown]}”" if f.probs is None else ""),
-            x_title="probability", y_title="word"), key=keys.GEN_DIST)
+            x_title="probability", y_title="word"), key=GEN_DIST)
 
 
 def _writing_words(x: Ctx, f: Writing) -> str:
@@ -173,7 +183,7 @@ def _scoring_figure(x: Ctx, f: Scoring) -> None:
     s = f.scored
     rows = [{"word": w + (" (unknown → [UNK])" if u else ""), column: percent(p, 2)}
             for w, p, u in zip(s.words, s.probs, s.unknown, strict=True)]
-    st.dataframe(rows, hide_index=True, key=keys.CAPTION_SCORES,  # on a slide: its first rows
+    st.dataframe(rows, hide_index=True, key=CAPTION_SCORES,  # on a slide: its first rows
                  height=(min(len(rows), SLIDE_ROWS) + 1) * 35 + 3 if x.presenting else "auto")
 
 

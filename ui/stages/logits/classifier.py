@@ -14,7 +14,7 @@ from vit_core.explain.readout import (
     lens_summary,
 )
 
-from ... import deck, figures, keys, models
+from ... import deck, figures, models
 from ...deck import Number, Question
 from ...numbers import pct
 from .base import (
@@ -25,6 +25,7 @@ from .base import (
     _temperature,
     _temperature_slider,
 )
+from .keys import LOGITS_LENS, LOGITS_RAW, LOGITS_TOPK
 from .words import (
     _where,
     blind_words,
@@ -79,7 +80,7 @@ def _answer_figure(x: Ctx, f: Answer) -> None:
     k = min(TOP_BARS, K)
     deck.chart(figures.top_k_bars(f.probs, x.names, k=k,
                                   title=f"top {k} of {K} classes at T = {f.T:g}",
-                                  x_title="probability", y_title="class"), key=keys.LOGITS_TOPK)
+                                  x_title="probability", y_title="class"), key=LOGITS_TOPK)
 
 
 def _answer_words(x: Ctx, f: Answer) -> str:
@@ -111,7 +112,7 @@ def _raw_facts(x: Ctx) -> np.ndarray:
 
 
 def _raw_figure(x: Ctx, z: np.ndarray) -> None:
-    deck.chart(figures.logit_bars(z, x.names), key=keys.LOGITS_RAW)
+    deck.chart(figures.logit_bars(z, x.names), key=LOGITS_RAW)
 
 
 def _raw_words(x: Ctx, z: np.ndarray) -> str:
@@ -153,7 +154,7 @@ def _lens_figure(x: Ctx, f: Lens) -> None:
         ["embed"] + [f"block {i}" for i in range(c.depth)],
         {names[k]: f.probs[:, k] for k in f.drawn},
         f"P(class) if the network stopped after each block (T = {f.T:g})", "read out after",
-        "probability"), key=keys.LOGITS_LENS)
+        "probability"), key=LOGITS_LENS)
 
 
 def _lens_words(x: Ctx, f: Lens) -> str:

@@ -8,13 +8,14 @@ from vit_core.explain.readout import (
     headless_summary,
 )
 
-from ... import deck, figures, keys, show
+from ... import deck, figures, show
 from ...deck import Choice, Question
 from .base import (
     TEMPERATURE,
     TEMPERATURE_Q,
     Ctx,
 )
+from .keys import LOGITS_RAW
 
 
 # ---------------------------------------------------------------- headless: the final vector
@@ -30,7 +31,7 @@ def _vector_figure(x: Ctx, s: dict) -> None:
     deck.chart(figures.vector_strip(
         s["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
         x_title="dimension of D", value_name="value", row_names=[tok], y_title="token"),
-        key=keys.LOGITS_RAW)
+        key=LOGITS_RAW)
 
 
 def _vector_words(x: Ctx, s: dict) -> str:

@@ -49,7 +49,8 @@ __all__ = ["DEFAULT_MAE", "MODES", "NO_MAE", "RATIO_CHOICES", "STAGE", "Ctx", "e
 # ---------------------------------------------------------------- the stage
 STAGE = deck.Stage(
     slug="mae",
-    title="12 · Masked patches (MAE)",
+    name="Masked patches (MAE)",
+    icon=":material/blur_on:",
     story=("Hide three quarters of the patches and ask the model to paint them back: a masked "
            "autoencoder learns what images look like from the images alone. Its encoder is a "
            "plain ViT that reads only the visible patches; a small decoder fills in the rest."),

@@ -7,7 +7,7 @@ import streamlit as st
 from vit_core.explain.mae_facts import MAENumbers as Numbers
 from vit_core.explain.mae_facts import hardest_of
 
-from ... import deck, keys
+from ... import deck
 from ...deck import Choice, Number, Question
 from ...numbers import pct
 from .base import (
@@ -17,6 +17,7 @@ from .base import (
     _no_mae,
     flat_guess,
 )
+from .keys import MAE_ERROR, MAE_IMAGES, MAE_LOSS
 from .pictures import (
     _blank,
     _image,
@@ -36,7 +37,7 @@ def _reconstruction_figure(x: Ctx, f: Numbers | None) -> None:
               f"reconstruction ({f.n_hidden} patches painted)"]
     deck.chart(_images_row(images, titles, f.P, f.hidden,
                            "Original, masked input and reconstruction (hidden patches framed)"),
-               key=keys.MAE_IMAGES)
+               key=MAE_IMAGES)
 
 
 def _reconstruction_words(x: Ctx, f: Numbers | None) -> str | None:
@@ -78,7 +79,7 @@ def _reconstruction_question(x: Ctx, f: Numbers | None) -> Question | None:
 def _error_figure(x: Ctx, f: Numbers | None) -> None:
     if _no_mae(x) or f is None:
         return
-    deck.chart(error_map(f), key=keys.MAE_ERROR)
+    deck.chart(error_map(f), key=MAE_ERROR)
 
 
 def _error_words(x: Ctx, f: Numbers | None) -> str | None:
@@ -115,7 +116,7 @@ def _loss_figure(x: Ctx, f: Numbers | None) -> None:
     st.latex(LOSS_TEX + rf" = \frac{{1}}{{{f.n_hidden}}}\sum_{{i\in M}}"
              rf"\frac{{\lVert \hat x_i - x_i\rVert^2}}{{{f.P2C:,}}} = {f.loss:.4f}"
              .replace(",", "{,}"))
-    deck.chart(loss_bars(f), key=keys.MAE_LOSS)
+    deck.chart(loss_bars(f), key=MAE_LOSS)
 
 
 def _loss_words(x: Ctx, f: Numbers | None) -> str | None:

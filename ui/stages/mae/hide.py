@@ -20,6 +20,7 @@ from .base import (
     _no_mae,
     _which,
 )
+from .keys import MAE_CLEAR, MAE_GRID, MAE_INPUT, MAE_NEW, MAE_SHAPES, MAE_TOKENS
 from .pictures import (
     _blank,
     _clear,
@@ -46,10 +47,10 @@ def _hide_figure(x: Ctx, f: Numbers | None) -> None:
             st.select_slider("Share of patches hidden (the mask ratio r)", RATIO_CHOICES,
                              format_func=lambda r: pct(r), key=keys.MAE_RATIO)
         with right:
-            st.button("Another random masking", key=keys.MAE_NEW, on_click=_next_masking)
+            st.button("Another random masking", key=MAE_NEW, on_click=_next_masking)
     else:
         with left:
-            st.button("Hide no patch", key=keys.MAE_CLEAR, on_click=_clear)
+            st.button("Hide no patch", key=MAE_CLEAR, on_click=_clear)
     with eq:
         _visible_equation(f)
     masked = _blank(x.crop, f.hidden, f.P)
@@ -59,14 +60,14 @@ def _hide_figure(x: Ctx, f: Numbers | None) -> None:
             deck.chart(figures.patch_set_grid(
                 x.crop, f.P, f.hidden, show_index=f.N <= TEXT_CELLS,
                 title=f"Click patches to hide them ({f.n_hidden} hidden)"),
-                key=keys.MAE_GRID, on_select=_toggle_clicked_patch, selection_mode="points")
+                key=MAE_GRID, on_select=_toggle_clicked_patch, selection_mode="points")
         else:
             deck.chart(figures.labelled_patches(x.crop, f.P, "The image: hidden patches framed",
-                                                outlined=f.hidden), key=keys.MAE_GRID)
+                                                outlined=f.hidden), key=MAE_GRID)
     with right:
         deck.chart(figures.labelled_patches(
             masked, f.P, f"What the encoder is given: {f.n_visible} of {f.N} patches"),
-            key=keys.MAE_INPUT)
+            key=MAE_INPUT)
 
 
 def _visible_equation(f: Numbers) -> None:
@@ -113,11 +114,11 @@ def _hide_question(x: Ctx, f: Numbers | None) -> Question | None:
 def _shapes_figure(x: Ctx, f: Numbers | None) -> None:
     if _no_mae(x) or f is None:
         return
-    deck.chart(token_strips(f), key=keys.MAE_TOKENS)
+    deck.chart(token_strips(f), key=MAE_TOKENS)
     if not deck.presenting():
         st.dataframe([{"tensor": what, "shape": sym, "here": " × ".join(map(str, shape))}
                       for (what, sym), shape in zip(SHAPE_WORDS, f.shapes, strict=True)],
-                     key=keys.MAE_SHAPES,
+                     key=MAE_SHAPES,
                      hide_index=True)
 
 

@@ -19,6 +19,7 @@ from .base import (
     ROW_TEXT,
     TEXT_CELLS,
 )
+from .keys import MAE_GRID
 
 
 # ---------------------------------------------------------------- pictures
@@ -39,7 +40,7 @@ def _toggle_clicked_patch() -> None:
     """on_select of the grid: a click hides the patch, or shows it again."""
     ss = st.session_state
     chosen = set(ss.get(keys.MAE_HIDDEN, []))
-    for point in (ss.get(keys.MAE_GRID) or {}).get("selection", {}).get("points", []):
+    for point in (ss.get(MAE_GRID) or {}).get("selection", {}).get("points", []):
         data = point.get("customdata")
         if data is not None:
             chosen ^= {int(data[0] if isinstance(data, list) else data)}

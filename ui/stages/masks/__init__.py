@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from ... import deck, tour
 from ...deck import Step
-from . import classifier, live, three, windowed
+from . import classifier, live, reads, three, windowed
 from .view import Ctx, _same_for_every_image, intro, side_by_side, view
 
 __all__ = ["STAGE", "Ctx", "_same_for_every_image", "side_by_side", "tour", "view"]
 
 STAGE = deck.Stage(
     slug="masks",
-    title="5 · Masks: who may look at whom",
+    name="Masks: who may look at whom",
+    nav="Masks", icon=":material/grid_goldenratio:",
     story="A mask decides who may look at whom. Text may only read earlier words; the image "
           "patches may read each other in both directions.",
     view=view,
@@ -28,18 +29,18 @@ STAGE = deck.Stage(
              facts=three.visible_facts, words=three.visible_words, notes=three.visible_notes,
              question=three.visible_question),
         Step("live", "The captioners' attention, live", live.live_figure, facts=live.live_facts,
-             words=live.live_words, notes=live.live_notes, reads=("masks_runs",)),
+             words=live.live_words, notes=live.live_notes, reads=(reads.masks_runs,)),
         Step("scores", "How sure they are of your caption", live.scores_figure,
              facts=live.scores_facts, words=live.scores_words, notes=live.scores_notes,
-             reads=("masks_scores",)),
+             reads=(reads.masks_scores,)),
         Step("classifier", "A classifier under a causal mask", classifier.classifier_figure,
              facts=classifier.classifier_facts, words=classifier.classifier_words,
              notes=classifier.classifier_notes, question=classifier.classifier_question,
-             reads=("causal_classifier",)),
+             reads=(reads.causal_classifier,)),
         Step("windows", "Windowed attention", windowed.windows_figure,
              facts=windowed.windows_facts, words=windowed.windows_words,
              notes=windowed.windows_notes, question=windowed.windows_question,
              asks=("allowed", "bands", "centre", "size"),
-             reads=("window_top1",), applies=windowed.has_windows),
+             reads=(reads.window_top1,), applies=windowed.has_windows),
     ),
 )

@@ -9,10 +9,11 @@ import numpy as np
 from vit_core.explain.experiment_facts import probabilities, top_answer
 from vit_core.explain.mask_facts import largest_gap
 
-from ... import deck, figures, inputs, keys, state, tour
+from ... import deck, figures, inputs, state, tour
 from ... import models as picker
 from ...deck import Choice, Question
 from ...numbers import pct
+from .keys import CLF_CAUSAL
 from .view import Ctx, side_by_side
 
 SAME_LOGITS = 1e-4  # causal logits on two pictures closer than this are "the same"
@@ -53,7 +54,7 @@ def _classifier_titles(x: Ctx) -> list[str]:
 def classifier_figure(x: Ctx, f: Classifier) -> None:
     bars = [figures.top_k_bars(p, f.names, x_title="probability") for p in (f.full, f.causal)]
     deck.chart(side_by_side(bars, _classifier_titles(x), f"{picker.plain_label(x.clf)}: the same "
-                            "weights, with and without a causal mask", 330), key=keys.CLF_CAUSAL)
+                            "weights, with and without a causal mask", 330), key=CLF_CAUSAL)
 
 
 def classifier_words(x: Ctx, f: Classifier) -> str:

@@ -14,6 +14,7 @@ from vit_core.explain.mask_facts import least_sure
 from ... import deck, figures, keys, state
 from ... import models as picker
 from ...numbers import pct
+from .keys import MASK_LIVE, MASK_SCORES
 from .view import Ctx, caption_input, side_by_side
 
 
@@ -70,7 +71,7 @@ def live_figure(x: Ctx, f: Live) -> None:
         440, spacing=0.1, colour=dict(colorscale="Viridis", cmin=lo, cmax=hi, colorbar=dict(
             thickness=10, title=dict(text="attention weight", side="right",
                                      font=dict(size=11))))),
-        key=keys.MASK_LIVE)
+        key=MASK_LIVE)
 
 
 def _photo(x: Ctx) -> bool:
@@ -156,7 +157,7 @@ def scores_figure(x: Ctx, f: Scores) -> None:
             row[f"P(word), {_run_name(x, m, kind)}"] = pct(s.probs[i], 1) if i < len(
                 s.probs) else ""
         rows.append(row)
-    st.dataframe(rows, hide_index=True, key=keys.MASK_SCORES,
+    st.dataframe(rows, hide_index=True, key=MASK_SCORES,
                  height="stretch" if x.presenting else "auto")
 
 

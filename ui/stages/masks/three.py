@@ -11,10 +11,11 @@ import streamlit as st
 from vit_core import allowed_keys
 from vit_core.explain.mask_facts import visible_keys
 
-from ... import deck, figures, keys
+from ... import deck, figures
 from ... import models as picker
 from ...deck import Choice, Question
 from ..common import image_block_full
+from .keys import MASK_VISIBLE, MASKS_THREE
 from .view import Ctx, caption_input, same_for_every_image, side_by_side
 
 KINDS = ("full", "causal", "prefix")  # the three masks drawn side by side
@@ -65,7 +66,7 @@ def three_figure(x: Ctx, f: Tokens) -> None:
                             spacing=0.12)
 
     key = (f.n_img, f.n_txt, tuple(f.labels), grid)
-    deck.chart(same_for_every_image("three masks", key, build), key=keys.MASKS_THREE)
+    deck.chart(same_for_every_image("three masks", key, build), key=MASKS_THREE)
 
 
 def three_words(x: Ctx, f: Tokens) -> str:
@@ -114,7 +115,7 @@ def visible_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.visible_keys_chart(
         f["visible"], t.labels, figures.spaced_ticks(t.labels, x.cap.config.grid, 760,
                                                      figures.TURNED_GAP_PX), t.n_img),
-        key=keys.MASK_VISIBLE)
+        key=MASK_VISIBLE)
 
 
 def visible_words(x: Ctx, f: dict) -> str:

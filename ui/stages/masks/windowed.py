@@ -21,6 +21,7 @@ from ... import models as picker
 from ...deck import Number, Question
 from ...numbers import pct
 from ..common import window_sizes
+from .keys import MASK_WINDOWS
 from .view import Ctx, fed_words, same_for_every_image, side_by_side
 
 WINDOW_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
@@ -149,7 +150,7 @@ def windows_figure(x: Ctx, f: Windows) -> None:
     # the windows, and so the masks, follow from the model's shape, M and the caption's length
     key = (repr(c), M, f.n_text, tuple(f.labels))
     deck.chart(same_for_every_image("windows", key, lambda: _windows_chart(c, f)),
-               key=keys.MASK_WINDOWS)
+               key=MASK_WINDOWS)
 
 
 def _points(n: int) -> str:

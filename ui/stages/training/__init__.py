@@ -6,7 +6,7 @@ A model without a log (a preset, a fetched ViT, a captioner) shows its only weig
 
 from __future__ import annotations
 
-from ... import deck
+from ... import deck, tour
 from ...deck import Step
 from .base import _intro, view
 from .cls import (
@@ -57,7 +57,8 @@ __all__ = ["STAGE", "cls_figure", "curves_figure", "distance_figure", "object_ma
 
 STAGE = deck.Stage(
     slug="training",
-    title="11 · Training",
+    name="Training",
+    icon=":material/trending_up:",
     story="Every weight on the other pages was learned: training starts from random numbers "
           "and nudges them, batch after batch, to lower a loss. Here the run's curves, and at "
           "the chosen training step, beside the final weights: the position embeddings, how "
@@ -72,14 +73,15 @@ STAGE = deck.Stage(
              _positions_figure, facts=_positions_facts, words=_positions_words,
              notes=_positions_notes, question=_positions_question,
              asks=("runs",), controls=("patch",),
-             reads=("weight_views",)),
+             reads=(tour.weight_views,)),
         Step("distance", "How far the heads look, block by block", _distance_figure,
              facts=_distance_facts, words=_distance_words, notes=_distance_notes,
-             question=_distance_question, asks=("baseline", "runs"), reads=("attention_summary",)),
+             question=_distance_question, asks=("baseline", "runs"),
+             reads=(tour.attention_summary,)),
         Step("cls", "CLS attention on the object", _cls_figure, facts=_cls_facts,
              words=_cls_words, notes=_cls_notes, question=_cls_question,
              asks=("blind", "cover", "known", "runs"), applies=_has_cls,
-             reads=("attention_summary",)),
+             reads=(tour.attention_summary,)),
         Step("prediction", "The prediction at every kept step", _prediction_figure,
              facts=_prediction_facts, words=_prediction_words, notes=_prediction_notes,
              question=_prediction_question,

@@ -35,6 +35,7 @@ from .base import (
     _step_axis,
     _x,
 )
+from .keys import TRAIN_CLS
 
 
 # ---------------------------------------------------------------- 4. CLS attention on the object
@@ -146,7 +147,7 @@ def _cls_figure(x: Ctx, f: dict) -> None:
     title = f"Last block: CLS → patches{when}" + (" (outlined: the object)" if outline else "")
     deck.chart(cls_figure(f["share"], c.grid, outline, title,
                           f["medians"] if x.log is not None else None, marks,
-                          x.log.steps if x.log is not None else ()), key=keys.TRAIN_CLS)
+                          x.log.steps if x.log is not None else ()), key=TRAIN_CLS)
 
 
 def _as_logged(x: Ctx) -> str:

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from vit_core.explain.training import SMOOTH_ROWS, log_facts, uniform_loss
 
-from ... import deck, keys, models, state
+from ... import deck, models, state
 from ...deck import Number, Question
 from ...numbers import pct
 from .base import (
@@ -21,6 +21,7 @@ from .base import (
     _with_log,
     _x,
 )
+from .keys import TRAIN_CURVES
 
 
 # ---------------------------------------------------------------- 1. the curves
@@ -99,7 +100,7 @@ def _curves_figure(x: Ctx, f: dict) -> None:
         o = f["other"]
         if o is not None:
             deck.chart(curves_figure(o, whose=f"How {o['name']}'s weights formed (its log: "
-                                               f"{x.base} has none)"), key=keys.TRAIN_CURVES)
+                                               f"{x.base} has none)"), key=TRAIN_CURVES)
         return
     r = f["recipe"]
     if not x.presenting:  # on a slide the curves take the height; the notes give the recipe
@@ -110,7 +111,7 @@ def _curves_figure(x: Ctx, f: dict) -> None:
                  rf"\tfrac{{t+1}}{{{r['warmup']}}} & t < {r['warmup']}\\ f + (1-f)\,"
                  rf"\tfrac12\big(1+\cos\pi\tfrac{{t-{r['warmup']}}}{{{f['T'] - r['warmup']}}}"
                  rf"\big) & \text{{after (}}f\text{{: a small floor)}}\end{{cases}}")
-    deck.chart(curves_figure(f), key=keys.TRAIN_CURVES)
+    deck.chart(curves_figure(f), key=TRAIN_CURVES)
 
 
 def _no_log_words(x: Ctx, why: str, others: list[str]) -> str:

@@ -14,7 +14,7 @@ from vit_core.explain.training import (
     spread,
 )
 
-from ... import deck, keys, session, state
+from ... import deck, session, state
 from ...deck import Number, Question
 from ...numbers import pct, span
 from ..attention import LOCAL  # a head "looks locally" under this share of an even spread
@@ -24,6 +24,7 @@ from .base import (
     _label,
     _role,
 )
+from .keys import TRAIN_DISTANCE
 
 
 # ---------------------------------------------------------------- 3. attention distance
@@ -88,7 +89,7 @@ def _distance_figure(x: Ctx, f: dict) -> None:
     when = "" if x.log is None else ", at steps " + ", ".join(f"{r['step']:,}" for r in runs)
     deck.chart(distance_figure(runs, f["baseline"], f"Mean attention distance per block "
                                f"({c.depth} blocks × {c.num_heads} heads){when}", labels,
-                               colours), key=keys.TRAIN_DISTANCE)
+                               colours), key=TRAIN_DISTANCE)
 
 
 def _blocks(found: list[int]) -> str:

@@ -11,7 +11,7 @@ from vit_core.explain.training import (
     position_closeness,
 )
 
-from ... import deck, figures, keys, state
+from ... import deck, figures, state
 from ...deck import PatchPick, Question
 from .base import (
     CLEAR_GAP,
@@ -20,6 +20,7 @@ from .base import (
     Ctx,
     _label,
 )
+from .keys import TRAIN_POSITIONS
 
 
 # ---------------------------------------------------------------- 2. position embeddings
@@ -51,13 +52,13 @@ def _positions_figure(x: Ctx, f: dict) -> None:
     if len(f["runs"]) == 1:
         deck.chart(figures.grid_heatmap(f["runs"][0]["map"], title, value_name="cosine "
                                         "similarity", selected=divmod(p, g), zmin=-1, zmax=1,
-                                        height=330), key=keys.TRAIN_POSITIONS)
+                                        height=330), key=TRAIN_POSITIONS)
         return
     a, b = f["runs"]
     deck.chart(figures.grid_heatmap_pair(
         a["map"], b["map"], (_label(x, a["step"]), _label(x, b["step"])),
         title + ", at two training steps", value_name="cosine similarity",
-        selected=(divmod(p, g), divmod(p, g))), key=keys.TRAIN_POSITIONS)
+        selected=(divmod(p, g), divmod(p, g))), key=TRAIN_POSITIONS)
 
 
 def _num(v: float) -> str:

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from vit_core.explain.training import best_of, prediction_curve, softmax64
 
-from ... import deck, figures, keys, session, state
+from ... import deck, figures, session, state
 from ...deck import Number, Question
 from ...numbers import pct
 from .base import (
@@ -18,6 +18,7 @@ from .base import (
     _step_axis,
     _x,
 )
+from .keys import TRAIN_PREDICTION
 
 
 # ---------------------------------------------------------------- 5. the prediction
@@ -78,7 +79,7 @@ def prediction_figure(f: dict, step: int | None, title: str) -> go.Figure:
 def _prediction_figure(x: Ctx, f: dict) -> None:
     when = f"step {x.step:,}" if x.log is not None else "this model"
     deck.chart(prediction_figure(f, x.step, f"Top {TOP_SHOWN} classes at {when}"),
-               key=keys.TRAIN_PREDICTION)
+               key=TRAIN_PREDICTION)
 
 
 def _prediction_words(x: Ctx, f: dict) -> str:

@@ -9,6 +9,7 @@ from torch import nn
 
 from vit_core import ViT, ViTConfig, load_model, preprocess, run_trace, run_with_hooks
 from vit_core.explain import baselines, patching, targets
+from vit_core.masks import resolve
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +51,7 @@ def by_hand(m, pixels, target, swap=None):
     """The score from a block loop written here: (score, [resid_pre of each block]); `swap` =
     (block, token, value) puts `value` at that token of that block's input first."""
     ids = torch.tensor([target.ids[:target.index]]) if target.is_word else None
-    mask = m.resolve_mask(None, 0 if ids is None else ids.shape[1])
+    mask = resolve(m.config, None, 0 if ids is None else ids.shape[1])  # the model's own
     mask = None if mask is None else mask.to(pixels.dtype)  # as forward does (SDPA needs it)
     x, inputs = m.embed(pixels, ids), []
     for layer, block in enumerate(m.blocks):

@@ -120,7 +120,7 @@ def open_view(browser, url: str, slug: str, view: str, w: int, h: int, model: st
 def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
-    from ui.routes import STAGES
+    from ui.stages import STAGES
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--show-nodes", action="store_true", help="every element, not one example")
     args = ap.parse_args(argv)
-    slugs = list(STAGES) if args.pages == ["all"] else args.pages
+    slugs = [s.slug for s in STAGES] if args.pages == ["all"] else args.pages
     views = ["page"] + ["presenter"] * args.presenter + ["student"] * args.student
     rows, total = [], 0
     with serve() as server, sync_playwright() as pw:

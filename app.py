@@ -5,32 +5,21 @@
 # got "partially initialized module 'pandas' has no attribute 'Series'" in figures.model_map
 import pandas  # noqa: F401, I001
 
-from ui import process
+from ui.serving import process
 
-process.tune()  # before torch loads: the OpenMP setting of a server (ui/process.py)
+process.tune()  # before torch loads: the OpenMP setting of a server (ui/serving/process.py)
 
 from functools import partial  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
-from ui import (  # noqa: E402
-    a11y,
-    controls,
-    deck,
-    icon,
-    keys,
-    phone,
-    presenter,
-    readahead,
-    routes,
-    share,
-    sidebar,
-    stages,
-    steps,
-    worker,  # noqa: E402
-)
+from ui import keys, stages  # noqa: E402
+from ui.drawing import a11y, icon, phone  # noqa: E402
+from ui.lesson import deck, presenter, routes, share, steps  # noqa: E402
 from ui.live import lesson, student, teacher  # noqa: E402
 from ui.live import session as live  # noqa: E402
+from ui.selection import controls, sidebar  # noqa: E402
+from ui.serving import readahead, worker  # noqa: E402
 
 deck.join(lesson.LESSON)  # the live class joins the deck: its question boxes, header, Next walk
 
@@ -42,7 +31,7 @@ st.set_page_config(page_title="ViT Explainer", page_icon=icon.favicon(), layout=
 start = st.query_params.get("page", "overview")
 pages = {s.slug: st.Page(partial(deck.run, s), title=s.nav_title, icon=s.icon, url_path=s.slug,
                          default=s.slug == start) for s in stages.STAGES}  # a page: deck.run
-routes.register(pages)  # st.switch_page's pages (ui/navigate.py, presenter, live class)
+routes.register(pages)  # st.switch_page's pages (ui/lesson/navigate.py, presenter, live class)
 pg = st.navigation(list(pages.values()), expanded=True)  # all 13 pages: past 10 it folds
 stage = next(slug for slug, page in pages.items() if page.url_path == pg.url_path)
 controls.keep_shared()  # layer / head / patch survive moving between pages
@@ -62,8 +51,8 @@ if head is None:
 config = presenter.model_config()  # the session's model at the sidebar's input size
 controls.clamp(config)
 share.write(stage, own=live.params())  # the class's part too: this session's own address
-phone.install(live.following())  # the phone's CSS and touch fix (ui/phone.py)
-a11y.install()  # focus ring, names for scrolling boxes (ui/a11y.py)
+phone.install(live.following())  # the phone's CSS and touch fix (ui/drawing/phone.py)
+a11y.install()  # focus ring, names for scrolling boxes (ui/drawing/a11y.py)
 if head is None:  # (presenter mode has its own "Model and image")
     phone.image_picker()  # a phone's "Your image", atop the page
 student.banner(config)

@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ui.process import ENVIRONMENT  # noqa: E402  (imports nothing heavy)
+from ui.serving.process import ENVIRONMENT  # noqa: E402  (imports nothing heavy)
 
-# The app's environment, set before torch loads as app.py does (ui/process.py says why).
+# The app's environment, set before torch loads as app.py does (ui/serving/process.py says why).
 for _name, _value in ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 import torch  # noqa: E402
@@ -77,7 +77,7 @@ def apptest(model: str, page: str = "overview"):
 
 
 def bench_first(models: list[str], uploads: int = 5) -> list[dict]:
-    from ui import state
+    from ui.serving import state
 
     rows = []
     for name in models:
@@ -220,10 +220,11 @@ def bench_memory(sessions: int) -> list[dict]:
 def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
     """A new student's first view (one ViT-B/16 trace) sent while `captions` captions are being
     written on vit-b16-text (10 words each): the caption as one worker job (how it ran before)
-    against one word per turn (ui/worker.py). Medians of `rounds`; a fresh worker each time."""
+    against one word per turn (ui/serving/worker.py). Medians of `rounds`; a fresh worker each
+    time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ui import worker as w
+    from ui.serving import worker as w
     from vit_core import generate, load_model, run_trace
 
     viewer, writer = load_model("vit-b16"), load_model("vit-b16-text")
@@ -257,7 +258,7 @@ def bench_fair(captions: int = 4, rounds: int = 3) -> list[dict]:
 
 def bench_load(sessions: int, replicas: int) -> str:
     from tools.load_test import protocol_run, report
-    from ui.cache import DEFAULT_MB
+    from ui.serving.cache import DEFAULT_MB
 
     # the classroom of docs/deployment.md: arriving within 30 s, 10 s on each page; the replicas
     # on one machine each with one torch thread and half the default cache

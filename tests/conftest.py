@@ -1,6 +1,6 @@
 """Test-wide settings and the fixtures the test modules share.
 
-Read-ahead is off (ui/readahead.py), so a test's passes are its own; AppTest runs and the
+Read-ahead is off (ui/serving/readahead.py), so a test's passes are its own; AppTest runs and the
 servers the browser and load tests start inherit this, and the read-ahead's own tests turn it
 on where they need it.
 

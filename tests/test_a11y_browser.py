@@ -152,7 +152,7 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     page.goto(f"{server}/?page=attention")
     wait_idle(page)
-    page.wait_for_function("() => document.__vitA11y")  # the page's script (ui/a11y.py)
+    page.wait_for_function("() => document.__vitA11y")  # the page's script (ui/drawing/a11y.py)
     seen: list[dict] = []
     before = shown_sample(page)
     tab_to(page, "^Sample scene", seen=seen)  # a list: ↓ opens it, ↓ moves, Enter chooses

@@ -3,7 +3,7 @@
 import pytest
 
 from tests.support import open_app, photo_bytes
-from ui import inputs
+from ui.selection import inputs
 
 
 @pytest.fixture

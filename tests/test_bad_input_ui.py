@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from tests.support import BAD_INPUTS, encode, open_app, photo_bytes, raw_png
-from ui.models import LOAD_OTHER
+from ui.selection.models import LOAD_OTHER
 
 BAD = dict(BAD_INPUTS)
 BAD["bomb_40000x40000"] = raw_png(40_000, 40_000, 8, 0, b"")
@@ -85,7 +85,8 @@ def test_strange_captions_are_handled(text):
 
 
 def test_a_code_carrying_checkpoint_is_refused_in_the_app(tmp_path, monkeypatch):
-    monkeypatch.setattr("ui.models.listen_address", lambda: "localhost")  # the teacher's browser
+    # the teacher's browser
+    monkeypatch.setattr("ui.selection.models.listen_address", lambda: "localhost")
     marker = tmp_path / "pwned"
 
     class Evil:

@@ -111,7 +111,7 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
                                                                   model):
     import numpy as np
 
-    from ui import inputs
+    from ui.selection import inputs
     from vit_core import load_image, load_model, preprocess, run_trace
 
     requests: list[str] = []
@@ -256,7 +256,7 @@ def test_play_walks_the_layers_and_stops_at_the_last(browser, server):
 
 def test_play_writes_the_caption_word_by_word(browser, server):
     from tests.independent import greedy
-    from ui import inputs
+    from ui.selection import inputs
     from vit_core import load_image, load_model, preprocess
 
     net = load_model("shapes-captioner-causal")

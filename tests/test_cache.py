@@ -1,4 +1,5 @@
-"""The app's one cache budget (ui/cache.py, ui/state.py): bounded by real bytes, least recently
+"""The app's one cache budget (ui/serving/cache.py, ui/serving/state.py): bounded by real bytes,
+least recently
 used dropped first, hits are the same object, thread-safe, and read once from --cache-mb or
 VIT_EXPLAINER_CACHE_MB."""
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from ui import cache, inputs, state
+from ui.selection import inputs
+from ui.serving import cache, state
 from vit_core import load_image, load_model, preprocess, run_trace
 
 MODEL = "shapes-classifier"

@@ -15,8 +15,9 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app as _open
-from ui import keys, share
-from ui import models as ui_models
+from ui import keys
+from ui.lesson import share
+from ui.selection import models as ui_models
 from vit_core import generate, load_image, load_model, preprocess
 from vit_core.scenes import world
 

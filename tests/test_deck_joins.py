@@ -4,7 +4,7 @@ ui/live nor the stages, and no stage reaches ui/live; the class joins the deck o
 `deck.Lesson` names, which app.py wires."""
 
 from tests.imports import import_graph
-from ui import deck
+from ui.lesson import deck
 from ui.live import lesson
 
 
@@ -20,7 +20,7 @@ def reach(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_the_deck_reaches_neither_the_class_nor_the_stages():
     graph = import_graph(("ui", "vit_core"))
-    for name in ("ui.deck", "ui.steps"):
+    for name in ("ui.lesson.deck", "ui.lesson.steps"):
         found = reach(graph, name)
         assert not {m for m in found if m.startswith("ui.live")}, name
         assert not {m for m in found if m == "ui.stages" or m.startswith("ui.stages.")}, name

@@ -12,7 +12,8 @@ import types
 import pytest
 
 from tests.support import ROOT, open_app
-from ui import deck, stages
+from ui import stages
+from ui.lesson import deck
 from vit_core import load_model
 
 DOCS = ROOT / "docs" / "development.md"

@@ -25,7 +25,8 @@ print("opened")
 
 @pytest.mark.slow  # a subprocess that imports the app
 @pytest.mark.parametrize("code", [OPEN_THE_APP.format(app=str(ROOT / "app.py")),
-                                  "import ui.state, ui.worker, ui.readahead; print('opened')"],
+                                  "import ui.serving.state, ui.serving.worker, "
+                                  "ui.serving.readahead; print('opened')"],
                          ids=["apptest", "import"])
 def test_a_process_that_used_the_app_exits_with_its_own_status(code):
     env = {**os.environ, "VIT_EXPLAINER_READ_AHEAD": "1"}  # as a user's process has it

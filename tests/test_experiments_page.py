@@ -2,7 +2,7 @@
 
 Every expected number is computed in this file from the raw model: pixels greyed or shuffled
 with slicing, `run_trace` with positions / mask switched, a greedy loop for captions. None of it
-calls ui.state or vit_core.explain.interventions, which the page uses.
+calls ui.serving.state or vit_core.explain.interventions, which the page uses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ui.figures against independent references: what the patch grid draws, and where."""
+"""ui.drawing.figures against independent references: what the patch grid draws, and where."""
 
 import base64
 import io
@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from tests.support import photo_bytes
-from ui import figures
+from ui.drawing import figures
 
 
 def crop(size=224):
@@ -78,11 +78,13 @@ def test_class_map_image_and_enlarged_patch():
 
 
 def test_figures_are_drawn_without_streamlit():
-    """Figures are pure functions: importing every module of ui/figures/ and ui/phone_figures.py
+    """Figures are pure functions: importing every module of ui/drawing/figures/ and
+    ui/drawing/phone_figures.py
     in a fresh interpreter loads no streamlit."""
     root = Path(__file__).resolve().parents[1]
-    names = [f"ui.figures.{p.stem}" for p in sorted((root / "ui" / "figures").glob("*.py"))]
-    probe = ("import sys; import " + ", ".join(names + ["ui.phone_figures"])
+    folder = root / "ui" / "drawing" / "figures"
+    names = [f"ui.drawing.figures.{p.stem}" for p in sorted(folder.glob("*.py"))]
+    probe = ("import sys; import " + ", ".join(names + ["ui.drawing.phone_figures"])
              + "; print(sorted(m for m in sys.modules if m.split('.')[0] == 'streamlit'))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True,
                          timeout=120)

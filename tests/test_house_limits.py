@@ -1,8 +1,8 @@
 """The house's limits on the repository itself, measured by tools/house.py (whose measures
 tests/test_house.py checks on small trees): no ui/ module over 400 lines, no function over 60
 lines or 15 branches, no repeated block, no import circle (importlib and imports inside
-functions read), no private name of Streamlit or the standard library outside ui/server.py,
-and no share printed by hand in a stage (ui/numbers.py prints them)."""
+functions read), no private name of Streamlit or the standard library outside ui/serving/server.py,
+and no share printed by hand in a stage (ui/drawing/numbers.py prints them)."""
 
 from __future__ import annotations
 

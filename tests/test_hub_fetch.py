@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from ui.models import fetch_progress
+from ui.selection.models import fetch_progress
 from vit_core import CheckpointError, load_model
 from vit_core.io import hub as vhub
 

@@ -60,7 +60,7 @@ def test_importing_vit_core_outside_the_repository_changes_nothing(tmp_path):
 
 @pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_importing_the_app_state_module_starts_no_thread_and_sets_nothing():
-    seen = probe("ui.state", ROOT)
+    seen = probe("ui.serving.state", ROOT)
     assert seen["new_threads"] == []
     assert [k for k in seen["env_changed"] if k == "OMP_WAIT_POLICY"] == []
     assert not any(m.startswith("vit_core.scenes.t") for m in seen["modules"])  # no training

@@ -82,7 +82,8 @@ def test_every_session_and_widget_key_is_a_name_from_ui_keys():
 
 
 def test_pages_import_no_plotting_library():
-    """app.py routes the pages (each one a stage's deck.run); ui/figures.py builds figures."""
+    """app.py routes the pages (each one a stage's deck.run); ui/drawing/figures.py builds
+    figures."""
     bad = []
     for path in [ROOT / "app.py"]:
         for node in ast.walk(ast.parse(path.read_text())):

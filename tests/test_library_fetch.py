@@ -108,10 +108,12 @@ def test_the_fetch_command_named_in_the_sentence_runs_from_the_repository(hub, t
 def test_a_students_link_on_a_network_server_downloads_nothing(hub, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from ui import keys, models
+    from ui import keys
+    from ui.selection import models
 
     monkeypatch.setattr("sys.argv", ["app.py"])  # no --allow-fetch
-    monkeypatch.setattr("ui.models.listen_address", lambda: "0.0.0.0")  # the class's network
+    # the class's network
+    monkeypatch.setattr("ui.selection.models.listen_address", lambda: "0.0.0.0")
     models.server_args.clear()
     try:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
@@ -130,7 +132,7 @@ def test_a_students_link_on_a_network_server_downloads_nothing(hub, monkeypatch)
 
 
 def test_the_apps_model_loader_never_fetches(hub):
-    from ui import state
+    from ui.serving import state
 
     try:
         with pytest.raises(CheckpointError, match="is not on this machine"):

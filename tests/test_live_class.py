@@ -16,8 +16,10 @@ import re
 import pytest
 
 from tests.support import open_app
-from ui import inputs, keys, state
+from ui import keys
 from ui.live import classes, session
+from ui.selection import inputs
+from ui.serving import state
 from ui.stages import BY_SLUG as STAGES
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -79,7 +81,7 @@ def settle(code: str) -> None:
 def planned(monkeypatch) -> list:
     """Switch the read-ahead on and catch what it queues instead of running it: a list of
     (interest, items), one per plan."""
-    from ui import readahead
+    from ui.serving import readahead
 
     queued = []
 
@@ -138,7 +140,7 @@ def test_the_teachers_layer_applies_unless_the_student_chose_their_own():
 def top_line(name: str, seed: int) -> str:
     """The fingerprint's "top: ball 91%", computed here from the named model (its training step
     and input size in the name) on the sample scene `seed`."""
-    from ui import numbers
+    from ui.drawing import numbers
 
     inp = inputs.make_input("a sample", inputs.sample_bytes(seed))
     tr = state.trace(inp, name)
@@ -331,7 +333,7 @@ def test_ending_the_class_sends_everyone_back_to_exploring():
 
 
 def test_behind_a_balancer_without_a_shared_store_a_class_is_refused(monkeypatch):
-    from ui import models
+    from ui.selection import models
 
     monkeypatch.setattr(models, "through_proxy", lambda: True)
     at = open_app("overview", params={"presenter": "1"})
@@ -355,7 +357,7 @@ def test_a_class_that_expired_tells_the_teacher_in_one_sentence():
 def test_a_followers_read_ahead_starts_at_the_class_stage_and_again_when_it_moves(monkeypatch):
     """A following student's read-ahead is planned from the stage the class is on (the stages
     behind the class are computed for nobody), and planned again when the class moves on."""
-    from ui import ahead
+    from ui.serving import ahead
 
     queued = planned(monkeypatch)
     teacher, code = start_class("attention", step="6")  # the stage's last step
@@ -379,7 +381,7 @@ def test_a_lesson_of_chosen_stages_is_what_next_walks_and_what_followers_prepare
     """The teacher picks today's stages before starting: Next goes from the overview's last
     step to the lesson's next stage (Attention, not Patches), the class holds the lesson, and a
     follower's read-ahead is planned over the lesson's stages only."""
-    from ui import ahead
+    from ui.serving import ahead
 
     queued = planned(monkeypatch)
     teacher = open_app("overview", params={"presenter": "1", "step": "6"})  # its last step

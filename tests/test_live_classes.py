@@ -131,7 +131,7 @@ def test_following_counts_students_seen_lately(store, monkeypatch):
 
 
 def test_an_answer_is_marked_against_the_reply_it_was_given_for():
-    from ui.replies import Choice, Number, PatchPick, Words, judge, shown
+    from ui.lesson.replies import Choice, Number, PatchPick, Words, judge, shown
 
     assert judge(Choice(("Yes", "No"), right=1), "No") is True
     assert judge(Choice(("Yes", "No"), right=1), "Yes") is False

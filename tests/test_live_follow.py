@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from ui import keys, state
+from ui import keys
 from ui.live import classes, follow
+from ui.serving import state
 from ui.stages import common, experiments
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from ui import server
 from ui.live import classes, push
 from ui.live.memory import MemoryStore
+from ui.serving import server
 
 WHERE = classes.Position("overview", "model")
 THERE = classes.Position("overview", "pipeline")
@@ -174,7 +174,8 @@ def test_a_page_that_starts_following_is_marked_still_here_at_once_and_only_then
 
 
 def test_a_polling_page_is_behind_when_its_class_is_newer_and_marks_itself_once_a_round():
-    """Without the push (ui/server.py: an internal missing) a page looks itself (`_poll`): it
+    """Without the push (ui/serving/server.py: an internal missing) a page looks itself (`_poll`):
+    it
     is behind when the class moved (a follower) or revealed (an explorer), by `changed`'s rule;
     its "still here" goes at most once every round."""
     marked = []

@@ -108,7 +108,7 @@ def stored(redis_url: str, code: str, secret: str) -> set[tuple[str, str, str]]:
 
 
 async def lesson(lb, redis_url: str, restart) -> None:
-    from ui.inputs import sample_seeds
+    from ui.selection.inputs import sample_seeds
 
     teacher = pinned(lb.url, "app1")
     run = await teacher.open(f"{keys.PRESENTER}=1&page=overview")

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app, randomised, rewrite_info
-from ui.models import LOAD_OTHER
+from ui.selection.models import LOAD_OTHER
 from vit_core import ModelInfo, ViTConfig, save_checkpoint
 
 TINY = ViTConfig(img_size=64, patch_size=16, embed_dim=48, depth=2, num_heads=3, num_classes=3,
@@ -17,7 +17,7 @@ TINY = ViTConfig(img_size=64, patch_size=16, embed_dim=48, depth=2, num_heads=3,
 @pytest.fixture(autouse=True)
 def as_teacher(monkeypatch):
     """The server listens on this machine only: its browser may load from server paths."""
-    monkeypatch.setattr("ui.models.listen_address", lambda: "localhost")
+    monkeypatch.setattr("ui.selection.models.listen_address", lambda: "localhost")
 
 
 def open_picker() -> AppTest:
@@ -60,7 +60,7 @@ def test_a_good_checkpoint_becomes_the_model(tmp_path):
 
 
 def test_weights_argument_opens_the_app_on_that_checkpoint(tmp_path, monkeypatch):
-    from ui import models
+    from ui.selection import models
 
     path = save_checkpoint(randomised(TINY), tmp_path / "given.safetensors")
     monkeypatch.setattr("sys.argv", ["app.py", "--weights", str(path)])

@@ -191,7 +191,7 @@ def test_clicking_a_box_opens_its_stage(box_id, title):
 def test_boxes_name_the_cores_stages_and_the_app_maps_each_to_a_page():
     """The core's map knows nothing of pages: each box names its stage of the pass, every
     stage is used by some model, and the app routes every stage to one of its pages."""
-    from ui.routes import MAP_PAGES
+    from ui.lesson.routes import MAP_PAGES
     from ui.stages import BY_SLUG as STAGES
     from vit_core.explain import stages
 
@@ -306,7 +306,7 @@ def test_no_scene_note_without_a_composed_scene():
 
 
 def test_a_centre_scene_is_right_to_name_no_edge():
-    from ui.scene_notes import caption_note
+    from ui.selection.scene_notes import caption_note
     from vit_core.scenes.world import Composition
 
     centre = Composition("ball", "red", "grass", "centre", 110, 0, 0, 0)

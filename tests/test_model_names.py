@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support import open_app, page_text
-from ui import models, state
+from ui.selection import models
+from ui.serving import state
 
 
 @pytest.mark.parametrize("name,shown", [

@@ -110,7 +110,7 @@ def test_a_link_carries_the_picker_name_the_size_and_the_step():
 
 
 def test_a_bad_name_in_the_app_is_one_sentence_where_models_are_loaded():
-    from ui import state
+    from ui.serving import state
 
     with pytest.raises(ValueError, match="not a whole number above 0"):
         state.get_model("shapes-classifier@0px")

@@ -12,7 +12,8 @@ from streamlit import config
 from streamlit.runtime.context import ContextProxy, StreamlitHeaders
 from streamlit.testing.v1 import AppTest
 
-from ui import keys, models
+from ui import keys
+from ui.selection import models
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

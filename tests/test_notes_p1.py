@@ -621,7 +621,8 @@ def test_a_one_block_one_head_model_gets_sentences_and_keeps_the_shared_values()
 def _one_of_everything():
     import streamlit as st
 
-    from ui import controls, keys
+    from ui import keys
+    from ui.selection import controls
     from vit_core import ViTConfig
 
     c = ViTConfig(img_size=16, patch_size=16, embed_dim=8, depth=1, num_heads=1, num_classes=0)

@@ -21,7 +21,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from tests.support import HUB, arr, charts, note, open_app, softmax64
 from tests.support import chart_titled as chart
 from tests.support import page_text as text
-from ui import figures, keys
+from ui import keys
+from ui.drawing import figures
 from ui.stages.logits.keys import GEN_NEXT
 from vit_core import ViT, ViTConfig, allowed_keys, load_image, load_model, preprocess, run_trace
 from vit_core.io.base import ModelInfo
@@ -548,7 +549,7 @@ def test_the_classifier_under_a_causal_mask_is_described_truly(model_name):
     np.testing.assert_allclose(sorted(arr(bars["data"][1]["x"])), sorted(np.sort(p)[::-1][:5]),
                                rtol=1e-5)
     # the same model on another picture: the page says whether the image still matters
-    from ui.inputs import sample_bytes, sample_seeds
+    from ui.selection.inputs import sample_bytes, sample_seeds
 
     other = next(sample_bytes(s) for s in sample_seeds()
                  if sample_bytes(s) != at.session_state[keys.INPUT].data)

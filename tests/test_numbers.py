@@ -1,7 +1,7 @@
-"""ui/numbers.py, the app's one way of printing shares and differences of shares (the stages
+"""ui/drawing/numbers.py, the app's one way of printing shares and differences of shares (the stages
 use nothing else: tests/test_house_limits.py finds a share printed by hand)."""
 
-from ui.numbers import pct, points
+from ui.drawing.numbers import pct, points
 
 
 def test_a_share_is_never_printed_as_0_or_100_percent_when_it_is_not():

@@ -1,5 +1,6 @@
-"""ui/options.py: the server's own options (after `--`) read in one place, once; ui/models.py
-and ui/cache.py read them from there."""
+"""ui/serving/options.py: the server's own options (after `--`) read in one place, once;
+ui/selection/models.py
+and ui/serving/cache.py read them from there."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-from ui import cache, models, options
+from ui.selection import models
+from ui.serving import cache, options
 
 
 @pytest.mark.parametrize("argv,env,expected", [

@@ -23,8 +23,12 @@ import pytest
 import streamlit as st
 import torch
 
-from ui import deck, figures, inputs, keys, session, stages, state
-from ui.replies import judge
+from ui import keys, stages
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.lesson.replies import judge
+from ui.selection import inputs, session
+from ui.serving import state
 from ui.stages import BY_SLUG as STAGES
 from vit_core.trace import Trace
 

@@ -20,9 +20,12 @@ import pytest
 import streamlit as st
 import torch
 
-from ui import deck, inputs, keys, session, stages, state
-from ui.numbers import pct
-from ui.replies import Choice, Number, PatchPick, Words
+from ui import keys, stages
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.replies import Choice, Number, PatchPick, Words
+from ui.selection import inputs, session
+from ui.serving import state
 from ui.stages import BY_SLUG as STAGES
 
 HUB = "tests/fixtures/hub"

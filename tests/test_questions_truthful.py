@@ -37,7 +37,7 @@ def read_out(model, tr) -> torch.Tensor:
 
 def other_pixels(at, model) -> torch.Tensor:
     """Another sample picture than the one shown, preprocessed for `model`."""
-    from ui.inputs import sample_bytes, sample_seeds
+    from ui.selection.inputs import sample_bytes, sample_seeds
 
     shown = at.session_state[keys.INPUT].data
     data = next(sample_bytes(s) for s in sample_seeds() if sample_bytes(s) != shown)

@@ -7,8 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from tests.test_every_page import small_fonts
-from ui import figures
-from ui.readable import readable
+from ui.drawing import figures
+from ui.drawing.readable import readable
 
 LEAST_PX = 14  # the number, not the module's: lowering TEXT_PX turns this red
 

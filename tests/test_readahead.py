@@ -1,4 +1,5 @@
-"""ui/readahead.py: the later pages' work, computed while the worker idles, for the right image."""
+"""ui/serving/readahead.py: the later pages' work, computed while the worker idles, for the right
+image."""
 
 import threading
 import time
@@ -8,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support import photo_bytes
-from ui import ahead, readahead, state
-from ui import worker as w
+from ui.serving import ahead, readahead, state
+from ui.serving import worker as w
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

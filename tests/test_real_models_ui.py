@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests import support
 from tests.support import photo_bytes
-from ui import keys, models
+from ui import keys
+from ui.selection import models
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # `hub` (conftest.py): the Hub stand-in serving a copy of tests/fixtures/hub
@@ -22,7 +23,7 @@ def server_args(monkeypatch):
     """Start the 'server' with these app arguments (what follows `--` on the command line)."""
     def use(*args: str, address: str = "0.0.0.0"):
         monkeypatch.setattr("sys.argv", ["app.py", *args])
-        monkeypatch.setattr("ui.models.listen_address", lambda: address)
+        monkeypatch.setattr("ui.selection.models.listen_address", lambda: address)
         models.server_args.clear()
     yield use
     models.server_args.clear()

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from tests.support import open_app, softmax64
 from ui import keys
-from ui.numbers import pct, percent
+from ui.drawing.numbers import pct, percent
 from ui.stages import embeddings as stage
 from ui.stages.embeddings.keys import EMBED_POS_SIZES
 from vit_core import at_size, input_sizes, load_image, load_model, preprocess

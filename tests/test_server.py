@@ -1,4 +1,5 @@
-"""ui/server.py, the one module that names Streamlit's private internals: each one it touches is
+"""ui/serving/server.py, the one module that names Streamlit's private internals: each one it
+touches is
 there in the installed streamlit (1.65.0) and behaves as the push relies on (over a real
 `streamlit run`, spoken to as a browser: tools/st_protocol.Tab), each one's absence makes
 `mode()` answer "poll" with ONE log line naming it, a polling page follows its class without
@@ -23,7 +24,7 @@ import pytest
 
 from tools.browser import free_port
 from tools.st_protocol import Tab
-from ui import server
+from ui.serving import server
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE = re.compile(r"streamlit\.(runtime|web|proto)|_session_mgr|_scriptrunner|"
@@ -34,7 +35,7 @@ PRIVATE = re.compile(r"streamlit\.(runtime|web|proto)|_session_mgr|_scriptrunner
 def test_no_other_module_names_a_private_streamlit_name():
     files = [ROOT / "app.py", *(ROOT / "ui").rglob("*.py")]
     found = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}"
-             for f in files if f.name != "server.py" or f.parent.name != "ui"
+             for f in files if f.name != "server.py" or f.parent.name != "serving"
              for i, line in enumerate(f.read_text().splitlines(), 1) if PRIVATE.search(line)]
     assert not found, "\n".join(found)
 

@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.independent import attention_pattern_shown
 from tests.support import open_app
-from ui import inputs, keys
+from ui import keys
+from ui.selection import inputs
 from ui.stages import BY_SLUG as ROUTES
 from vit_core import load_image, load_model, preprocess, run_trace
 

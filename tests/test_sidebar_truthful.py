@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support import open_app
 from ui import keys
-from ui import state as ui_state
+from ui.serving import state as ui_state
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.io.checkpoints import BUNDLED_DIR
 from vit_core.io.text import SPECIALS

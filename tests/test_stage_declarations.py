@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import open_app
-from ui import deck, keys, stages
+from ui import keys, stages
+from ui.lesson import deck
 from ui.stages import BY_SLUG as STAGES
 from vit_core import load_model
 
@@ -52,7 +53,8 @@ def test_every_stage_declares_steps_for_every_family(family):
 def test_every_read_a_step_declares_is_a_call_the_read_ahead_can_make():
     """A step's reads are the functions themselves (no name looked up elsewhere): each, given
     what a session shows, returns calls that take no argument (the read-ahead runs them)."""
-    from ui import inputs, tour
+    from ui.selection import inputs
+    from ui.serving import tour
 
     inp = inputs.make_input("sample", inputs.sample_bytes(inputs.sample_seeds()[0]))
     for name in FAMILIES.values():
@@ -72,8 +74,9 @@ def no_argument_needed(f) -> bool:
 
 
 def test_the_reads_are_declared_with_their_stages():
-    """ui/tour.py has no table of reads by name; a read only one stage declares lives in it."""
-    from ui import tour
+    """ui/serving/tour.py has no table of reads by name; a read only one stage declares lives in
+    it."""
+    from ui.serving import tour
 
     assert not hasattr(tour, "READS")
     owners = {}
@@ -81,7 +84,7 @@ def test_the_reads_are_declared_with_their_stages():
         for read in [*stage.extra_reads, *(r for s in stage.steps for r in s.reads)]:
             owners.setdefault(read, set()).add(stage.slug)
     for read, slugs in owners.items():
-        if read.__module__ != "ui.tour":
+        if read.__module__ != "ui.serving.tour":
             assert len(slugs) == 1, (read.__qualname__, slugs)
             assert read.__module__.startswith(stage_module(next(iter(slugs)))), (
                 read.__module__, slugs)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support import HUB, open_app, page_text, photo_bytes
 from ui import keys
-from ui.numbers import pct, span
+from ui.drawing.numbers import pct, span
 from ui.stages import embeddings as stage
 from ui.stages.embeddings.keys import (
     EMBED_MATRIX,

@@ -162,7 +162,7 @@ def test_a_classifier_without_cls_keeps_seeing_the_image_under_a_causal_mask():
     at = presenter(5, NOCLS)
     model = load_model(NOCLS)
     x = pixels_of(at, model)
-    from ui.inputs import sample_bytes, sample_seeds
+    from ui.selection.inputs import sample_bytes, sample_seeds
     from vit_core import load_image, preprocess
 
     other = next(sample_bytes(s) for s in sample_seeds()

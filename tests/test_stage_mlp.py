@@ -11,7 +11,7 @@ import pytest
 
 from tests.support import HUB, arr, open_app, page_text, photo_bytes, reveal
 from ui import keys
-from ui.numbers import pct
+from ui.drawing.numbers import pct
 from ui.stages import mlp as stage
 from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
 from vit_core import load_image, load_model, preprocess, run_trace

@@ -12,8 +12,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.independent import charts_by_key, greedy, pixels_of, trace_of
 from tests.support import HUB, open_app, photo_bytes
-from ui import figures, keys, stages
-from ui.numbers import pct
+from ui import keys, stages
+from ui.drawing import figures
+from ui.drawing.numbers import pct
 from ui.stages.overview import OVERVIEW_MAP
 from vit_core import load_model
 

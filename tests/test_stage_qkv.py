@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import HUB, arr, open_app, page_text, photo_bytes, reveal, softmax64
 from ui import keys
-from ui.numbers import pct
+from ui.drawing.numbers import pct
 from ui.stages import ln_qkv as stage
 from vit_core import load_image, load_model, preprocess, run_trace
 

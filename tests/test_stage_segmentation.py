@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.support import ROOT, open_app, page_text
-from ui import figures, keys, stages
+from ui import keys, stages
+from ui.drawing import figures
 from vit_core import load_image, load_model, preprocess, run_trace
 
 CLF = "shapes-classifier"

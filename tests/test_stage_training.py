@@ -22,9 +22,12 @@ from safetensors.torch import load_file
 
 from tests.independent import array, charts_by_key, pixels_of
 from tests.support import SMALL, open_app, randomised
-from ui import deck, inputs, keys, session, stages, state
-from ui.numbers import pct
-from ui.replies import Number, PatchPick
+from ui import keys, stages
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.replies import Number, PatchPick
+from ui.selection import inputs, session
+from ui.serving import state
 from ui.stages.training.keys import (
     TRAIN_CLS,
     TRAIN_CURVES,

@@ -19,7 +19,8 @@ from streamlit.testing.v1 import AppTest
 from tests.support import HUB, arr, charts, open_app, softmax64
 from tests.support import chart_titled as chart
 from tests.support import page_text as text
-from ui import figures, keys
+from ui import keys
+from ui.drawing import figures
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.io.text import Tokenizer
 
@@ -44,7 +45,7 @@ def pixels_of(at, model) -> torch.Tensor:
 
 
 def another_picture(at) -> bytes:
-    from ui.inputs import sample_bytes, sample_seeds
+    from ui.selection.inputs import sample_bytes, sample_seeds
 
     return next(sample_bytes(s) for s in sample_seeds()
                 if sample_bytes(s) != at.session_state[keys.INPUT].data)
@@ -166,7 +167,7 @@ EVEN_SPLIT = "arrow_black_sand_left_106_71_3_1"  # a composed scene the classifi
 
 
 def test_an_even_split_is_not_called_confident():
-    from ui.inputs import composed_bytes
+    from ui.selection.inputs import composed_bytes
 
     at = open_app("logits", "shapes-classifier", params={"scene": EVEN_SPLIT}, no_error=True)
     assert at.session_state[keys.INPUT].data == composed_bytes(EVEN_SPLIT)

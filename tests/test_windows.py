@@ -11,7 +11,7 @@ import torch
 from tests import reference
 from tests.support import open_app, page_text
 from ui import keys
-from ui.numbers import pct
+from ui.drawing.numbers import pct
 from ui.stages import masks as masks_stage
 from vit_core import ViT, ViTConfig, load_model, run_trace
 from vit_core.explain.flops import stage_rows

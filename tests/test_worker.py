@@ -1,4 +1,5 @@
-"""ui/worker.py: every forward pass of the app runs on one thread, in order, errors handed back.
+"""ui/serving/worker.py: every forward pass of the app runs on one thread, in order, errors handed
+back.
 
 A test that needs a pass held in progress holds it on an Event, and waits until the worker has
 taken it (or queued the next calls) before going on: no sleep stands for "the other thread has
@@ -11,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from ui import state
-from ui import worker as w
+from ui.serving import state
+from ui.serving import worker as w
 
 
 def until(done, timeout: float = 60.0) -> None:

@@ -63,7 +63,7 @@ def axe_source() -> str:
 def audit(page) -> list[Violation]:
     """axe-core's WCAG 2.1 A/AA violations on the page as it is now (injected once per
     document)."""
-    # the page's own accessibility script (ui/a11y.py) is part of the page: wait for it, and
+    # the page's own accessibility script (ui/drawing/a11y.py) is part of the page: wait for it, and
     # for a frame after its last fix
     page.wait_for_function("() => document.__vitA11y || !document.querySelector("
                            "'.st-key-a11y_js')", timeout=60_000)

@@ -29,7 +29,8 @@ Each measure is a function of the repository's root that returns plain data (tes
                      `from x import _y` of another library, and `obj._attr` (also getattr/setattr
                      with a literal `"_attr"`) where `obj` starts from another library's name or
                      `_attr` is defined nowhere in the repository (so it is not ours).
-    hand_formats     numbers formatted by hand in ui/stages/ (they go through ui/numbers.py):
+    hand_formats     numbers formatted by hand in ui/stages/ (they go through
+    ui/drawing/numbers.py):
                      f-string specs with a `%` or a precision (`:.0%`, `:.2f`), printf-style
                      `"%.2f" % x`, `format(x, ".1f")`, `"{:.1%}".format(x)`, `round(100 * x)`.
 """
@@ -53,7 +54,7 @@ REPEAT_WINDOW = 6
 GRAPH_DIRS = ("ui", "vit_core", "app.py")
 CODE_DIRS = GRAPH_DIRS
 REPEAT_DIRS = (*GRAPH_DIRS, "tools")
-GUARDED = ("ui/server.py",)
+GUARDED = ("ui/serving/server.py",)
 STAGES_DIR = "ui/stages"
 # Streamlit's documented modules: `import streamlit as st` and these; every other one is private.
 STREAMLIT_PUBLIC = ("streamlit", "streamlit.components.v1", "streamlit.components.v2",

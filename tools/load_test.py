@@ -328,7 +328,8 @@ def protocol_run(sessions: int = 30, within: float = 30.0, model: str = "vit-b16
                  timeout: float = 120.0, cache_mb: float | None = None,
                  read_ahead: bool | None = None) -> dict:
     """Start the server (or `replicas` behind HAProxy), run the classroom; the summary.
-    `read_ahead`: True / False sets the servers' ui/readahead.py on / off (None: as inherited)."""
+    `read_ahead`: True / False sets the servers' ui/serving/readahead.py on / off (None: as
+    inherited)."""
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
     if cache_mb is not None:
         env["VIT_EXPLAINER_CACHE_MB"] = str(cache_mb)
@@ -429,7 +430,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
     ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")
     ap.add_argument("--read-ahead", action=argparse.BooleanOptionalAction, default=True,
-                    help="the servers' read-ahead (ui/readahead.py; default on, as the app)")
+                    help="the servers' read-ahead (ui/serving/readahead.py; default on, as "
+                         "the app)")
     ap.add_argument("--think", type=float, default=0.0, help="seconds on a page before the next")
     ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
     ap.add_argument("--browser", action="store_true", help="real Chromium tabs instead")

@@ -11,7 +11,8 @@ here.
 from __future__ import annotations
 
 # ---------------------------------------------------------------- shared selections
-# Drawn by ui/controls.py on several pages; kept across page changes by controls.keep_shared and
+# Drawn by ui/selection/controls.py on several pages; kept across page changes by
+# controls.keep_shared and
 # clamped to the model by controls.clamp; layer, head and patch also come from a shared link.
 LAYER = "layer"  # int: selected block (controls.layer slider; share.load_once)
 HEAD = "head"  # int: selected attention head (controls.head slider; share.load_once)
@@ -19,7 +20,7 @@ PATCH = "patch"  # int: selected patch (controls.patch input, a grid click; shar
 KEY_PATCH = "key_patch"  # int: the key token's patch on the Q/K/V page (ui/stages/ln_qkv.py input)
 
 # ---------------------------------------------------------------- sidebar widgets
-# Drawn by ui/sidebar.py on every page.
+# Drawn by ui/selection/sidebar.py on every page.
 PRESENTER = "presenter"  # bool: presenter mode (sidebar toggle; share.load_once; presenter.leave)
 MODEL = "model"  # str: picker name (sidebar selectbox and checkpoint form; share.load_once)
 SIZE = "size"  # int: input size in px, the model's own or another (sidebar selectbox; a link)
@@ -41,7 +42,8 @@ FETCH_CANCEL = "fetch_cancel"  # button: close the fetch form
 UPLOAD_PREFIX = "upload-"  # + upload round: the uploader's key (see upload(); sidebar.upload_key)
 
 # ---------------------------------------------------------------- scene composer
-# Drawn by ui/composer.py in the sidebar's Image section; a shared link fills them (?scene=).
+# Drawn by ui/selection/composer.py in the sidebar's Image section; a shared link fills them
+# (?scene=).
 COMPOSE_OPEN = "compose_open"  # bool: the "Compose a scene" expander is open (its controls drawn)
 COMPOSE = "compose"  # bool: the composed scene is the image (toggle; any composer change)
 COMPOSE_SHAPE = "compose_shape"  # str: one of world.CLASS_NAMES (selectbox)
@@ -54,7 +56,7 @@ COMPOSE_DISTRACTORS = "compose_distractors"  # int: 0-3 small distractors (slide
 COMPOSE_VARIATION = "compose_variation"  # int: texture crop, lighting... (number_input)
 
 # ---------------------------------------------------------------- presenter header
-# Drawn by ui/presenter.py when presenter mode is on.
+# Drawn by ui/lesson/presenter.py when presenter mode is on.
 PRESENTER_EXIT = "presenter_exit"  # button: leave presenter mode
 PRESENTER_PREV = "presenter_prev"  # button: previous stage
 PRESENTER_NEXT = "presenter_next"  # button: next step (after a stage's last: the next stage)
@@ -65,13 +67,14 @@ PRESENTER_WHERE = "presenter_where"  # container: "Stage 4/10 · step 2/5 · …
 PRESENTER_NOTES = "_presenter_notes"  # the hidden box of this run's speaker notes (deck.py)
 PRESENTER_NOTES_BOX = "presenter_notes_box"  # container: the speaker notes, copied to their window
 PRESENTER_NOTES_OPEN = "presenter_notes_open"  # button: open the speaker notes' own window
-PRESENTER_STEP = "step"  # int: current step of the stage in PRESENTER_AT, from 0 (ui/steps.py;
-#                          the link's ?step= counts from 1: share.load_once / current_params)
-PRESENTER_AT = "_presenter_at"  # str: the stage PRESENTER_STEP belongs to (ui/steps.py)
+PRESENTER_STEP = "step"  # int: current step of the stage in PRESENTER_AT, from 0
+#                          (ui/lesson/steps.py; the link's ?step= counts from 1: share.load_once /
+#                          current_params)
+PRESENTER_AT = "_presenter_at"  # str: the stage PRESENTER_STEP belongs to (ui/lesson/steps.py)
 PRESENTER_GOTO = "_presenter_goto"  # str: the stage Next / Previous switches to (presenter.py)
 PRESENTER_PLAYING = "_playing"  # str | None: what Play is playing ("layers", "caption")
 PRESENTER_PLAY_FULL = "_play_full_run"  # bool: the player's fragment runs inside a full run
-PLAY_LAYERS = "play_layers"  # button: Play / Pause the layers (ui/deck.py)
+PLAY_LAYERS = "play_layers"  # button: Play / Pause the layers (ui/lesson/deck.py)
 
 # ---------------------------------------------------------------- a live class (ui/live/)
 # URL parameters (the teacher's: class + teach; a student's: join + me) and session state.
@@ -96,9 +99,9 @@ LIVE_CSV = "live_csv"  # download button: the class's answers
 LIVE_BANNER = "live_banner"  # container: "Following class ABC-DEF …" atop a student's page
 LIVE_HEADER = "live_header"  # container: "Class ABC-DEF · 12 following" in the teacher's header
 
-# ---------------------------------------------------------------- a phone (ui/phone.py)
+# ---------------------------------------------------------------- a phone (ui/drawing/phone.py)
 PHONE_JS = "phone_js"  # container: the touch script's invisible frame
-A11Y_JS = "a11y_js"  # container: the accessibility script's invisible frame (ui/a11y.py)
+A11Y_JS = "a11y_js"  # container: the accessibility script's invisible frame (ui/drawing/a11y.py)
 PHONE_IMAGE = "phone_image"  # popover: "Your image" atop the page, on a phone (its widgets drawn
 #                              only while it is open)
 PHONE_UPLOAD_PREFIX = "phone-upload-"  # + upload round: its uploader (as UPLOAD_PREFIX)
@@ -121,21 +124,22 @@ FETCH_ERROR = "_fetch_error"  # str | None: why the last fetch failed (sidebar.f
 LINK_NOTICE = "_link_notice"  # str: a shared link's model is not here (share.load_once)
 SIZE_ASKED = "_size_asked"  # str: a link's ?size=, checked by the sidebar against the model
 TRAIN_STEP_ASKED = "_train_step_asked"  # str: a link's ?train_step=, checked by the sidebar
-SCENE = "scene"  # str: code of the composed scene in use, the link's ?scene= (ui/composer.py)
+# the code of the composed scene in use, the link's ?scene= (ui/selection/composer.py)
+SCENE = "scene"  # str
 SCENE_NOTICE = "_scene_notice"  # str: a link's scene cannot be drawn (composer.load_link)
 LOADED_PATHS = "_loaded_paths"  # list[str]: checkpoints loaded in this session (sidebar.try_load)
 LOADED_NAME = "_loaded_name"  # str: picker name of the checkpoint just loaded (sidebar.try_load)
 KEPT_PREFIX = "_kept_"  # + sidebar key: its value kept across st.switch_page (see kept())
-MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui/navigate.py)
+MAP_OPEN = "_map_open"  # str: the stage a click on the model map opens next (ui/lesson/navigate.py)
 
 # -------------------------------------------------------- stages' widget keys read elsewhere
 # A stage's own widget keys are declared in the stage (ui/stages/<stage>/keys.py, or atop its
 # module); these are read outside it too (the live class follows them: ui/live/follow.py; the
 # read-ahead; other stages).
-# ui/show.py: the PNG download under every composed image
+# ui/drawing/show.py: the PNG download under every composed image
 PNG_PREFIX = "png_"  # + image slug (see png())
 PICTURE_TEXT_PREFIX = "picture_text_"  # box: a picture with text drawn in (its px next)
-# ui/presenter.py: the questions to ask the class, under a stage's last step
+# ui/lesson/presenter.py: the questions to ask the class, under a stage's last step
 STEP_PREFIX = "step_"  # + stage and step: a step's figure on the normal page (see step_box())
 ASK_PREFIX = "ask_"  # + stage and step: a step's question (see ask())
 TALLY_PREFIX = "tally_"  # + stage and step: the teacher's chart of the answers (tally())

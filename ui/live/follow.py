@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import vit_core
-
-from .. import keys, share, state, tour
-from ..session import model_name
-from ..stages import choices, common
-from . import classes
+from ui import keys
+from ui.lesson import share
+from ui.live import classes
+from ui.selection.session import model_name
+from ui.serving import state, tour
+from ui.stages import choices, common
 
 SKIP = object()  # a fit's answer: this setting does not apply to the student's model
 

@@ -10,8 +10,8 @@ banner) app.py calls itself, in its run's order.
 
 from __future__ import annotations
 
-from .. import deck
-from . import session, student, teacher
+from ui.lesson import deck
+from ui.live import session, student, teacher
 
 
 class LiveClass(deck.Lesson):

@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .primitives import Callback, _call_each, _seconds
+from ui.live.primitives import Callback, _call_each, _seconds
 
 SWEEP_EVERY = 256  # MemoryStore: drop every expired key once per this many create/put calls
 

@@ -15,7 +15,7 @@ KEEP_EVERY a thread marks the followers whose page is still open and checks ever
 (a message lost while Redis restarted heals). VIT_EXPLAINER_LIVE_RECHECK=0 switches the second
 half of that round off (the marks go on): a page then moves only when the server pushes, which is
 how tests/test_live_replicas.py shows the push; a class keeps it on. Reaching a session uses
-Streamlit's internals, all in ui/server.py, checked once: when one is missing (or
+Streamlit's internals, all in ui/serving/server.py, checked once: when one is missing (or
 VIT_EXPLAINER_PUSH=0) each student's page looks at its class itself twice a second (`_poll`,
 a documented `st.fragment(run_every=…)` and `st.rerun`), as it did before the push. Without a
 server (AppTest) nothing is pushed nor polled.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 
 import streamlit as st
 
-from .. import server
+from ui.serving import server
 
 KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
 POLL_EVERY = 0.5  # s between a page's own looks at its class when the server cannot push
@@ -49,7 +49,7 @@ def rechecks(environ: Mapping[str, str] | None = None) -> bool:
 
 def here() -> str | None:
     """The id of the session whose script runs on this thread (None outside a script run, or
-    when the server cannot push: ui/server.py)."""
+    when the server cannot push: ui/serving/server.py)."""
     return server.session_id()
 
 
@@ -78,7 +78,8 @@ class Pages:
              student: str | None = None) -> None:
         """What the page of `session_id` shows (each run of its banner); a page that starts
         following this class is marked as still here at once (then every round). When the
-        server cannot push (ui/server.py), the page looks itself, twice a second (`_poll`)."""
+        server cannot push (ui/serving/server.py), the page looks itself, twice a second
+        (`_poll`)."""
         if server.mode() == server.POLL:
             _poll(self, code, following, shown, student)
         if session_id is None:

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .primitives import ENV, Callback, StoreDown, _call_each, _log, _seconds
+from ui.live.primitives import ENV, Callback, StoreDown, _call_each, _log, _seconds
 
 CONNECT_TIMEOUT = 2.0  # s to open a connection to Redis
 SOCKET_TIMEOUT = 2.0  # s to wait for one reply

@@ -2,7 +2,7 @@
 
 The teacher's address holds the class code and the teacher's secret (`?class=…&teach=…`); a
 student's holds the code and an anonymous id (`?join=…&me=…`). Both are read once per session
-(`load_once`, like the rest of the view: ui/share.py) and written back with the view, so a
+(`load_once`, like the rest of the view: ui/lesson/share.py) and written back with the view, so a
 reload, or a replica restarting under the balancer, brings the session back into its class with
 the same id: the same answers count as theirs.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import keys, models
-from . import classes, push
-from .store import StoreDown, open_store
+from ui import keys
+from ui.live import classes, push
+from ui.live.store import StoreDown, open_store
+from ui.selection import models
 
 NOTICE_DOWN = ("The class store is not answering, so the class cannot be reached right now; "
                "the app goes on without it and tries again on the next click.")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import os
 import threading
 
-from .memory import MemoryStore
-from .primitives import ENV, Store, StoreDown
-from .redis_store import RedisStore
+from ui.live.memory import MemoryStore
+from ui.live.primitives import ENV, Store, StoreDown
+from ui.live.redis_store import RedisStore
 
 __all__ = ["ENV", "MemoryStore", "RedisStore", "Store", "StoreDown", "describe", "open_store"]
 

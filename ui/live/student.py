@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import figures, keys, replies, share, stages
-from . import classes, push, session
-from . import follow as follow_settings
-from .store import StoreDown
+from ui import keys, stages
+from ui.drawing import figures
+from ui.lesson import replies, share
+from ui.live import classes, push, session
+from ui.live import follow as follow_settings
+from ui.live.store import StoreDown
 
 
 # ---------------------------------------------------------------- following

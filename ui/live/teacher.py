@@ -14,10 +14,11 @@ from urllib.parse import urlencode
 import plotly.graph_objects as go
 import streamlit as st
 
-from .. import keys, share, stages, steps
-from ..readable import readable
-from . import classes, follow, session
-from .store import StoreDown
+from ui import keys, stages
+from ui.drawing.readable import readable
+from ui.lesson import share, steps
+from ui.live import classes, follow, session
+from ui.live.store import StoreDown
 
 TALLY_EVERY = 2.0  # s between refreshes of the answer counts on the teacher's screen
 RIGHT, WRONG, UNMARKED = "right for their own image", "not right", "not marked"
@@ -205,7 +206,7 @@ def _tally(stage: str, step: str) -> None:
 
 def tally_figure(found: list) -> go.Figure:
     """How many students gave each answer, split by whether it was right for their image (its
-    text at the figures' floor, ui/readable.py: the teacher projects it)."""
+    text at the figures' floor, ui/drawing/readable.py: the teacher projects it)."""
     order = [v for v, _ in Counter(a.value for a in found).most_common(12)]
     fig = go.Figure()
     for mark, colour in ((RIGHT, "#2e7d32"), (WRONG, "#c62828"), (UNMARKED, "#757575")):

@@ -1,5 +1,6 @@
 """The stages, in the tour's order: one module (or package) each, declaring `STAGE` (a
-ui.deck.Stage): its slug, title, menu name and icon, its widget keys, and its steps, in order,
+ui.lesson.deck.Stage): its slug, title, menu name and icon, its widget keys, and its steps, in
+order,
 each with what it reads.
 
 `STAGES` is the one list: adding a stage is its module and one line here. Its place numbers it
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import (
+from ui.stages import (
     attention,
     embeddings,
     experiments,

@@ -4,11 +4,10 @@ without importing a stage (a stage imports the deck, and the deck reaches the cl
 
 from __future__ import annotations
 
+from ui.stages import common
 from vit_core import MASK_KINDS
 from vit_core.io.mae_files import bundled_maes, is_mae
 from vit_core.masks import window_name
-
-from . import common
 
 # Attention: what the score matrix shows
 VIEWS = ("raw scores q·k", "scaled scores q·k/√d_k", "softmax pattern A")

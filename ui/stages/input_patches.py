@@ -8,12 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from ui.drawing import figures, show
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question, Step
+from ui.selection import controls
+from ui.stages.common import smaller_patch
 from vit_core.explain.embeddings import PatchCost, patch_cost
 from vit_core.io.images import denormalize, describe_preprocessing
-
-from .. import controls, deck, figures, show
-from ..deck import Number, Question, Step
-from .common import smaller_patch
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 GRID_CLICK = "grid_click"  # chart: clickable patch grid (its selection event selects a patch)

@@ -10,12 +10,13 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question, Step
 from vit_core.explain.attention import score_by_hand
 from vit_core.explain.tokens import layernorm_steps, token_stats
-
-from .. import deck, figures, keys
-from ..deck import Choice, Question, Step
-from ..numbers import pct
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 LN_HIST = "ln_hist"  # chart: values before and after LayerNorm
@@ -74,7 +75,7 @@ def view() -> Ctx:
 def _step_compares_keys(c) -> bool:
     """Does the step presenter mode shows use the key patch (LayerNorm's does not: without the
     number box its row is the toggle's height, which the slide's figure gets)?"""
-    from .. import steps
+    from ui.lesson import steps
 
     shown = STAGE.steps_for(c)
     return shown[steps.index_in(STAGE.slug, len(shown))].key != "layernorm"

@@ -7,13 +7,16 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Number, Question, Step
+from ui.selection import session
+from ui.serving import state
+from ui.serving.tour import Ask
+from ui.stages import common
 from vit_core.explain.tokens import gelu_curve, mlp_units, residual_stream, sublayer_totals
-
-from .. import deck, figures, keys, session, state
-from ..deck import Choice, Number, Question, Step
-from ..numbers import pct
-from ..tour import Ask
-from . import common
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 MLP_GELU = "mlp_gelu"  # chart: GELU and the token's pre-activations

@@ -9,18 +9,21 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures, phone, phone_figures, show
+from ui.drawing.numbers import pct
+from ui.drawing.tables import stage_table
+from ui.lesson import deck, navigate
+from ui.lesson.deck import Step
+from ui.selection import models, session
+from ui.selection.scene_notes import caption_note, class_note
+from ui.serving import state
+from ui.serving.tour import caption_pass, patch_pca
 from vit_core.explain.attention import cls_patch_row
 from vit_core.explain.lens import probabilities, top_class
 from vit_core.explain.stages import ModelMap, model_map
 from vit_core.io.images import describe_preprocessing
 from vit_core.scenes.world import Composition
-
-from .. import deck, figures, keys, models, navigate, phone, phone_figures, session, show, state
-from ..deck import Step
-from ..numbers import pct
-from ..scene_notes import caption_note, class_note
-from ..tables import stage_table
-from ..tour import caption_pass, patch_pca
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 OVERVIEW_GRID = "overview_grid"  # chart: patch grid
@@ -29,7 +32,6 @@ OVERVIEW_TABLE = "overview_table"  # table: every stage's shape
 OVERVIEW_WORDS = "overview_words"  # chart: the caption's word probabilities
 OVERVIEW_OUTPUT = "overview_output"  # chart: a headless encoder's CLS attention over the image
 OVERVIEW_MAP = "overview_map"  # chart: the model map (a click on a box opens its stage)
-
 PRESENTER_SCALE = 1.3  # presenter mode draws the map's text and markers this much larger
 TOP_SHOWN = 5  # the prediction's bars show this many classes at most (figures.top_k_bars' k)
 
@@ -103,7 +105,8 @@ def _map_figure(x: Ctx, f: Map) -> None:
     if x.presenting:  # as wide as the slide (the height is the slide's: deck.chart)
         fig.update_layout(width=None)
         return navigate.map_chart(fig, OVERVIEW_MAP, "stretch")
-    # the 800-px serpentine, or on a phone the pass top to bottom (ui/phone.py: which is shown
+    # the 800-px serpentine, or on a phone the pass top to bottom (ui/drawing/phone.py: which is
+    # shown
     # is the browser's choice, by the screen's width)
     tall = figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm))
     phone.both(OVERVIEW_MAP, lambda: navigate.map_chart(fig, OVERVIEW_MAP, "content"),

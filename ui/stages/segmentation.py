@@ -11,6 +11,12 @@ import streamlit as st
 import torch
 from PIL import Image
 
+from ui.drawing import figures, show
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question, Step
+from ui.selection import models, session
+from ui.serving import state, tour
 from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.segmentation import (
     boundary_stats,
@@ -20,10 +26,6 @@ from vit_core.explain.segmentation import (
     patch_reach,
     pca_variance,
 )
-
-from .. import deck, figures, models, session, show, state, tour
-from ..deck import Choice, Question, Step
-from ..numbers import pct
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 SEG_TABLE = "seg_table"  # table: class shares

@@ -9,6 +9,14 @@ from typing import Any
 
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question, Step
+from ui.selection import models, session
+from ui.serving import state, tour
+from ui.stages import common
 from vit_core import PRESETS
 from vit_core.explain.flops import (
     attention_share,
@@ -20,11 +28,6 @@ from vit_core.explain.flops import (
     traced_shapes,
 )
 from vit_core.explain.windows import window_cost
-
-from .. import deck, figures, keys, models, session, state, tour
-from ..deck import Choice, Question, Step
-from ..numbers import pct
-from . import common
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
 SHAPE_TABLE = "shape_table"  # table: the shape trace, into the blocks and out

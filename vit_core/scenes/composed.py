@@ -1,6 +1,6 @@
 """Which of the four things placed in a composed scene (world.Composition: shape, colour,
 position, background) a caption names. Facts only, from the words a model wrote; the app words
-them (ui/scene_notes.py)."""
+them (ui/selection/scene_notes.py)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,10 @@ share is in `context`; the numbers come from vit_core.explain.attention."""
 
 from __future__ import annotations
 
-from ... import deck
-from . import measures, patterns
-from .context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, VIEWS, Ctx, view
-from .measures import distance_words, entropy_words, head_choice, head_name
+from ui.lesson import deck
+from ui.stages.attention import measures, patterns
+from ui.stages.attention.context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, VIEWS, Ctx, view
+from ui.stages.attention.measures import distance_words, entropy_words, head_choice, head_name
 
 __all__ = ["EVEN_ENTROPY", "LOCAL", "NEAR_EVEN", "STAGE", "STRONGEST", "VIEWS", "Ctx",
            "distance_words", "entropy_words", "head_choice", "head_name", "view"]

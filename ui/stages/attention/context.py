@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import torch
 
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.selection import session
+from ui.serving import state
+from ui.stages import choices
 from vit_core.explain.attention import allowed_from_mask
-
-from ... import deck, figures, session, state
-from .. import choices
 
 LOCAL = 0.5  # a head "looks locally" when its mean distance is under this share of an even spread
 NEAR_EVEN = 0.75  # ... and "looks everywhere" when even its nearest is at least this share

@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import math
 
+from ui.drawing import figures, show
+from ui.drawing.numbers import pct, span
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question, Step
+from ui.serving import tour
+from ui.stages.attention.context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, Ctx
+from ui.stages.attention.keys import ATTN_DISTANCE, ATTN_ENTROPY
 from vit_core.explain.attention import (
     RolloutShares,
     head_range,
@@ -14,12 +21,6 @@ from vit_core.explain.attention import (
     spread_picks,
     uniform_distance,
 )
-
-from ... import deck, figures, show, tour
-from ...deck import Choice, Question, Step
-from ...numbers import pct, span
-from .context import EVEN_ENTROPY, LOCAL, NEAR_EVEN, STRONGEST, Ctx
-from .keys import ATTN_DISTANCE, ATTN_ENTROPY
 
 
 # ---------------------------------------------------------------- rollout

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures, show
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import PatchPick, Question, Step
+from ui.serving import tour
+from ui.stages.attention.context import VIEWS, Ctx, pattern
+from ui.stages.attention.keys import ATTN_MATRIX
 from vit_core.explain.attention import (
     PatchLook,
     PrefixMaps,
@@ -13,12 +21,6 @@ from vit_core.explain.attention import (
     prefix_maps,
     top_cell,
 )
-
-from ... import deck, figures, keys, show, tour
-from ...deck import PatchPick, Question, Step
-from ...numbers import pct
-from .context import VIEWS, Ctx, pattern
-from .keys import ATTN_MATRIX
 
 SLIDE_MAPS = 6  # a slide shows at most this many heads' maps, in one row
 

@@ -5,9 +5,10 @@ vector, W_E's filters, the sum, the text rows), `positions` (position similarity
 
 from __future__ import annotations
 
-from ... import deck, session
-from . import positions, sizes, tokens
-from .positions import (
+from ui.lesson import deck
+from ui.selection import session
+from ui.stages.embeddings import positions, sizes, tokens
+from ui.stages.embeddings.positions import (
     ALIKE_GAP,
     APART,
     BORDER_GAP,
@@ -18,7 +19,7 @@ from .positions import (
     similarity_notes,
     similarity_words,
 )
-from .sizes import SAME_CONFIDENCE, same_place, size_words
+from ui.stages.embeddings.sizes import SAME_CONFIDENCE, same_place, size_words
 
 __all__ = ["ALIKE_GAP", "APART", "BORDER_GAP", "CHECKERBOARD", "CLEAR_GAP", "SAME_CONFIDENCE",
            "STAGE", "WEAK_GAP", "border_words", "same_place", "similarity_notes",

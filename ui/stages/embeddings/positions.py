@@ -4,12 +4,13 @@ vit_core.explain.embeddings.position_distance_stats."""
 
 from __future__ import annotations
 
+from ui.drawing import figures
+from ui.drawing.numbers import span
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.serving import state, tour
+from ui.stages.embeddings.keys import EMBED_POS_ALL, EMBED_POS_ONE
 from vit_core.explain.embeddings import position_neighbours
-
-from ... import deck, figures, state, tour
-from ...deck import Step
-from ...numbers import span
-from .keys import EMBED_POS_ALL, EMBED_POS_ONE
 
 # The position-similarity note's wording thresholds (on mean cosines of position vectors,
 # vit_core.explain.embeddings.position_distance_stats):

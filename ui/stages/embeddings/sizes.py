@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ui.drawing import figures
+from ui.drawing.numbers import pct, points
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question, Step
+from ui.selection import session
+from ui.serving import state
+from ui.serving.tour import Ask
+from ui.stages.embeddings.keys import EMBED_POS_SIZES
+from ui.stages.embeddings.positions import num as _num
 from vit_core.explain.embeddings import cost_ratios, input_cost
 from vit_core.explain.flops import si
 from vit_core.explain.lens import top_class
-
-from ... import deck, figures, session, state
-from ...deck import Number, Question, Step
-from ...numbers import pct, points
-from ...tour import Ask
-from .keys import EMBED_POS_SIZES
-from .positions import num as _num
 
 SAME_CONFIDENCE = 0.05  # another size moves the top class's probability less than this: "about
 #                         as sure"; from this on, "N points more / less sure"

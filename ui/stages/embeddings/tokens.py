@@ -6,14 +6,16 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ui.drawing import figures, show
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question, Step
+from ui.selection import session
+from ui.serving import state, tour
+from ui.stages import common
+from ui.stages.embeddings.keys import EMBED_MATRIX, EMBED_TEXT, EMBED_VECTOR
 from vit_core.explain.embeddings import component_count, patch_embedding_check
 from vit_core.explain.generation import tokenizer_for
-
-from ... import deck, figures, session, show, state, tour
-from ...deck import Choice, Question, Step
-from ...numbers import pct
-from .. import common
-from .keys import EMBED_MATRIX, EMBED_TEXT, EMBED_VECTOR
 
 SAME_WE = Choice((  # why one W_E for every patch: the right reason, and what students often think
     "Every patch holds the same kind of pixels, so one is enough",

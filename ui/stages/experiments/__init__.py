@@ -12,11 +12,18 @@ worded here.
 
 from __future__ import annotations
 
-from ... import deck, tour
-from ...deck import Step
-from . import reads
-from .change import change_facts, change_figure, change_notes, change_words, shuffled_words
-from .compare import (
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.serving import tour
+from ui.stages.experiments import reads
+from ui.stages.experiments.change import (
+    change_facts,
+    change_figure,
+    change_notes,
+    change_words,
+    shuffled_words,
+)
+from ui.stages.experiments.compare import (
     caption_change_words,
     class_change_words,
     compare_facts,
@@ -25,8 +32,8 @@ from .compare import (
     compare_words,
     similarity_words,
 )
-from .notice import notice_facts, notice_words, window_notice
-from .order import (
+from ui.stages.experiments.notice import notice_facts, notice_words, window_notice
+from ui.stages.experiments.order import (
     fed_facts,
     fed_figure,
     fed_words,
@@ -35,9 +42,14 @@ from .order import (
     unordered_notes,
     unordered_words,
 )
-from .printed import family, moved, names_of, points, share
-from .question import after_question, class_choice, cosine_number, unordered_question
-from .view import KINDS, SHUFFLES, Ctx, around, intro, mask_options, view
+from ui.stages.experiments.printed import family, moved, names_of, points, share
+from ui.stages.experiments.question import (
+    after_question,
+    class_choice,
+    cosine_number,
+    unordered_question,
+)
+from ui.stages.experiments.view import KINDS, SHUFFLES, Ctx, around, intro, mask_options, view
 
 __all__ = ["STAGE", "KINDS", "SHUFFLES", "Ctx", "around", "caption_change_words",
            "class_change_words", "class_choice", "cosine_number", "deck", "family", "mask_options",

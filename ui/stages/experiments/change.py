@@ -6,15 +6,17 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.selection import controls
+from ui.stages import common
+from ui.stages.experiments.keys import EXP_ALTERED, EXP_CLEAR, EXP_GRID, EXP_INPUT
+from ui.stages.experiments.printed import listed
+from ui.stages.experiments.view import KINDS, SHUFFLES, Ctx, mask_options
 from vit_core.explain import experiment_facts as facts
 from vit_core.io.images import denormalize
 from vit_core.masks import parse_window
-
-from ... import controls, deck, figures, keys
-from .. import common
-from .keys import EXP_ALTERED, EXP_CLEAR, EXP_GRID, EXP_INPUT
-from .printed import listed
-from .view import KINDS, SHUFFLES, Ctx, mask_options
 
 
 def _toggle_clicked_patch() -> None:

@@ -7,15 +7,15 @@ from typing import Any
 
 import torch
 
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.stages.experiments.keys import EXP_COMPARE
+from ui.stages.experiments.notice import notice_facts, notice_words
+from ui.stages.experiments.printed import family, moved, names_of, points, share, turned
+from ui.stages.experiments.view import Ctx, blind
 from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.explain.readout import near_uniform
-
-from ... import deck, figures
-from .keys import EXP_COMPARE
-from .notice import notice_facts, notice_words
-from .printed import family, moved, names_of, points, share, turned
-from .view import Ctx, blind
 
 TOP = 5  # the class charts draw the top classes before and after, this many of each
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ui.stages import common
+from ui.stages.experiments.printed import family, moved, names_of, outputs_name, share
+from ui.stages.experiments.view import Ctx, blind
 from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.masks import parse_window
-
-from .. import common
-from .printed import family, moved, names_of, outputs_name, share
-from .view import Ctx, blind
 
 
 @dataclass(frozen=True)

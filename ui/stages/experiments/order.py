@@ -8,16 +8,16 @@ from typing import Any
 
 import streamlit as st
 
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.stages import common
+from ui.stages.experiments.compare import TOP
+from ui.stages.experiments.keys import EXP_UNORDERED, EXP_WORDS
+from ui.stages.experiments.printed import family, names_of, outputs_name, share
+from ui.stages.experiments.view import Ctx
 from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import score_logits, tokenizer_for
-
-from ... import deck, figures
-from .. import common
-from .compare import TOP
-from .keys import EXP_UNORDERED, EXP_WORDS
-from .printed import family, names_of, outputs_name, share
-from .view import Ctx
 
 GIVEN_BEFORE = "image, the words before it"  # what a text position sees: causal or prefix mask
 GIVEN_FULL = "image, every word fed, itself and those after it too"  # a text position sees ahead

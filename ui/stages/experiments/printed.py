@@ -1,15 +1,15 @@
-"""How the Experiments stage prints its numbers (through ui.numbers) and names what a model
+"""How the Experiments stage prints its numbers (through ui.drawing.numbers) and names what a model
 answers with."""
 
 from __future__ import annotations
 
+from ui.drawing.numbers import pct
 from vit_core.explain import interventions as ex
-
-from ...numbers import pct
 
 
 def share(p: float) -> str:
-    """A probability as this stage prints it (ui.numbers.pct): one decimal, three under 1 % (an
+    """A probability as this stage prints it (ui.drawing.numbers.pct): one decimal, three under 1 %
+    (an
     untrained model's 1000 classes sit near 0.1 %, where one decimal would hide every change)."""
     return pct(p, 1 if p >= 0.01 else 3)
 

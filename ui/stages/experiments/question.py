@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import torch
 
+from ui.lesson.deck import Choice, Number, Question
+from ui.stages import common
+from ui.stages.experiments.compare import Compare
+from ui.stages.experiments.printed import listed, moved, names_of, points, share, turned
+from ui.stages.experiments.view import SHUFFLES, Ctx
 from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
-
-from ...deck import Choice, Number, Question
-from .. import common
-from .compare import Compare
-from .printed import listed, moved, names_of, points, share, turned
-from .view import SHUFFLES, Ctx
 
 NAMED_PATCHES = 6  # a grey set this small is listed patch by patch in the question
 OFFERED = 4  # "what does it answer now?" offers this many classes at most

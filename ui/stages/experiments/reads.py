@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ... import state
-from ...tour import Ask
+from ui.serving import state
+from ui.serving.tour import Ask
 
 
 def experiment(a: Ask) -> list[Callable]:

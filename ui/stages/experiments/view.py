@@ -9,13 +9,15 @@ from typing import Any
 
 import streamlit as st
 
+from ui import keys
+from ui.lesson import deck
+from ui.selection import session
+from ui.serving import state
+from ui.stages import choices
 from vit_core.explain import experiment_facts as facts
 from vit_core.explain import interventions as ex
 from vit_core.explain.generation import tokenizer_for
 from vit_core.explain.readout import image_blind
-
-from ... import deck, keys, session, state
-from .. import choices
 
 KINDS = choices.KINDS  # the radio's labels -> the intervention
 SHUFFLES = ("shuffle", "shuffle_no_positions")
@@ -78,7 +80,7 @@ class Ctx:
         return self.kind in ("heads", "occlude") and not self.arg
 
     def run(self, kind: str, arg: tuple = ()):
-        """The trace with intervention `kind` (cached in ui.state), fed the same text."""
+        """The trace with intervention `kind` (cached in ui.serving.state), fed the same text."""
         return state.experiment(self.inp, self.name, kind, arg, self.text_ids, self.mask)
 
     def caption(self, kind: str, arg: tuple = ()):

@@ -5,9 +5,11 @@ point like it."""
 
 from __future__ import annotations
 
-from ... import deck, models, tour
-from ...deck import Step
-from .base import (
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.selection import models
+from ui.serving import tour
+from ui.stages.logits.base import (
     CAPTION,
     TEMPERATURE,
     TEMPERATURE_Q,
@@ -18,7 +20,7 @@ from .base import (
     _headless,
     view,
 )
-from .captioner import (
+from ui.stages.logits.captioner import (
     _scoring_facts,
     _scoring_figure,
     _scoring_notes,
@@ -29,7 +31,7 @@ from .captioner import (
     _writing_question,
     _writing_words,
 )
-from .classifier import (
+from ui.stages.logits.classifier import (
     _answer_facts,
     _answer_figure,
     _answer_notes,
@@ -45,7 +47,7 @@ from .classifier import (
     _raw_notes,
     _raw_words,
 )
-from .headless import (
+from ui.stages.logits.headless import (
     _headless_question,
     _similar_figure,
     _similar_notes,
@@ -54,7 +56,7 @@ from .headless import (
     _vector_figure,
     _vector_words,
 )
-from .words import (
+from ui.stages.logits.words import (
     blind_words,
     caption_note,
     distribution_words,

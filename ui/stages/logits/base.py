@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ... import deck, keys, session
-from ...deck import Choice
+from ui import keys
+from ui.lesson import deck
+from ui.lesson.deck import Choice
+from ui.selection import session
 
 TOP_BARS = 5  # the classifier's bars: the most probable this-many classes
 WORD_BARS = 8  # the captioner's bars: the most likely this-many next words

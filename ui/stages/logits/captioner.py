@@ -8,19 +8,20 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from vit_core.explain.logit_facts import live_words, sees_ahead, top_of
-
-from ... import deck, figures, keys, player, state
-from ...deck import Question
-from ...numbers import pct, percent
-from .base import (
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct, percent
+from ui.lesson import deck, player
+from ui.lesson.deck import Question
+from ui.serving import state
+from ui.stages.logits.base import (
     SLIDE_ROWS,
     TEMPERATURE,
     TEMPERATURE_Q,
     WORD_BARS,
     Ctx,
 )
-from .keys import (
+from ui.stages.logits.keys import (
     CAPTION_SCORES,
     GEN_ALL,
     GEN_DIST,
@@ -30,10 +31,11 @@ from .keys import (
     GEN_STEPS,
     PLAY_CAPTION,
 )
-from .words import (
+from ui.stages.logits.words import (
     caption_note,
     scored_column,
 )
+from vit_core.explain.logit_facts import live_words, sees_ahead, top_of
 
 
 # ---------------------------------------------------------------- captioner: writing

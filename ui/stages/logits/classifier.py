@@ -8,16 +8,12 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vit_core.explain.logit_facts import lens_at, logit_order, tempered, top_of
-from vit_core.explain.readout import (
-    image_blind,
-    lens_summary,
-)
-
-from ... import deck, figures, models
-from ...deck import Number, Question
-from ...numbers import pct
-from .base import (
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.selection import models
+from ui.stages.logits.base import (
     TEMPERATURE,
     TEMPERATURE_Q,
     TOP_BARS,
@@ -25,13 +21,18 @@ from .base import (
     _temperature,
     _temperature_slider,
 )
-from .keys import LOGITS_LENS, LOGITS_RAW, LOGITS_TOPK
-from .words import (
+from ui.stages.logits.keys import LOGITS_LENS, LOGITS_RAW, LOGITS_TOPK
+from ui.stages.logits.words import (
     _where,
     blind_words,
     distribution_words,
     lens_words,
     readout_path,
+)
+from vit_core.explain.logit_facts import lens_at, logit_order, tempered, top_of
+from vit_core.explain.readout import (
+    image_blind,
+    lens_summary,
 )
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vit_core.explain.readout import (
-    headless_summary,
-)
-
-from ... import deck, figures, show
-from ...deck import Choice, Question
-from .base import (
+from ui.drawing import figures, show
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question
+from ui.stages.logits.base import (
     TEMPERATURE,
     TEMPERATURE_Q,
     Ctx,
 )
-from .keys import LOGITS_RAW
+from ui.stages.logits.keys import LOGITS_RAW
+from vit_core.explain.readout import (
+    headless_summary,
+)
 
 
 # ---------------------------------------------------------------- headless: the final vector

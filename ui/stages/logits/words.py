@@ -3,6 +3,7 @@ logit_facts' numbers: the head, the answer's distribution, the logit lens, a sco
 
 from __future__ import annotations
 
+from ui.drawing.numbers import pct, pct_at_least
 from vit_core.explain.logit_facts import caption_scores
 from vit_core.explain.readout import (
     UNIFORM_ENTROPY,
@@ -10,8 +11,6 @@ from vit_core.explain.readout import (
     distribution,
     lens_summary,
 )
-
-from ...numbers import pct, pct_at_least
 
 CONFIDENT = 0.75  # "confident": at least this much on the top class ...
 CLEAR_LEAD = 5.0  # ... and at least this many times the runner-up's probability

@@ -7,9 +7,9 @@ said comes from that one pass (ui/state.mae_run)."""
 
 from __future__ import annotations
 
-from ... import deck
-from ...deck import Step
-from .base import (
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.stages.mae.base import (
     DEFAULT_MAE,
     MODES,
     NO_MAE,
@@ -21,7 +21,7 @@ from .base import (
     measure,
     view,
 )
-from .errors import (
+from ui.stages.mae.errors import (
     _error_figure,
     _error_question,
     _error_words,
@@ -32,7 +32,7 @@ from .errors import (
     _reconstruction_question,
     _reconstruction_words,
 )
-from .hide import (
+from ui.stages.mae.hide import (
     _hide_figure,
     _hide_question,
     _hide_words,
@@ -41,7 +41,7 @@ from .hide import (
     _shapes_question,
     _shapes_words,
 )
-from .pictures import error_map, loss_bars, token_strips
+from ui.stages.mae.pictures import error_map, loss_bars, token_strips
 
 __all__ = ["DEFAULT_MAE", "MODES", "NO_MAE", "RATIO_CHOICES", "STAGE", "Ctx", "error_map",
            "flat_guess", "loss_bars", "mae_for", "measure", "token_strips", "view"]

@@ -9,11 +9,12 @@ from typing import Any
 import streamlit as st
 from PIL import Image
 
+from ui import keys
+from ui.lesson import deck
+from ui.serving import state
+from ui.stages import choices
 from vit_core.explain.mae_facts import MAENumbers as Numbers
 from vit_core.explain.mae_facts import measure as measure_pass
-
-from ... import deck, keys, state
-from .. import choices
 
 DEFAULT_MAE = choices.DEFAULT_MAE  # the MAE shown when the session's model is not one
 RATIO_CHOICES = choices.RATIO_CHOICES  # the shares offered: 5 … 95 %

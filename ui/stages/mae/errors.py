@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vit_core.explain.mae_facts import MAENumbers as Numbers
-from vit_core.explain.mae_facts import hardest_of
-
-from ... import deck
-from ...deck import Choice, Number, Question
-from ...numbers import pct
-from .base import (
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Number, Question
+from ui.stages.mae.base import (
     CLEARLY,
     LOSS_TEX,
     Ctx,
     _no_mae,
     flat_guess,
 )
-from .keys import MAE_ERROR, MAE_IMAGES, MAE_LOSS
-from .pictures import (
+from ui.stages.mae.keys import MAE_ERROR, MAE_IMAGES, MAE_LOSS
+from ui.stages.mae.pictures import (
     _blank,
     _image,
     _images_row,
     error_map,
     loss_bars,
 )
+from vit_core.explain.mae_facts import MAENumbers as Numbers
+from vit_core.explain.mae_facts import hardest_of
 
 
 # ---------------------------------------------------------------- step 3: the reconstruction

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vit_core.explain.mae_facts import MAENumbers as Numbers
-from vit_core.mae import num_visible
-
-from ... import deck, figures, keys
-from ...deck import Number, Question
-from ...numbers import pct
-from .base import (
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.stages.mae.base import (
     LOSS_TEX,
     MODES,
     RATIO_CHOICES,
@@ -20,14 +19,16 @@ from .base import (
     _no_mae,
     _which,
 )
-from .keys import MAE_CLEAR, MAE_GRID, MAE_INPUT, MAE_NEW, MAE_SHAPES, MAE_TOKENS
-from .pictures import (
+from ui.stages.mae.keys import MAE_CLEAR, MAE_GRID, MAE_INPUT, MAE_NEW, MAE_SHAPES, MAE_TOKENS
+from ui.stages.mae.pictures import (
     _blank,
     _clear,
     _next_masking,
     _toggle_clicked_patch,
     token_strips,
 )
+from vit_core.explain.mae_facts import MAENumbers as Numbers
+from vit_core.mae import num_visible
 
 
 # ---------------------------------------------------------------- step 1: hide patches

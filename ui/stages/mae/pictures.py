@@ -9,17 +9,17 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vit_core.explain.mae_facts import MAENumbers as Numbers
-from vit_core.io.images import denormalize
-
-from ... import figures, keys
-from ...readable import TEXT_PX
-from .base import (
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.readable import TEXT_PX
+from ui.stages.mae.base import (
     HIDDEN_GREY,
     ROW_TEXT,
     TEXT_CELLS,
 )
-from .keys import MAE_GRID
+from ui.stages.mae.keys import MAE_GRID
+from vit_core.explain.mae_facts import MAENumbers as Numbers
+from vit_core.io.images import denormalize
 
 
 # ---------------------------------------------------------------- pictures

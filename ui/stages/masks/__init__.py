@@ -7,10 +7,11 @@ steps share is `view`; the numbers come from vit_core.explain (mask_facts, windo
 
 from __future__ import annotations
 
-from ... import deck, tour
-from ...deck import Step
-from . import classifier, live, reads, three, windowed
-from .view import Ctx, _same_for_every_image, intro, side_by_side, view
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.serving import tour
+from ui.stages.masks import classifier, live, reads, three, windowed
+from ui.stages.masks.view import Ctx, _same_for_every_image, intro, side_by_side, view
 
 __all__ = ["STAGE", "Ctx", "_same_for_every_image", "side_by_side", "tour", "view"]
 

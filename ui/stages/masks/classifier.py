@@ -6,15 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question
+from ui.selection import inputs
+from ui.selection import models as picker
+from ui.serving import state, tour
+from ui.stages.masks.keys import CLF_CAUSAL
+from ui.stages.masks.view import Ctx, side_by_side
 from vit_core.explain.experiment_facts import probabilities, top_answer
 from vit_core.explain.mask_facts import largest_gap
-
-from ... import deck, figures, inputs, state, tour
-from ... import models as picker
-from ...deck import Choice, Question
-from ...numbers import pct
-from .keys import CLF_CAUSAL
-from .view import Ctx, side_by_side
 
 SAME_LOGITS = 1e-4  # causal logits on two pictures closer than this are "the same"
 CLS_KNOWS = (  # what CLS knows under a causal mask; right: "nothing" when the model has a CLS

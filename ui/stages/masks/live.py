@@ -8,14 +8,16 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.selection import models as picker
+from ui.serving import state
+from ui.stages.masks.keys import MASK_LIVE, MASK_SCORES
+from ui.stages.masks.view import Ctx, caption_input, side_by_side
 from vit_core.explain.generation import learning_curve
 from vit_core.explain.mask_facts import least_sure
-
-from ... import deck, figures, keys, state
-from ... import models as picker
-from ...numbers import pct
-from .keys import MASK_LIVE, MASK_SCORES
-from .view import Ctx, caption_input, side_by_side
 
 
 # ---------------------------------------------------------------- the captioners, live

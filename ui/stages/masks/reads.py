@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ui.serving import state, tour
+from ui.serving.tour import Ask
 from vit_core import bundled_models
 from vit_core.explain.generation import tokenizer_for
-
-from ... import state, tour
-from ...tour import Ask
 
 
 def masks_runs(a: Ask) -> list[Callable]:

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.lesson.deck import Choice, Question
+from ui.selection import models as picker
+from ui.stages.common import image_block_full
+from ui.stages.masks.keys import MASK_VISIBLE, MASKS_THREE
+from ui.stages.masks.view import Ctx, caption_input, same_for_every_image, side_by_side
 from vit_core import allowed_keys
 from vit_core.explain.mask_facts import visible_keys
-
-from ... import deck, figures
-from ... import models as picker
-from ...deck import Choice, Question
-from ..common import image_block_full
-from .keys import MASK_VISIBLE, MASKS_THREE
-from .view import Ctx, caption_input, same_for_every_image, side_by_side
 
 KINDS = ("full", "causal", "prefix")  # the three masks drawn side by side
 NO_PEEKING = Choice((  # why text must not see later words: the right reason and misconceptions

@@ -9,10 +9,12 @@ from typing import Any
 
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.serving import state, tour
+from ui.stages.common import window_sizes
 from vit_core.explain.generation import tokenizer_for
-
-from ... import deck, figures, keys, state, tour
-from ..common import window_sizes
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,21 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.selection import models as picker
+from ui.serving import state, tour
+from ui.stages.common import window_sizes
+from ui.stages.masks.keys import MASK_WINDOWS
+from ui.stages.masks.view import Ctx, fed_words, same_for_every_image, side_by_side
 from vit_core.explain.flops import si
 from vit_core.explain.generation import tokenizer_for
 from vit_core.explain.mask_facts import WindowLayout, fewer_pairs, points_lost, reach, window_layout
 from vit_core.explain.windows import window_cost
 from vit_core.io.ref import ModelRef
-
-from ... import deck, figures, keys, state, tour
-from ... import models as picker
-from ...deck import Number, Question
-from ...numbers import pct
-from ..common import window_sizes
-from .keys import MASK_WINDOWS
-from .view import Ctx, fed_words, same_for_every_image, side_by_side
 
 WINDOW_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
                   "#ff9da6", "#9d755d")  # neighbouring windows never share a colour (3 x 3 cycle)
@@ -46,7 +48,7 @@ class Windows:
     centre: int  # the patch the question asks about (the middle of the grid)
     centre_keys: int  # keys it may read in block 0
     centre_window: tuple[int, int]  # its window's rows x columns in block 0
-    top1: Any  # ui.state.WindowTop1, or None when nothing is measured for this model
+    top1: Any  # ui.serving.state.WindowTop1, or None when nothing is measured for this model
 
     @property
     def measured(self) -> bool:

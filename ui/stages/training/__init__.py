@@ -6,10 +6,11 @@ A model without a log (a preset, a fetched ViT, a captioner) shows its only weig
 
 from __future__ import annotations
 
-from ... import deck, tour
-from ...deck import Step
-from .base import _intro, view
-from .cls import (
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.serving import tour
+from ui.stages.training.base import _intro, view
+from ui.stages.training.cls import (
     _cls_facts,
     _cls_figure,
     _cls_notes,
@@ -19,7 +20,7 @@ from .cls import (
     cls_figure,
     object_mask,
 )
-from .curves import (
+from ui.stages.training.curves import (
     _curves_facts,
     _curves_figure,
     _curves_notes,
@@ -27,7 +28,7 @@ from .curves import (
     _curves_words,
     curves_figure,
 )
-from .distance import (
+from ui.stages.training.distance import (
     _distance_facts,
     _distance_figure,
     _distance_notes,
@@ -35,14 +36,14 @@ from .distance import (
     _distance_words,
     distance_figure,
 )
-from .positions import (
+from ui.stages.training.positions import (
     _positions_facts,
     _positions_figure,
     _positions_notes,
     _positions_question,
     _positions_words,
 )
-from .prediction import (
+from ui.stages.training.prediction import (
     _classifies,
     _prediction_facts,
     _prediction_figure,

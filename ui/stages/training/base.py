@@ -8,10 +8,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ui.lesson import deck
+from ui.serving import state
 from vit_core import bundled_models
 from vit_core.io.ref import ModelRef
-
-from ... import deck, state
 
 # Wording thresholds, each named where the sentence uses it:
 NEAR_CHANCE = 2.0  # held-out top-1 under this many times chance (1/K) is "near chance"

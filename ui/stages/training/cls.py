@@ -9,21 +9,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from vit_core.explain.training import (
-    attention_shares,
-    cls_patch_row,
-    crop_mask,
-    object_attention,
-    object_cover,
-    series,
-)
-from vit_core.scenes import world
-
-from ... import deck, figures, inputs, keys, session, state
-from ...deck import Number, PatchPick, Question
-from ...numbers import pct
-from .. import common
-from .base import (
+from ui import keys
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, PatchPick, Question
+from ui.selection import inputs, session
+from ui.serving import state
+from ui.stages import common
+from ui.stages.training.base import (
     ABOVE_CHANCE,
     COLOURS,
     OBJECT_PATCH,
@@ -35,7 +29,16 @@ from .base import (
     _step_axis,
     _x,
 )
-from .keys import TRAIN_CLS
+from ui.stages.training.keys import TRAIN_CLS
+from vit_core.explain.training import (
+    attention_shares,
+    cls_patch_row,
+    crop_mask,
+    object_attention,
+    object_cover,
+    series,
+)
+from vit_core.scenes import world
 
 
 # ---------------------------------------------------------------- 4. CLS attention on the object

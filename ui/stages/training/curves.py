@@ -6,12 +6,12 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from vit_core.explain.training import SMOOTH_ROWS, log_facts, uniform_loss
-
-from ... import deck, models, state
-from ...deck import Number, Question
-from ...numbers import pct
-from .base import (
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.selection import models
+from ui.serving import state
+from ui.stages.training.base import (
     COLOURS,
     NEAR_CHANCE,
     READ_OFF,
@@ -21,7 +21,8 @@ from .base import (
     _with_log,
     _x,
 )
-from .keys import TRAIN_CURVES
+from ui.stages.training.keys import TRAIN_CURVES
+from vit_core.explain.training import SMOOTH_ROWS, log_facts, uniform_loss
 
 
 # ---------------------------------------------------------------- 1. the curves

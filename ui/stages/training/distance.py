@@ -6,6 +6,19 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.drawing.numbers import pct, span
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.selection import session
+from ui.serving import state
+from ui.stages.attention import LOCAL  # a head "looks locally" under this share of an even spread
+from ui.stages.training.base import (
+    COLOURS,
+    Ctx,
+    _label,
+    _role,
+)
+from ui.stages.training.keys import TRAIN_DISTANCE
 from vit_core.explain.attention import allowed_from_mask, uniform_distance
 from vit_core.explain.training import (
     layer_distances,
@@ -13,18 +26,6 @@ from vit_core.explain.training import (
     local_heads,
     spread,
 )
-
-from ... import deck, session, state
-from ...deck import Number, Question
-from ...numbers import pct, span
-from ..attention import LOCAL  # a head "looks locally" under this share of an even spread
-from .base import (
-    COLOURS,
-    Ctx,
-    _label,
-    _role,
-)
-from .keys import TRAIN_DISTANCE
 
 
 # ---------------------------------------------------------------- 3. attention distance

@@ -5,22 +5,23 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from vit_core.explain.training import (
-    best_of,
-    grid_steps,
-    position_closeness,
-)
-
-from ... import deck, figures, state
-from ...deck import PatchPick, Question
-from .base import (
+from ui.drawing import figures
+from ui.lesson import deck
+from ui.lesson.deck import PatchPick, Question
+from ui.serving import state
+from ui.stages.training.base import (
     CLEAR_GAP,
     TIE,
     WEAK_GAP,
     Ctx,
     _label,
 )
-from .keys import TRAIN_POSITIONS
+from ui.stages.training.keys import TRAIN_POSITIONS
+from vit_core.explain.training import (
+    best_of,
+    grid_steps,
+    position_closeness,
+)
 
 
 # ---------------------------------------------------------------- 2. position embeddings

@@ -6,19 +6,21 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from vit_core.explain.training import best_of, prediction_curve, softmax64
-
-from ... import deck, figures, session, state
-from ...deck import Number, Question
-from ...numbers import pct
-from .base import (
+from ui.drawing import figures
+from ui.drawing.numbers import pct
+from ui.lesson import deck
+from ui.lesson.deck import Number, Question
+from ui.selection import session
+from ui.serving import state
+from ui.stages.training.base import (
     COLOURS,
     TOP_SHOWN,
     Ctx,
     _step_axis,
     _x,
 )
-from .keys import TRAIN_PREDICTION
+from ui.stages.training.keys import TRAIN_PREDICTION
+from vit_core.explain.training import best_of, prediction_curve, softmax64
 
 
 # ---------------------------------------------------------------- 5. the prediction

@@ -1,0 +1,120 @@
+"""Accessibility fixes for every page that the app's own widgets cannot carry (see
+docs/accessibility.md).
+
+Installed once per page (app.py), as ui/drawing/phone.py installs its touch script: a stylesheet
+and one
+script in an invisible frame, run in the page's realm (parent.Function) and set up once per
+document, whatever the reruns do.
+
+- Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1.
+- A focus ring that shows where the keyboard is (WCAG 2.4.7), FOCUS on any background of the
+  light or dark theme at ≥ 3:1 (1.4.11). A radio's, a checkbox's or a toggle's input is drawn
+  invisible by Streamlit (its picture is a sibling), so the ring goes around its label; a
+  slider's input too, so the ring goes around its thumb.
+- Streamlit's sidebar is a <section> with aria-expanded, which that element may not carry (axe
+  `aria-allowed-attr`; the sidebar's own collapse button says whether it is open): removed.
+- A box that scrolls (an equation wider than a phone, a wide table) is a tab stop with a name,
+  so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
+- The invisible frames that carry a script (ui/drawing/phone.py's, this one's, the clicker's) are no
+  tab stops and hidden from screen readers.
+- A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
+  (ui/show.image sets its own; this covers an st.image drawn elsewhere with a caption).
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ui import keys
+
+FOCUS = "#1a73e8"  # ≥ 3:1 on white (4.5), the sidebar's grey (4.0) and the dark theme's (4.2)
+# Streamlit draws a caption (st.caption, a picture's) as text at opacity 0.6: 3.7:1 on white.
+# At 0.75 it is 5.7:1 on white and 5.3:1 on the sidebar's grey, still fainter than the text.
+CAPTION_OPACITY = 0.75
+
+CSS = f"""<style>
+:focus-visible {{ outline: 3px solid {FOCUS} !important; outline-offset: 2px !important; }}
+label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
+  outline: 3px solid {FOCUS} !important; outline-offset: 2px; border-radius: 4px; }}
+[data-testid="stSlider"] div:has(> div > input[type="range"]:focus-visible) {{
+  outline: 3px solid {FOCUS} !important; outline-offset: 2px; }}
+[data-baseweb="select"] > div:has(input:focus-visible) {{
+  outline: 3px solid {FOCUS} !important; outline-offset: 2px; }}
+[data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}
+/* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
+.st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{
+  position: absolute; width: 0; height: 0; overflow: hidden; }}
+</style>"""
+
+# What may scroll sideways or down inside the page, and the name its tab stop gets (only a box
+# that does scroll gets one; the audit found equations on a phone).
+SCROLLERS = {
+    ".katex-display": "Equation (scrolls sideways)",
+    '[data-testid="stMarkdownContainer"] pre': "Code (scrolls)",
+    '[data-testid="stTable"]': "Table (scrolls)",
+    '[data-testid="stMarkdownContainer"] table': "Table (scrolls)",
+}
+
+# The invisible frames that only carry a script (the touch fix's, this module's, the clicker's):
+# no tab stop (a Tab into an empty frame showed nothing), nothing for a screen reader.
+HIDDEN_FRAMES = ", ".join(f".st-key-{k} iframe" for k in (keys.PHONE_JS, keys.A11Y_JS,
+                                                          keys.PRESENTER_KEYS))
+
+SCRIPT = """
+const doc = window.parent.document;
+if (doc.__vitA11y) return;
+doc.__vitA11y = true;
+const SCROLLERS = %SCROLLERS%;
+const HIDDEN_FRAMES = %FRAMES%;
+// the stylesheet in the document's head too: a page's own elements are cleared while another
+// page's run draws them again, the head is not
+const sheet = doc.createElement('style');
+sheet.id = 'vit-a11y';
+sheet.textContent = %CSS%;
+doc.head.appendChild(sheet);
+const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
+const fix = () => {
+  for (const s of doc.querySelectorAll('section[data-testid="stSidebar"][aria-expanded]'))
+    s.removeAttribute('aria-expanded');
+  for (const [sel, name] of Object.entries(SCROLLERS))
+    for (const e of doc.querySelectorAll(sel)) {
+      if (!scrolls(e) || e.hasAttribute('tabindex')) continue;
+      e.setAttribute('tabindex', '0');
+      e.setAttribute('role', 'region');
+      e.setAttribute('aria-label', name);
+    }
+  for (const f of doc.querySelectorAll(HIDDEN_FRAMES))
+    if (f.getAttribute('tabindex') !== '-1') {
+      f.setAttribute('tabindex', '-1');
+      f.setAttribute('aria-hidden', 'true');
+    }
+  for (const img of doc.querySelectorAll('[data-testid="stImage"] img:not([alt])')) {
+    const cap = img.closest('[data-testid="stImage"]')
+                   .querySelector('[data-testid="stImageCaption"]');
+    const text = cap && cap.textContent.trim();
+    if (text) img.setAttribute('alt', text);
+  }
+};
+let queued = false;
+const later = () => {
+  if (queued) return;
+  queued = true;
+  requestAnimationFrame(() => { queued = false; fix(); });
+};
+new MutationObserver(later).observe(doc.body, {childList: true, subtree: true,
+  attributes: true, attributeFilter: ['aria-expanded']});
+window.parent.addEventListener('resize', later);
+fix();
+""".replace("%SCROLLERS%", json.dumps(SCROLLERS)).replace(
+    "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace(
+    "%CSS%", json.dumps(CSS.removeprefix("<style>").removesuffix("</style>")))
+
+
+def install() -> None:
+    """The stylesheet and the script, on every page (app.py)."""
+    st.html(CSS)
+    with st.container(key=keys.A11Y_JS):
+        st.iframe("<script>new window.parent.Function(" + json.dumps(SCRIPT) + ")();</script>",
+                  height=1)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 
 from vit_core import load_model, preprocess
-from vit_core.explain import patching, targets
+from vit_core.explain import attribution, faithfulness, patching, targets
 from vit_core.scenes import world
 
 SCENES = world.heldout_seeds(4)  # the clean images of the agreement table
@@ -68,7 +68,19 @@ def _forward(name: str) -> Callable[[], object]:
     return forward
 
 
-# (name, prepare): the maps and the faithfulness curves add their rows here.
+def _map_and_curves(name: str, method: str, k: int) -> Callable[[], object]:
+    """One attribution map and its deletion and insertion curves (k patches a step)."""
+    m, clean, _, t = _case(name)
+
+    def job():
+        order = faithfulness.order_of(attribution.attribute(m, clean, method, t).patches)
+        return (faithfulness.deletion(m, clean, t, order, k=k),
+                faithfulness.insertion(m, clean, t, order, k=k))
+
+    return job
+
+
+# (name, prepare)
 ROWS: list[tuple[str, Callable[[], Callable[[], object]]]] = [
     ("one plain forward, for scale · vit-b16", lambda: _forward("vit-b16")),
     ("exact patching, resid_pre [6 × 50] + heads [6 × 4] · shapes-classifier",
@@ -77,6 +89,12 @@ ROWS: list[tuple[str, Callable[[], Callable[[], object]]]] = [
      lambda: _attribution("shapes-classifier")),
     ("attribution patching, both grids · vit-b16 (random, 224 px, [12 × 197] + [12 × 12])",
      lambda: _attribution("vit-b16")),
+    *[(f"{method} map + deletion + insertion (k = 1) · shapes-classifier",
+       lambda method=method: _map_and_curves("shapes-classifier", method, 1))
+      for method in attribution.METHODS],
+    *[(f"{method} map + deletion + insertion (k = 14) · vit-b16 (random, 224 px)",
+       lambda method=method: _map_and_curves("vit-b16", method, 14))
+      for method in attribution.METHODS],
 ]
 
 

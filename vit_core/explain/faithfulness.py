@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from . import faithfulness_sanity as sanity_mod
+from .attribution import METHODS
 from .baselines import baseline as baseline_image
 from .baselines import replace_patches, tick
 from .targets import probability
@@ -172,14 +173,16 @@ def _probabilities(model, pixels, base, target, chosen, insert, mask, progress, 
     return torch.cat(out)
 
 
-def table(model, pixels, target, methods, *, baseline="grey", k=1, seeds=5, sanity=True,
+def table(model, pixels, target, methods=None, *, baseline="grey", k=1, seeds=5, sanity=True,
           sanity_depth=None, batch_size=BATCH, mask=None, progress=None) -> list[Row]:
     """One row per method of `methods` (name -> fn(model, pixels, target, *, mask, progress)
-    returning an object with `.patches` [N] and `.completeness_gap`), then "random" (`seeds`: a
+    returning an object with `.patches` [N] and `.completeness_gap`; None: the six maps of
+    vit_core.explain.attribution.METHODS), then "random" (`seeds`: a
     count, or the seeds themselves). The sanity check re-initialises the top `sanity_depth`
     blocks (None: all) and the output layer of a copy (faithfulness_sanity). `progress(done,
     total)` counts hundredths of the table's stages (each map, each pair of curves, each sanity
     map)."""
+    methods = METHODS if methods is None else methods
     stages = _Stages(progress, len(methods) * (2 + bool(sanity)) + 1)
     rows = [_method_row(model, pixels, target, name, fn, stages, sanity, sanity_depth,
                         dict(baseline=baseline, k=k, mask=mask, batch_size=batch_size))

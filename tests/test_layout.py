@@ -68,7 +68,7 @@ def test_importing_the_app_state_module_starts_no_thread_and_sets_nothing():
 
 @pytest.mark.slow  # a child process or a whole app session: the full suite runs it
 def test_the_app_tunes_its_own_process_before_torch_loads():
-    code = ("import os, sys; from ui import process; r = process.tune(); "
+    code = ("import os, sys; from ui.serving import process; r = process.tune(); "
             "import torch; print(r, os.environ['OMP_WAIT_POLICY'])")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,

@@ -175,7 +175,7 @@ SCRIPT = '''
 import threading, time
 from pathlib import Path
 import streamlit as st
-from ui import server
+from ui.serving import server
 from ui.live import push
 
 ss = st.session_state

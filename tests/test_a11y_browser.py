@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tools.axe import AXE_JS, audit, outside_list
-from tools.browser import serve, wait_idle
+from tools.browser import serve, start_class, wait_idle
 from ui import keys
 
 pytestmark = pytest.mark.browser
@@ -124,15 +124,7 @@ def slider(page, label: str) -> tuple[int, int, int]:
 
 def teacher_on(browser, server: str, stage: str, step: int):
     """A teacher in presenter mode on `stage`'s `step` who starts a class: (page, code)."""
-    teacher = browser.new_context(**DESKTOP).new_page()
-    teacher.goto(f"{server}/?page={stage}&presenter=1&step={step}")
-    wait_idle(teacher)
-    teacher.get_by_role("button", name=re.compile("Class")).click()
-    teacher.get_by_role("button", name="Start a class").click()
-    wait_idle(teacher)
-    code = re.search(r"[?&]class=([A-Z0-9]{6})", teacher.url).group(1)
-    teacher.keyboard.press("Escape")
-    return teacher, code
+    return start_class(browser, server, stage, step)
 
 
 def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server):

@@ -143,11 +143,11 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(QUIET_JS, arg=QUIET_MS, timeout=timeout_ms, polling=50)
 
 
-def start_class(browser, server: str, stage: str = "attention"):
-    """A teacher in presenter mode on `stage` (1280×720) who starts a class: (their page, the
-    class's code). The class dialog is closed."""
+def start_class(browser, server: str, stage: str = "attention", step: int | None = None):
+    """A teacher in presenter mode on `stage` (1280×720; at `step`, counted from 1, if given)
+    who starts a class: (their page, the class's code). The class dialog is closed."""
     teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    teacher.goto(f"{server}/?page={stage}&presenter=1")
+    teacher.goto(f"{server}/?page={stage}&presenter=1" + (f"&step={step}" if step else ""))
     wait_idle(teacher)
     teacher.get_by_role("button", name=re.compile("Class")).click()
     teacher.get_by_role("button", name="Start a class").click()

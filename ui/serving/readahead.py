@@ -28,6 +28,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from ui import keys
+from ui.live import session as live
 from ui.selection import session
 from ui.serving import ahead, state, tour
 
@@ -143,8 +144,6 @@ def class_place() -> tuple[str | None, tuple[str, ...]]:
     """(the stage of the class this session follows or teaches, set by ui/live/student.follow
     each run; the class's lesson), else (None, ()): what the class left behind or will skip is
     computed for nobody (a teacher's whole tour would load models the lesson never shows)."""
-    from ui.live import session as live
-
     if not (live.following() or live.role() == "teacher"):
         return None, ()
     c = live.current()

@@ -13,7 +13,7 @@ import streamlit as st
 from ui import keys
 from ui.drawing import figures
 from ui.drawing.numbers import pct
-from ui.lesson import deck
+from ui.lesson import deck, steps
 from ui.lesson.deck import Choice, Question, Step
 from vit_core.explain.attention import score_by_hand
 from vit_core.explain.tokens import layernorm_steps, token_stats
@@ -75,8 +75,6 @@ def view() -> Ctx:
 def _step_compares_keys(c) -> bool:
     """Does the step presenter mode shows use the key patch (LayerNorm's does not: without the
     number box its row is the toggle's height, which the slide's figure gets)?"""
-    from ui.lesson import steps
-
     shown = STAGE.steps_for(c)
     return shown[steps.index_in(STAGE.slug, len(shown))].key != "layernorm"
 

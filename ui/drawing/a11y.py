@@ -42,6 +42,11 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
   outline: 3px solid {FOCUS} !important; outline-offset: 2px; }}
 [data-baseweb="select"] > div:has(input:focus-visible) {{
   outline: 3px solid {FOCUS} !important; outline-offset: 2px; }}
+/* a figure's text alternative (ui/lesson/deck._describe): a caption's look under the figure;
+   on a slide visually hidden, still read by a screen reader */
+.figure-alt {{ font-size: 0.9rem; color: inherit; opacity: {CAPTION_OPACITY}; margin: 0.2rem 0; }}
+.sr-only {{ position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
+  overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }}
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}
 /* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
 .st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{

@@ -10,6 +10,10 @@ order; its number ("4 · …") is its place in ui/stages.STAGES, the one list of
 - `words(view, facts)`: the sentence(s) said with the figure, worded from those facts;
 - `notes(view, facts)`: the longer explanation (under the figure on the page; in presenter mode
   the speaker notes, so it never pushes the figure off the slide);
+- `describe(view, facts)`: the figure's text alternative, worded from the same facts as its
+  words (what the axes are, where the maximum is, the range): under the figure on the page, for
+  a screen reader on a slide (visually hidden there) and in the speaker notes, for a teacher to
+  read aloud (docs/accessibility.md);
 - `question(view, facts)`: the question to ask, with its answer worded from `facts` alone (it
   computes no number of its own);
 - `asks`: the facts its question reads, by name (fields of what `facts` returns); each one that
@@ -79,6 +83,7 @@ class Step:
     facts: Callable[[Any], Any] = lambda view: None
     words: Callable[[Any, Any], str | None] = _none
     notes: Callable[[Any, Any], str | None] = _none
+    describe: Callable[[Any, Any], str | None] = _none  # the figure's text alternative
     question: Callable[[Any, Any], Question | None] = _none
     controls: tuple[str, ...] = ()  # names in CONTROLS, drawn above the figure
     reads: tuple[Read, ...] = ()  # what the read-ahead computes for it (ui/ahead.plan calls each)
@@ -211,8 +216,11 @@ def run(stage: Stage) -> None:
         facts = step.facts(view)
         with st.container(key=FIGURE):
             step.figure(view, facts)
+        alt = step.describe(view, facts)
+        _describe(stage, step, alt, hidden=True)
         _say(step.words(view, facts))
-        notes = [stage.story] if step is steps[0] else []
+        notes = [f"**Describe the figure:** {alt}"] if alt else []
+        notes += [stage.story] if step is steps[0] else []
         notes += [t for t in (stage.intro(view) if step is steps[0] else None,
                               step.notes(view, facts)) if t]
         speaker_notes(notes)
@@ -227,6 +235,7 @@ def run(stage: Stage) -> None:
         facts = step.facts(view)
         with st.container(key=keys.step_box(stage.slug, step.key)):
             step.figure(view, facts)
+        _describe(stage, step, step.describe(view, facts))
         _say(step.words(view, facts))
         notes = step.notes(view, facts)
         if notes:
@@ -291,6 +300,17 @@ def table(rows: list[dict], key: str, **kwargs) -> None:
             "border-bottom: 1px solid #ddd; } .big-table th { font-weight: 600; }</style>"
             f"<div class='st-key-{key}'><table class='big-table'><tr>{head}</tr>{body}</table>"
             f"{more}</div>")
+
+
+def _describe(stage: Stage, step: Step, alt: str | None, hidden: bool = False) -> None:
+    """The figure's text alternative next to it, in an element tests and screen readers find by
+    its class (`figure-alt`) and key: a line under the figure on the page; visually hidden on a
+    slide (where the speaker notes carry it), still read by a screen reader."""
+    if not alt:
+        return
+    cls = "figure-alt sr-only" if hidden else "figure-alt"
+    st.html(f"<p class='{cls}' id='alt-{stage.slug}-{step.key}'>"
+            f"<strong>Figure:</strong> {html.escape(alt)}</p>")
 
 
 def _say(words: str | None) -> None:

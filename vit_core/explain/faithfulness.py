@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import budget
 from . import faithfulness_sanity as sanity_mod
 from .attribution import METHODS
 from .baselines import baseline as baseline_image
@@ -87,7 +88,7 @@ def order_of(map_values: torch.Tensor) -> torch.Tensor:
     return torch.sort(v, descending=True, stable=True).indices
 
 
-def deletion(model, pixels, target, order, *, baseline="grey", k=1, mask=None, progress=None,
+def deletion(model, pixels, target, order, *, baseline="grey", k=None, mask=None, progress=None,
              batch_size=BATCH) -> Curve:
     """The target's probability as the patches of `order` are replaced by the baseline, k at a
     time: steps 0 (nothing removed) to ceil(N / k) (every patch removed)."""
@@ -95,7 +96,7 @@ def deletion(model, pixels, target, order, *, baseline="grey", k=1, mask=None, p
                    batch_size)[0]
 
 
-def insertion(model, pixels, target, order, *, baseline="grey", k=1, mask=None, progress=None,
+def insertion(model, pixels, target, order, *, baseline="grey", k=None, mask=None, progress=None,
               batch_size=BATCH) -> Curve:
     """The target's probability as the patches of `order` are put back on the baseline image, k
     at a time: steps 0 (the baseline alone) to ceil(N / k) (the image as it is)."""
@@ -109,10 +110,12 @@ def random_orders(n: int, seeds) -> list[torch.Tensor]:
     return [torch.randperm(n, generator=torch.Generator().manual_seed(int(s))) for s in seeds]
 
 
-def random_curves(model, pixels, target, kind="deletion", *, seeds=range(5), baseline="grey",
-                  k=1, mask=None, progress=None, batch_size=BATCH) -> RandomCurves:
-    """Deletion or insertion curves for one random order per seed (every seed's images share
-    the batches), with their mean and spread."""
+def random_curves(model, pixels, target, kind="deletion", *, seeds=None, baseline="grey",
+                  k=None, mask=None, progress=None, batch_size=BATCH) -> RandomCurves:
+    """Deletion or insertion curves for one random order per seed (None: seeds 0, 1, ...,
+    `budget.random_seeds` − 1; every seed's images share the batches), with their mean and
+    spread."""
+    seeds = range(budget.random_seeds(model.config)) if seeds is None else seeds
     seeds = tuple(int(s) for s in seeds)
     if not seeds:
         raise ValueError("Random curves need at least one seed.")
@@ -127,9 +130,10 @@ def random_curves(model, pixels, target, kind="deletion", *, seeds=range(5), bas
 
 def _curves(model, pixels, target, kind, orders, baseline, k, mask, progress,
             batch_size) -> list[Curve]:
-    """One curve per order, every order's steps batched together."""
+    """One curve per order, every order's steps batched together (k None: `budget.curve_k`)."""
     if kind not in KINDS:
         raise ValueError(f"'{kind}' is not a curve; choose deletion or insertion.")
+    k = budget.curve_k(model.config) if k is None else k
     if int(k) < 1 or int(batch_size) < 1:
         raise ValueError("k and batch_size are at least 1.")
     pixels = pixels.unsqueeze(0) if pixels.dim() == 3 else pixels
@@ -162,7 +166,15 @@ def _steps(order: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def _probabilities(model, pixels, base, target, chosen, insert, mask, progress, batch_size):
     """[R]: the target's probability for each row of `chosen` (patches from the base, or, with
-    `insert`, from the image on the base), `batch_size` rows a forward."""
+    `insert`, from the image on the base), `batch_size` rows a forward; a row that repeats
+    (every order's first and last step, say) is passed once."""
+    unique, back = torch.unique(chosen, dim=0, return_inverse=True)
+    return _unique_probabilities(model, pixels, base, target, unique, insert, mask, progress,
+                                 batch_size)[back]
+
+
+def _unique_probabilities(model, pixels, base, target, chosen, insert, mask, progress,
+                          batch_size):
     rows = chosen.split(batch_size)
     out = []
     for done, part in enumerate(rows, start=1):
@@ -173,12 +185,13 @@ def _probabilities(model, pixels, base, target, chosen, insert, mask, progress, 
     return torch.cat(out)
 
 
-def table(model, pixels, target, methods=None, *, baseline="grey", k=1, seeds=5, sanity=True,
-          sanity_depth=None, batch_size=BATCH, mask=None, progress=None) -> list[Row]:
+def table(model, pixels, target, methods=None, *, baseline="grey", k=None, seeds=None,
+          sanity=True, sanity_depth=None, batch_size=BATCH, mask=None, progress=None) -> list[Row]:
     """One row per method of `methods` (name -> fn(model, pixels, target, *, mask, progress)
     returning an object with `.patches` [N] and `.completeness_gap`; None: the six maps of
     vit_core.explain.attribution.METHODS), then "random" (`seeds`: a
-    count, or the seeds themselves). The sanity check re-initialises the top `sanity_depth`
+    count, or the seeds themselves; None: `budget.random_seeds`). `k`: patches a curve step
+    (None: `budget.curve_k`). The sanity check re-initialises the top `sanity_depth`
     blocks (None: all) and the output layer of a copy (faithfulness_sanity). `progress(done,
     total)` counts hundredths of the table's stages (each map, each pair of curves, each sanity
     map)."""
@@ -188,6 +201,7 @@ def table(model, pixels, target, methods=None, *, baseline="grey", k=1, seeds=5,
                         dict(baseline=baseline, k=k, mask=mask, batch_size=batch_size))
             for name, fn in methods.items()]
     seeds = range(seeds) if isinstance(seeds, int) else seeds
+    seeds = range(budget.random_seeds(model.config)) if seeds is None else seeds
     return [*rows, _random_row(model, pixels, target, seeds, stages,
                                dict(baseline=baseline, k=k, mask=mask, batch_size=batch_size))]
 

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from .. import targets
+from .. import budget, targets
 from ..baselines import baseline as baseline_image
 from ..baselines import patch_pixels, tick
 from .core import Attribution, check, per_patch
@@ -79,7 +79,7 @@ RULES = ("gausslegendre", "riemann_middle", "riemann_left", "riemann_right")
 
 
 def integrated_gradients(model, pixels, target, *, mask=None, progress=None,
-                         baseline: str = "black", steps: int = 32, batch: int = 16,
+                         baseline: str = "black", steps: int | None = None, batch: int = 16,
                          rule: str = "gausslegendre") -> Attribution:
     """Integrated Gradients (Sundararajan, Taly & Yan 2017) with Captum's IntegratedGradients:
     attr_i = (x_i − x0_i) ∫₀¹ ∂s(x0 + α(x − x0))/∂x_i dα, the integral by `rule` (one of
@@ -91,8 +91,10 @@ def integrated_gradients(model, pixels, target, *, mask=None, progress=None,
 
     Args:
         baseline: x0, "black", "grey" or "blur" (`vit_core.explain.baselines`).
+        steps: m; None: `budget.ig_steps` (32, or 8 on a heavy model).
     """
     check(model, pixels, target)
+    steps = budget.ig_steps(model.config) if steps is None else int(steps)
     if rule not in RULES:
         raise ValueError(f"'{rule}' is not an integration rule here; choose one of "
                          f"{', '.join(RULES)} (Captum's riemann_trapezoid weighs its steps "
@@ -118,23 +120,31 @@ def integrated_gradients(model, pixels, target, *, mask=None, progress=None,
 
 
 def occlusion(model, pixels, target, *, mask=None, progress=None, baseline: str = "grey",
-              batch: int = 16) -> Attribution:
-    """Occlusion (Zeiler & Fergus 2014) with Captum's FeatureAblation, one feature per patch:
-    value_i = s(x) − s(x with patch i taken from the baseline image), `batch` occluded images
-    per pass (plus one pass for s(x)).
+              batch: int = 16, window: int | None = None) -> Attribution:
+    """Occlusion (Zeiler & Fergus 2014) with Captum's FeatureAblation, one feature per square
+    of `window` × `window` patches (`budget.windows`): value_i = s(x) − s(x with the square of
+    patch i taken from the baseline image), so the patches of one square share its value;
+    `batch` occluded images per pass (plus one pass for s(x)).
 
     Args:
         baseline: what a patch becomes, "grey", "black" or "blur" (`vit_core.explain.baselines`).
+        window: the square's side in patches; None: `budget.occlusion_window` (1, each patch
+            alone; 2 on a heavy model, a quarter of the passes).
     """
     check(model, pixels, target)
     from captum.attr import FeatureAblation  # not at import: captum loads matplotlib
 
     start = time.perf_counter()
     c = model.config
+    window = budget.occlusion_window(c) if window is None else int(window)
     x = pixels.detach()
     x0 = baseline_image(x, c, baseline)
-    which = patch_pixels(torch.arange(c.num_patches)[None], c.patch_size)  # [1, 1, H, W]
-    total = 1 + math.ceil(c.num_patches / batch)  # s(x), then the occluded batches
+    squares = budget.windows(c.grid, window)
+    feature = torch.empty(c.num_patches, dtype=torch.long)
+    for i, square in enumerate(squares):
+        feature[square] = i
+    which = patch_pixels(feature[None], c.patch_size)  # [1, 1, H, W]
+    total = 1 + math.ceil(len(squares) / batch)  # s(x), then the occluded batches
     ablation = FeatureAblation(batched_score(model, target, mask, progress, total))
     with torch.inference_mode():
         attr = ablation.attribute(x, baselines=x0, feature_mask=which,
@@ -143,5 +153,6 @@ def occlusion(model, pixels, target, *, mask=None, progress=None, baseline: str 
     g, P = c.grid, c.patch_size
     patches = attr[0, 0].reshape(g, P, g, P)[:, 0, :, 0].reshape(-1)  # one value per patch
     return Attribution("occlusion", patches.clone(), None, target,
-                       {"baseline": baseline, "batch": batch, "value": "s(x) − s(x occluded)"},
+                       {"baseline": baseline, "batch": batch, "window": window,
+                        "value": "s(x) − s(x occluded)"},
                        seconds=time.perf_counter() - start)

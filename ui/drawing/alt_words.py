@@ -8,6 +8,7 @@ The extremes come from vit_core.explain.figure_extremes; nothing here knows a st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -21,6 +22,13 @@ SERIES_NAMED = 4  # a line chart's description follows this many lines; the rest
 def two(v: float) -> str:
     """Two decimals, never '-0.00' (as the charts print logits and cosines)."""
     return f"{v:.2f}".replace("-0.00", "0.00")
+
+
+def sig3(v: float) -> str:
+    """Three significant figures, in plain decimals (0.000123, 1.23, 123)."""
+    if v == 0:
+        return "0"
+    return f"{v:.{max(0, 2 - math.floor(math.log10(abs(v))))}f}"
 
 
 def bars(what: str, labels: Sequence[str], values, fmt: Fmt, *, axis: str = "") -> str:

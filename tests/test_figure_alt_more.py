@@ -150,7 +150,7 @@ def picture_numbers(at, step: str, model_name: str) -> list[float]:
     if step == "tokens":
         x = tr["ln_final"][pre:pre + N].double()
         s = torch.linalg.svdvals(x - x.mean(0)) ** 2
-        return (s[:3] / s.sum()).tolist()
+        return (s[:3] / s.sum()).tolist() + [float(N)]  # and its N patches
     lab = class_map(tr["seg_logits"], c.grid, c.img_size).numpy()  # [H, W] class per pixel
     if step == "map":
         _, counts = np.unique(lab, return_counts=True)
@@ -159,7 +159,9 @@ def picture_numbers(at, step: str, model_name: str) -> list[float]:
     cut = np.arange(1, lab.shape[1]) % c.patch_size == 0  # pixel x + 1 starts a patch
     on = int((h & cut[None, :]).sum() + (v & cut[:, None]).sum())
     n = int(h.sum() + v.sum())
-    return [float(on), float(n - on), float(n)]
+    H, W = lab.shape
+    straddle = H * int(cut.sum()) + W * int((np.arange(1, H) % c.patch_size == 0).sum())
+    return [float(on), float(n - on), float(n), float(straddle), float(H * (W - 1) + (H - 1) * W)]
 
 
 # ---------------------------------------------------------------- the tests

@@ -50,7 +50,7 @@ def paired_bars(what: str, labels: Sequence[str], before, after, fmt: Fmt, *,
     a = np.asarray(after, dtype=np.float64).reshape(-1)
     e = extremes(np.abs(a - b))
     k = e.argmax
-    said = (f"Paired bars of {what} for {len(labels)} rows, {names[0]} against {names[1]}, "
+    said = (f"Paired bars, {names[0]} against {names[1]}, of {what}: {len(labels)} rows, "
             f"each bar printing its value")
     if e.hi == 0:
         return said + ": every pair is equal."

@@ -61,15 +61,21 @@ def curves(x_name: str, y_name: str, xs: Sequence, series: dict[str, Sequence[fl
            fmt: Fmt) -> str:
     """A line chart: its axes, and for each line where it starts, ends and peaks."""
     said = [f"A line chart; across: {x_name}; up: {y_name}."]
-    for name, ys in list(series.items())[:SERIES_NAMED]:
-        y = np.asarray(ys, dtype=np.float64).reshape(-1)
-        e = extremes(y)
-        said.append(f"{name}: from {fmt(y[0])} at {xs[0]} to {fmt(y[-1])} at {xs[len(y) - 1]}, "
-                    f"highest {fmt(e.hi)} at {xs[e.argmax]}.")
+    said += [line(name, xs, ys, fmt) for name, ys in list(series.items())[:SERIES_NAMED]]
     more = len(series) - SERIES_NAMED
     if more > 0:
         said.append(f"{more} more line{'' if more == 1 else 's'} are drawn.")
     return " ".join(said)
+
+
+def line(name: str, xs: Sequence, ys: Sequence[float], fmt: Fmt) -> str:
+    """One line of a chart: where it starts, where it ends, and its highest point."""
+    y = np.asarray(ys, dtype=np.float64).reshape(-1)
+    if not y.size:
+        return f"{name}: no point."
+    e = extremes(y)
+    return (f"{name}: from {fmt(y[0])} at {xs[0]} to {fmt(y[-1])} at {xs[len(y) - 1]}, "
+            f"highest {fmt(e.hi)} at {xs[e.argmax]}.")
 
 
 def table(what: str, rows: list[dict], then: str = "") -> str:

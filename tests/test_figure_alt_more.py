@@ -218,3 +218,32 @@ def highest_patch(alt: str, specs: list[dict], pool: list[float], step: str) -> 
     flat = z.reshape(-1)
     p = int(np.nanargmax(flat))
     assert (int(m[1]), int(m[2]), int(m[3])) == (p, *divmod(p, g)), (step, m.groups(), p)
+
+
+KINDS = {  # each other change the Experiments page offers -> the session values that choose it
+    "occlude": {keys.EXP_KIND: "Grey out patches", keys.EXP_OCCLUDED: [3, 4, 10]},
+    "shuffle": {keys.EXP_KIND: "Shuffle the patches"},
+    "positions": {keys.EXP_KIND: "Remove position embeddings"},
+    "mask": {keys.EXP_KIND: "Apply another attention mask"},
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_change_is_described(kind):
+    """The first step's figure changes with the change chosen: each is described, and its
+    numbers are the figure's; the two runs' bars after it too."""
+    at = open_app("experiments", "shapes-classifier", state=KINDS[kind], no_error=True)
+    said = alts(at, "experiments")
+    assert set(said) == {"change", "compare", "unordered"}, sorted(said)
+    for step in ("change", "compare"):
+        pool, specs = drawn(at, FIGURE[("experiments", step)] + ("exp_altered",))
+        for value, decimals in numbers(INDEX.sub("", said[step])):
+            if decimals or abs(value) >= 100:
+                assert stated_in(value, decimals, pool), (kind, step, value, said[step])
+    if kind == "occlude":
+        assert "(3)" in said["change"] and "RGB (" in said["change"], said["change"]
+    if kind == "shuffle":  # the cells whose printed patch number is not their own
+        cells = next(t["text"] for s in drawn(at, ("exp_altered",))[1] for t in s["data"]
+                     if t.get("mode") == "text")
+        moved = sum(int(t) != i for i, t in enumerate(cells))
+        assert f": {moved} of {len(cells)} moved" in said["change"], said["change"]

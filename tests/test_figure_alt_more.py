@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support import arr, open_app
+from tests.support import HUB, arr, open_app
 from ui import keys
 from ui.stages import BY_SLUG as STAGES
 from ui.stages.experiments.keys import EXP_COMPARE, EXP_INPUT, EXP_UNORDERED, EXP_WORDS
@@ -62,8 +62,8 @@ FIGURE = {  # (stage, step) -> the keys of what its figure draws ("metrics": st.
     ("mae", "reconstruction"): (MAE_IMAGES,), ("mae", "error"): (MAE_ERROR,),
     ("mae", "loss"): (MAE_LOSS,),
 }
-PICTURES = {("segmentation", "tokens"), ("segmentation", "map"), ("segmentation", "edges")}
-#           a picture, not a chart: its numbers computed here
+PICTURES = {("logits", "similar"), ("segmentation", "tokens"), ("segmentation", "map"),
+            ("segmentation", "edges")}  # a picture, not a chart: its numbers computed here
 ALT = re.compile(r"<p class='figure-alt[^']*' id='alt-([a-z_0-9]+)-([a-z_0-9]+)'>"
                  r"<strong>Figure:</strong> (.*)</p>", re.S)
 INDEX = re.compile(r"\b(patch|row|column|dimension|block|head|word) \d+")  # a place, not a value
@@ -148,6 +148,10 @@ def picture_numbers(at, step: str, model_name: str) -> list[float]:
     c = model.config
     tr = run_trace(model, preprocess(load_image(at.session_state[keys.INPUT].data), c))
     pre, N = c.num_prefix_tokens, c.num_patches
+    if step == "similar":  # a CLS model without a head: each final patch vector against CLS's
+        assert c.class_token and c.global_pool != "avg"
+        z = tr["ln_final"].double()
+        return torch.nn.functional.cosine_similarity(z[pre:pre + N], z[:1], dim=-1).tolist()
     if step == "tokens":
         x = tr["ln_final"][pre:pre + N].double()
         s = torch.linalg.svdvals(x - x.mean(0)) ** 2
@@ -166,7 +170,9 @@ def picture_numbers(at, step: str, model_name: str) -> list[float]:
 
 
 # ---------------------------------------------------------------- the tests
-CASES = [pytest.param(s, m, id=f"{s}-{m}") for s in SLUGS for m in MODELS]
+HEADLESS = str(HUB / "tiny-org/vit-headless")  # a model without a head (a fixture folder)
+CASES = ([pytest.param(s, m, id=f"{s}-{m}") for s in SLUGS for m in MODELS]
+         + [pytest.param("logits", HEADLESS, id="logits-headless")])
 
 
 @pytest.mark.parametrize(("slug", "model"), CASES)
@@ -247,3 +253,18 @@ def test_every_change_is_described(kind):
                      if t.get("mode") == "text")
         moved = sum(int(t) != i for i, t in enumerate(cells))
         assert f": {moved} of {len(cells)} moved" in said["change"], said["change"]
+
+
+def test_extremes_are_numpys():
+    """figure_extremes against numpy in float64: NaN left out, the first of a tie."""
+    from vit_core.explain.figure_extremes import extremes
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(7, 7))
+    v[2, 3] = np.nan
+    v[4, 4] = v[5, 5] = np.nanmax(v) + 1
+    e = extremes(v)
+    assert (e.n, e.hi, e.argmax, e.lo) == (49, v[4, 4], 32, np.nanmin(v))
+    assert e.argmin == int(np.nanargmin(v)) and e.at(7)[1] == (4, 4)
+    with pytest.raises(ValueError):
+        extremes([np.nan])

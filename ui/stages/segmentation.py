@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 import torch
-from PIL import Image
 
-from ui.drawing import figures, show
+from ui.drawing import alt_words, figures, show
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
 from ui.selection import models, session
 from ui.serving import state, tour
+from ui.stages.seg_pictures import GRID, INSIDE, ON_BORDER, big, edges_picture
 from vit_core.explain.attention import allowed_from_mask
 from vit_core.explain.segmentation import (
     boundary_stats,
@@ -34,8 +34,6 @@ MOST = 0.5  # the colours show "most" of how the tokens differ when 3 components
 FOLLOWS = 0.5  # the edges "follow the patch grid" when at least this share straddles a border
 LEANS = 2  # ... and "the grid still shows" when they sit on borders this many times as often as
 #            edges placed at random would
-SCALE = 2  # the class map and its edges are drawn at this many screen pixels per image pixel
-ON_BORDER, INSIDE, GRID = (255, 214, 10), (255, 0, 255), (235, 235, 235)  # the edges' colours
 LABEL_PIXELS = Choice((  # how tokens label pixels: the right way, and what students often think
     "The final CLS vector is copied to every pixel",
     "Each patch token keeps its place and labels its own pixels",
@@ -154,6 +152,14 @@ def _tokens_words(x: Ctx, share: torch.Tensor) -> str:
                    f"shapes-classifier has one.")
 
 
+def _tokens_describe(x: Ctx, share: torch.Tensor) -> str:
+    return (f"Two pictures side by side: left, the image; right, each of its {x.c.num_patches} "
+            f"patches painted one colour, its final vector's first three principal components "
+            f"as red, green and blue. The three hold {pct(float(share[0]))}, "
+            f"{pct(float(share[1]))} and {pct(float(share[2]))} of the variance; similar colours "
+            f"mean similar vectors, and the colours themselves mean nothing fixed.")
+
+
 def _tokens_notes(x: Ctx, _) -> str:
     vectors = ("this model has no final LayerNorm: its fc_norm comes after pooling"
                if x.c.fc_norm else "after the final LayerNorm")
@@ -184,19 +190,22 @@ def _shares_facts(x: Ctx) -> dict[int, float]:
     return class_shares(x.labels)
 
 
-def _big(img: Image.Image) -> Image.Image:
-    return img.resize((img.size[0] * SCALE, img.size[1] * SCALE), Image.Resampling.NEAREST)
-
-
 def _map_figure(x: Ctx, found: dict[int, float]) -> None:
     c = x.c
     names, palette = _class_names(c), figures.class_palette(c.seg_classes - 1)
     entries = [(f"{names[k]} {pct(s, 0)}", tuple(palette[k])) for k, s in found.items()]
     r = c.seg_upsample
-    show.image(figures.with_legend(_big(figures.class_map_image(
+    show.image(figures.with_legend(big(figures.class_map_image(
         x.prep.crop, x.labels, c.seg_classes - 1)), entries),
         f"each pixel's class, painted at 55 % over the image ({r}×{r} cells per patch, scores "
         f"upsampled bilinearly)", "class-map")
+
+
+def _map_describe(x: Ctx, found: dict[int, float]) -> str:
+    names, g, r = _class_names(x.c), x.c.grid, x.c.seg_upsample
+    return (f"The image with each pixel's class painted over it ({g * r}×{g * r} cells), and a "
+            f"legend naming each class found with its share of the pixels: "
+            + ", ".join(f"{names[k]} {pct(s, 0)}" for k, s in found.items()) + ".")
 
 
 def _map_words(x: Ctx, _) -> str:
@@ -215,9 +224,20 @@ def _map_notes(x: Ctx, _) -> str:
 
 # ---------------------------------------------------------------- each class's share
 def _shares_figure(x: Ctx, found: dict[int, float]) -> None:
+    deck.table(_share_rows(x, found), SEG_TABLE, height=38 + 35 * len(found))
+
+
+def _share_rows(x: Ctx, found: dict[int, float]) -> list[dict]:
     names = _class_names(x.c)
-    deck.table([{"class": names[k], "share of the image": pct(s, 1)}
-                for k, s in found.items()], SEG_TABLE, height=38 + 35 * len(found))
+    return [{"class": names[k], "share of the image": pct(s, 1)} for k, s in found.items()]
+
+
+def _shares_describe(x: Ctx, found: dict[int, float]) -> str:
+    rows = _share_rows(x, found)  # largest first
+    first, last = rows[0].values(), rows[-1].values()
+    return alt_words.table("each class found on the image and its share of the pixels, largest "
+                           "first", rows, "The largest: {} at {}".format(*first)
+                           + ("; the smallest: {} at {}.".format(*last) if len(rows) > 1 else "."))
 
 
 def _shares_words(x: Ctx, found: dict[int, float]) -> str:
@@ -242,36 +262,23 @@ def _edges_facts(x: Ctx) -> dict:
     return boundary_stats(x.labels, x.c.patch_size)
 
 
-def _edges_picture(x: Ctx) -> Image.Image:
-    """The class map with the patch grid, and every pixel where the class changes to its right
-    or below marked: on a patch border in yellow, inside a patch in magenta."""
-    c, lab = x.c, x.labels
-    P = c.patch_size
-    img = np.asarray(figures.class_map_image(x.prep.crop, lab, c.seg_classes - 1)).copy()
-    cut = np.arange(1, lab.shape[1]) % P == 0  # pixel x + 1 starts a new patch
-    grid = np.zeros(lab.shape, bool)
-    grid[:, :-1] |= cut[None, :]
-    grid[:-1, :] |= cut[:, None]
-    img[grid] = (0.5 * img[grid] + 0.5 * np.array(GRID)).astype(np.uint8)
-    h, v = lab[:, 1:] != lab[:, :-1], lab[1:, :] != lab[:-1, :]
-    on, inside = np.zeros(lab.shape, bool), np.zeros(lab.shape, bool)
-    on[:, :-1] |= h & cut[None, :]
-    inside[:, :-1] |= h & ~cut[None, :]
-    on[:-1, :] |= v & cut[:, None]
-    inside[:-1, :] |= v & ~cut[:, None]
-    img[inside] = INSIDE
-    img[on] = ON_BORDER
-    return _big(Image.fromarray(img))
-
-
 def _edges_figure(x: Ctx, f: dict) -> None:
-    show.image(figures.with_legend(_edges_picture(x), [
+    show.image(figures.with_legend(edges_picture(x.prep.crop, x.labels, x.c), [
         (f"class edge on a patch border ({f['on_boundary']:,} pairs)", ON_BORDER),
         (f"class edge inside a patch ({f['inside']:,} pairs)", INSIDE),
         (f"patch border ({f['boundary_pairs']:,} of all {f['pairs']:,} neighbouring pairs "
          "straddle one)", GRID)]),
         f"the class map with its {x.c.grid}×{x.c.grid} patch grid: where the class changes "
         f"between two neighbouring pixels", "class-edges")
+
+
+def _edges_describe(x: Ctx, f: dict) -> str:
+    g = x.c.grid
+    return (f"The class map with its {g}×{g} patch grid drawn in light grey, and every class "
+            f"edge between two neighbouring pixels marked: on a patch border in yellow "
+            f"({f['on_boundary']:,} pairs), inside a patch in magenta ({f['inside']:,} pairs); "
+            f"the legend names both. {f['boundary_pairs']:,} of all {f['pairs']:,} "
+            f"neighbouring pixel pairs straddle a patch border.")
 
 
 def boundary_words(f: dict) -> str:
@@ -354,13 +361,16 @@ STAGE = deck.Stage(
     steps=(
         Step("tokens", "The patch tokens as colours", _tokens_figure,
              facts=_tokens_facts, words=_tokens_words, notes=_tokens_notes,
+             describe=_tokens_describe,
              question=_pixels_question, reads=(tour.patch_pca,)),
         Step("map", "The class map on the image", _map_figure, facts=_shares_facts,
-             words=_map_words, notes=_map_notes, applies=_has_head),
+             words=_map_words, notes=_map_notes, describe=_map_describe, applies=_has_head),
         Step("shares", "How much of the image each class covers", _shares_figure,
-             facts=_shares_facts, words=_shares_words, applies=_has_head),
+             facts=_shares_facts, words=_shares_words, describe=_shares_describe,
+             applies=_has_head),
         Step("edges", "Class edges against the patch grid", _edges_figure, facts=_edges_facts,
-             words=_edges_words, notes=_edges_notes, question=_edges_question,
+             words=_edges_words, notes=_edges_notes, describe=_edges_describe,
+             question=_edges_question,
              asks=("boundary_pairs", "inside", "on_boundary", "pairs"),
              applies=_has_head),
     ),

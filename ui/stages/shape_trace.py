@@ -10,22 +10,22 @@ from typing import Any
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import alt_words, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
 from ui.selection import models, session
 from ui.serving import state, tour
 from ui.stages import common
+from ui.stages.shape_rows import REF, Rows, cost_rows, heads, rows_of, shape_table
 from vit_core import PRESETS
+from vit_core.explain.figure_extremes import extremes
 from vit_core.explain.flops import (
     attention_share,
     params_by_component,
     si,
-    stage_rows,
     total_macs,
     total_params,
-    traced_shapes,
 )
 from vit_core.explain.windows import window_cost
 
@@ -36,7 +36,6 @@ SHAPE_COST_TABLE = "shape_cost_table"  # table: each step's MACs and FLOPs, next
 PARAM_TABLE = "param_table"  # table: parameters by component
 COST_VS_PATCH = "cost_vs_patch"  # chart: attention cost against patch size
 
-REF = "vit-b16"  # the notes' reference model, beside every cost
 PATCH_SIZES = (8, 14, 16, 28, 32, 56)  # the chart's patch sizes (those that divide the image)
 ROW_PX, HEAD_PX = 35, 38  # a table row and the header row, as st.dataframe draws them
 
@@ -76,53 +75,13 @@ def _intro(x: Ctx) -> str:
             "layer.")
 
 
-# ---------------------------------------------------------------- the rows
-@dataclass(frozen=True)
-class Rows:
-    """Every step of the pass, in order, with this pass's traced shape and ViT-B/16's row."""
-
-    rows: list[dict]  # stage_rows(c, T), each with "traced" (str) and "macs" (all layers)
-    ref: dict[str, dict]  # ViT-B/16's row of the same step (name -> row)
-    first: int  # the block's first row (LN1)
-    end: int  # the first row after the block (final LN)
-
-    @property
-    def in_block(self) -> tuple[bool, ...]:
-        """Per row: a step of every block (counted over the layers), not once per pass."""
-        return tuple(self.first <= k < self.end for k in range(len(self.rows)))
-
-    @property
-    def around(self) -> list[dict]:
-        return self.rows[:self.first] + self.rows[self.end:]
-
-    @property
-    def block(self) -> list[dict]:
-        return self.rows[self.first:self.end]
-
-
 def _rows(x: Ctx) -> Rows:
-    rows = [{**r, "traced": traced, "macs": r["flops"] // 2 * r["times"]}
-            for r, traced in zip(stage_rows(x.c, x.tr.n_text), traced_shapes(x.tr), strict=True)]
-    names = [r["step"] for r in rows]
-    return Rows(rows, {r["step"]: r for r in stage_rows(PRESETS[REF])}, names.index("LN1"),
-                names.index("final LN"))
-
-
-def _shape_table(f: Rows, rows: list[dict]) -> list[dict]:
-    return [{"step": r["step"], "operation": r["op"], "equation": r["eq"],
-             "traced shape": r["traced"], "ViT-B/16 shape": f.ref.get(r["step"], {}).get(
-                 "shape", "—"), "× layers": r["times"], "parameters": f"{r['params']:,}"}
-            for r in rows]
+    return rows_of(x.c, x.tr)
 
 
 def _table(rows: list[dict], key: str) -> None:
     """A table with every row on screen (on a slide in large type: deck.table)."""
     deck.table(rows, key, row_height=ROW_PX, height=HEAD_PX + ROW_PX * len(rows))
-
-
-def _heads(f: Rows) -> list[dict]:
-    """The rows that read the final tokens (class, text, segmentation heads)."""
-    return [r for r in f.rows[f.end:] if r["step"] != "final LN"]
 
 
 # ---------------------------------------------------------------- around the blocks
@@ -133,7 +92,7 @@ def _around_figure(x: Ctx, f: Rows) -> None:
              rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
              rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
              + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
-    _table(_shape_table(f, f.around), SHAPE_TABLE)
+    _table(shape_table(f, f.around), SHAPE_TABLE)
 
 
 def _around_words(x: Ctx, f: Rows) -> str:
@@ -141,12 +100,20 @@ def _around_words(x: Ctx, f: Rows) -> str:
     T = x.tr.n_text
     tokens = (f"{S} tokens ({c.num_image_tokens} image + {T} text)" if T else f"{S} tokens")
     blocks = "its one block keeps" if c.depth == 1 else f"its {c.depth} blocks keep"
-    heads = _heads(f)
-    out = ("; then " + " and ".join(f"the {r['step']} gives {r['traced']}" for r in heads)
-           if heads else "; it has no head: its output is the final tokens")
+    found = heads(f)
+    out = ("; then " + " and ".join(f"the {r['step']} gives {r['traced']}" for r in found)
+           if found else "; it has no head: its output is the final tokens")
     return (f"The {c.img_size}×{c.img_size} image becomes {c.num_patches} patches of "
             f"{c.in_chans * c.patch_size**2} numbers, then {tokens} of {c.embed_dim}; {blocks} "
             f"that {S} × {c.embed_dim} shape{out}.")
+
+
+def _around_describe(x: Ctx, f: Rows) -> str:
+    first, last = f.around[0], f.around[-1]
+    return alt_words.table(
+        "each step around the blocks and the shape it gives, beside ViT-B/16's",
+        shape_table(f, f.around), f"Above it, the path as one equation; from {first['step']} "
+        f"({first['traced']}) to {last['step']} ({last['traced']}).")
 
 
 def _around_notes(x: Ctx, f: Rows) -> str | None:
@@ -171,7 +138,7 @@ def _block_title(c) -> str:
 
 
 def _block_figure(x: Ctx, f: Rows) -> None:
-    _table(_shape_table(f, f.block), SHAPE_TABLE_BLOCK)
+    _table(shape_table(f, f.block), SHAPE_TABLE_BLOCK)
 
 
 def _block_words(x: Ctx, f: Rows) -> str:
@@ -182,6 +149,14 @@ def _block_words(x: Ctx, f: Rows) -> str:
             f"MLP widens every token to {c.mlp_hidden}.")
 
 
+def _block_describe(x: Ctx, f: Rows) -> str:
+    e = extremes([r["params"] for r in f.block])
+    most = f.block[e.argmax]
+    return alt_words.table("each step inside one block and the shape it gives",
+                           shape_table(f, f.block), f"The most parameters: {most['step']}, "
+                           f"{most['params']:,} in one layer.")
+
+
 def _block_notes(x: Ctx, f: Rows) -> str:
     return ("The traced shapes are those of block 0 of this pass (every block has the same); "
             "“× layers” counts how often a step runs in one pass, and its parameters are those "
@@ -189,31 +164,24 @@ def _block_notes(x: Ctx, f: Rows) -> str:
 
 
 # ---------------------------------------------------------------- what each step costs
-def _cost_rows(f: Rows) -> tuple[list[dict], list[str]]:
-    """The cost table's rows, and the steps left out of it: those with no matrix
-    multiplication in either model (0 multiply-adds), each named once."""
-    costs, left_out = [], []
-    for r in f.rows:
-        b16 = f.ref.get(r["step"])
-        ref_macs = b16["flops"] // 2 * b16["times"] if b16 else 0
-        if not r["macs"] and not ref_macs:
-            left_out.append(r["step"])
-            continue
-        costs.append({"step": r["step"], "MACs (all layers)": si(r["macs"]),
-                      "FLOPs = 2 × MACs": si(2 * r["macs"]),
-                      "ViT-B/16 MACs": si(ref_macs) if b16 else "—",
-                      "ViT-B/16 FLOPs": si(2 * ref_macs) if b16 else "—"})
-    return costs, list(dict.fromkeys(left_out))
-
-
 def _cost_figure(x: Ctx, f: Rows) -> None:
-    _table(_cost_rows(f)[0], SHAPE_COST_TABLE)
+    _table(cost_rows(f)[0], SHAPE_COST_TABLE)
 
 
 def _cost_words(x: Ctx, f: Rows) -> str:
     return ("Each row counts what a step's matrix multiplications cost in one pass, all layers "
             "together, next to the same step in ViT-B/16; the steps without one ("
-            + ", ".join(_cost_rows(f)[1]) + ") cost 0 and are left out.")
+            + ", ".join(cost_rows(f)[1]) + ") cost 0 and are left out.")
+
+
+def _cost_describe(x: Ctx, f: Rows) -> str:
+    costs = [r for r in f.rows if r["step"] not in cost_rows(f)[1]]  # the table's rows
+    top = costs[extremes([r["macs"] for r in costs]).argmax]
+    ref = f.ref.get(top["step"])
+    b16 = (f"; ViT-B/16's {top['step']}: {si(ref['flops'] // 2 * ref['times'])}" if ref else "")
+    return alt_words.table("each step's multiply-adds and FLOPs over all layers, beside "
+                           "ViT-B/16's", cost_rows(f)[0],
+                           f"The costliest here: {top['step']}, {si(top['macs'])} MACs{b16}.")
 
 
 def _cost_notes(x: Ctx, f: Rows) -> str:
@@ -268,6 +236,13 @@ def _totals_figure(x: Ctx, f: Totals) -> None:
         m[2].metric(f"{who} FLOPs (2 × MACs)", si(2 * macs))
 
 
+def _totals_describe(x: Ctx, f: Totals) -> str:
+    return (f"Two rows of three numbers. {x.label}: {f.params / 1e6:.2f} M parameters, "
+            f"{si(f.macs)} multiply-adds (MACs), {si(2 * f.macs)} FLOPs. ViT-B/16: "
+            f"{f.ref_params / 1e6:.1f} M parameters, {si(f.ref_macs)} MACs, "
+            f"{si(2 * f.ref_macs)} FLOPs.")
+
+
 def _times(a: float, b: float) -> str:
     """How many times b is a: '127×', or '0.5×' under 10."""
     r = a / max(b, 1)
@@ -299,6 +274,17 @@ def _params_words(x: Ctx, f: dict[str, int]) -> str:
               f"blocks" if x.c.depth > 1 else
               "its one block's attention, MLP and LayerNorms are a row each")
     return f"The {sum(f.values()):,} parameters of {x.label}, in {len(f)} groups: {blocks}."
+
+
+def _params_describe(x: Ctx, f: dict[str, int]) -> str:
+    n, names = total_params(x.c), list(f)
+    e = extremes(list(f.values()))
+    hi, lo = names[e.argmax], names[e.argmin]
+    rows = [{"component": k, "parameters": v, "share": v / n} for k, v in f.items()]
+    return alt_words.table(
+        "the parameters by component, each with its share", rows,
+        f"The largest, {hi}, has {f[hi]:,} ({pct(f[hi] / n, 1)}); the smallest, {lo}, "
+        f"{f[lo]:,} ({pct(f[lo] / n, 1)}).")
 
 
 def _params_question(x: Ctx, f: dict[str, int]) -> Question:
@@ -366,6 +352,12 @@ def _by_size_words(x: Ctx, f: BySize) -> str:
     return said
 
 
+def _by_size_describe(x: Ctx, f: BySize) -> str:
+    return alt_words.curves("patch size P", "G multiply-adds (MACs) of one pass", f.sizes,
+                            {"all matrix multiplications": [m / 1e9 for m in f.macs],
+                             "QKᵀ and AV only": [q / 1e9 for q in f.quad]}, alt_words.sig3)
+
+
 def _by_size_notes(x: Ctx, f: BySize) -> str:
     return ("Halving P makes 4 times as many patches, so S grows about 4 times: Q, K, V, W_O "
             "and the MLP grow with S, QKᵀ and AV with S², so attention's share of the cost "
@@ -382,19 +374,22 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("shapes", "Into the blocks and out: each step's shape", _around_figure,
-             facts=_rows, words=_around_words, notes=_around_notes, reads=(tour.caption_pass,)),
+             facts=_rows, words=_around_words, notes=_around_notes, describe=_around_describe,
+             reads=(tour.caption_pass,)),
         Step("block", _block_title, _block_figure, facts=_rows, words=_block_words,
-             notes=_block_notes, reads=(tour.caption_pass,)),
+             notes=_block_notes, describe=_block_describe, reads=(tour.caption_pass,)),
         Step("costs", "What each step costs, next to ViT-B/16", _cost_figure, facts=_rows,
-             words=_cost_words, notes=_cost_notes, question=_costliest_question,
+             words=_cost_words, notes=_cost_notes, describe=_cost_describe,
+             question=_costliest_question,
              asks=("in_block", "rows"),
              reads=(tour.caption_pass,)),
         Step("totals", "The whole pass, next to ViT-B/16", _totals_figure, facts=_totals_facts,
-             words=_totals_words, reads=(tour.caption_pass,)),
+             words=_totals_words, describe=_totals_describe, reads=(tour.caption_pass,)),
         Step("params", "Parameters by component", _params_figure, facts=_params_facts,
-             words=_params_words, question=_params_question,
+             words=_params_words, describe=_params_describe, question=_params_question,
              asks=("items",)),  # asks: every row of the table
         Step("patch", "Attention cost against patch size", _by_size_figure,
-             facts=_by_size_facts, words=_by_size_words, notes=_by_size_notes),
+             facts=_by_size_facts, words=_by_size_words, notes=_by_size_notes,
+             describe=_by_size_describe),
     ),
 )

@@ -32,6 +32,12 @@ from ui.stages.experiments.compare import (
     compare_words,
     similarity_words,
 )
+from ui.stages.experiments.describe import (
+    change_describe,
+    compare_describe,
+    fed_describe,
+    unordered_describe,
+)
 from ui.stages.experiments.notice import notice_facts, notice_words, window_notice
 from ui.stages.experiments.order import (
     fed_facts,
@@ -72,15 +78,18 @@ STAGE = deck.Stage(
     extra_reads=(tour.generation, tour.caption_pass),
     steps=(
         Step("change", "Choose a change", change_figure, facts=change_facts,
-             words=change_words, notes=change_notes),
+             words=change_words, notes=change_notes, describe=change_describe),
         Step("compare", "Before and after", compare_figure, facts=compare_facts,
-             words=compare_words, notes=compare_notes, question=after_question,
+             words=compare_words, notes=compare_notes, describe=compare_describe,
+             question=after_question,
              asks=("family", "empty", "p0", "p1", "gen0", "gen1", "sims", "blind", "uniform",
                    "trained"), reads=(reads.experiment,)),
         Step("words", "Each word of the caption, before and after", fed_figure,
-             facts=fed_facts, words=fed_words, reads=(reads.experiment,), applies=_has_text),
+             facts=fed_facts, words=fed_words, describe=fed_describe, reads=(reads.experiment,),
+             applies=_has_text),
         Step("unordered", "Shuffled without positions", unordered_figure,
              facts=unordered_facts, words=unordered_words, notes=unordered_notes,
+             describe=unordered_describe,
              question=unordered_question, reads=(reads.unordered_runs,)),
     ),
 )

@@ -14,6 +14,7 @@ from ui.selection import session
 
 TOP_BARS = 5  # the classifier's bars: the most probable this-many classes
 WORD_BARS = 8  # the captioner's bars: the most likely this-many next words
+LOGIT_BARS = 15  # the raw logits' bars: every class up to this many, else the largest
 SLIDE_ROWS = 8  # a scored caption on a slide shows this many rows (the rest scroll)
 CAPTION = "a red ball on the grass"  # the caption scored until the student types one
 

@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import alt_words, figures
 from ui.drawing.numbers import pct, percent
 from ui.lesson import deck, player
 from ui.lesson.deck import Question
@@ -35,7 +35,7 @@ from ui.stages.logits.words import (
     caption_note,
     scored_column,
 )
-from vit_core.explain.logit_facts import live_words, sees_ahead, top_of
+from vit_core.explain.logit_facts import caption_scores, live_words, sees_ahead, top_of
 
 
 # ---------------------------------------------------------------- captioner: writing
@@ -131,6 +131,20 @@ def _writing_words(x: Ctx, f: Writing) -> str:
             f"word can come out; the tallest bar is {tallest}.")
 
 
+def _writing_describe(x: Ctx, f: Writing) -> str | None:
+    gen, n = f.gen, len(f.gen.words)
+    shown = f.steps if f.probs is not None else n - 1  # the distribution the chart draws
+    if shown < 0:
+        return None
+    probs = f.probs if f.probs is not None else gen.probs[shown].numpy()
+    order = np.argsort(-probs)[:min(WORD_BARS, len(probs))]
+    return (f"Above the chart, the caption so far: “[SOS] {' '.join(gen.words[:f.steps])}”. "
+            + alt_words.bars(f"the {len(order)} most likely words for word {shown + 1}",
+                             [f"“{x.c.vocab[i]}”" for i in order], probs[order],
+                             lambda p: pct(p, 1),
+                             axis="one row per word, across: probability from 0 to 100%"))
+
+
 def _writing_notes(x: Ctx, f: Writing) -> str | None:
     if f.probs is None:
         return None
@@ -191,6 +205,19 @@ def _scoring_figure(x: Ctx, f: Scoring) -> None:
 
 def _scoring_words(x: Ctx, f: Scoring) -> str:
     return caption_note(f.scored, sees_ahead=f.ahead)
+
+
+def _scoring_describe(x: Ctx, f: Scoring) -> str:
+    s = f.scored
+    column = scored_column(f.ahead)
+    rows = [{"word": w, column: p} for w, p in zip(s.words, s.probs, strict=True)]
+    if not rows:
+        return "Under the caption's field, an empty table: no word to score."
+    c = caption_scores(s.words, s.probs, 0.0)
+    return alt_words.table(
+        "the typed caption's words in order, each with its probability", rows,
+        f"The least likely word is “{c.low[0]}” at {percent(c.low[1], 2)}, the most likely "
+        f"“{c.high[0]}” at {percent(c.high[1], 2)}.")
 
 
 def _scoring_notes(x: Ctx, f: Scoring) -> str | None:

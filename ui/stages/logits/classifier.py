@@ -8,12 +8,13 @@ import numpy as np
 import streamlit as st
 import torch
 
-from ui.drawing import figures
+from ui.drawing import alt_words, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
 from ui.selection import models
 from ui.stages.logits.base import (
+    LOGIT_BARS,
     TEMPERATURE,
     TEMPERATURE_Q,
     TOP_BARS,
@@ -91,6 +92,14 @@ def _answer_words(x: Ctx, f: Answer) -> str:
             + distribution_words(f.probs, x.names, f.T, image_blind=f.blind, outside=f.outside))
 
 
+def _answer_describe(x: Ctx, f: Answer) -> str:
+    K = x.c.num_classes
+    order = np.argsort(-f.probs)[:min(TOP_BARS, K)]  # the bars drawn
+    return alt_words.bars(f"the top {len(order)} of {K} classes' probabilities at T = {f.T:g}",
+                          [x.names[i] for i in order], f.probs[order], lambda p: pct(p, 1),
+                          axis="one row per class, across: probability from 0 to 100%")
+
+
 def _answer_notes(x: Ctx, f: Answer) -> str | None:
     return blind_words(x.c, x.tr.mask_kind) if f.blind else None
 
@@ -113,7 +122,7 @@ def _raw_facts(x: Ctx) -> np.ndarray:
 
 
 def _raw_figure(x: Ctx, z: np.ndarray) -> None:
-    deck.chart(figures.logit_bars(z, x.names), key=LOGITS_RAW)
+    deck.chart(figures.logit_bars(z, x.names, k=LOGIT_BARS), key=LOGITS_RAW)
 
 
 def _raw_words(x: Ctx, z: np.ndarray) -> str:
@@ -125,6 +134,14 @@ def _raw_words(x: Ctx, z: np.ndarray) -> str:
                  f"{names[o.second]} ({b})")
     return text + (". Softmax reads only their differences: adding one number to every logit "
                    "would change no probability.")
+
+
+def _raw_describe(x: Ctx, z: np.ndarray) -> str:
+    order = np.argsort(-z)[:min(LOGIT_BARS, len(z))]  # figures.logit_bars' bars
+    shown = f"all {len(z)} classes" if len(z) <= LOGIT_BARS else f"the {len(order)} largest"
+    return alt_words.bars(f"the raw logits ({shown})", [x.names[i] for i in order], z[order],
+                          alt_words.two, axis="one row per class, across: the logit; a "
+                          "positive bar is blue and points right, a negative one red and left")
 
 
 def _raw_notes(x: Ctx, z: np.ndarray) -> str:
@@ -160,6 +177,13 @@ def _lens_figure(x: Ctx, f: Lens) -> None:
 
 def _lens_words(x: Ctx, f: Lens) -> str:
     return lens_words(f.probs, x.names)
+
+
+def _lens_describe(x: Ctx, f: Lens) -> str:
+    xs = ["the embedding"] + [f"block {i}" for i in range(x.c.depth)]
+    return alt_words.curves("read out after the embedding and after each block",
+                            f"the probability of a class at T = {f.T:g}", xs,
+                            {x.names[k]: f.probs[:, k] for k in f.drawn}, lambda p: pct(p, 0))
 
 
 def _lens_notes(x: Ctx, f: Lens) -> str:

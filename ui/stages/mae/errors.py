@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.drawing import alt_words
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Number, Question
@@ -37,6 +38,15 @@ def _reconstruction_figure(x: Ctx, f: Numbers | None) -> None:
     deck.chart(_images_row(images, titles, f.P, f.hidden,
                            "Original, masked input and reconstruction (hidden patches framed)"),
                key=MAE_IMAGES)
+
+
+def _reconstruction_describe(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    return (f"Three pictures side by side, each cut into its {f.grid}×{f.grid} patch grid with "
+            f"the {f.n_hidden} hidden patches framed: the image; the encoder's input, the hidden "
+            f"patches grey and {f.n_visible} visible; the reconstruction, the {f.n_hidden} "
+            f"hidden patches painted by the decoder and the visible ones pasted back.")
 
 
 def _reconstruction_words(x: Ctx, f: Numbers | None) -> str | None:
@@ -81,6 +91,19 @@ def _error_figure(x: Ctx, f: Numbers | None) -> None:
     deck.chart(error_map(f), key=MAE_ERROR)
 
 
+def _error_describe(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    g = f.grid
+    said = alt_words.grid_map("squared error (viridis: dark low, yellow high)",
+                              f.error.reshape(g, g), lambda v: f"{v:.4f}")
+    means = (f" The {f.n_visible} visible patches are marked with a white ring; the title "
+             f"gives the hidden patches' mean, {f.loss:.4f}, and the visible ones', "
+             f"{f.visible_error:.4f}." if f.hidden else
+             f" No patch is hidden; the mean over all of them is {f.all_error:.4f}.")
+    return said + means
+
+
 def _error_words(x: Ctx, f: Numbers | None) -> str | None:
     if f is None:
         return None
@@ -116,6 +139,16 @@ def _loss_figure(x: Ctx, f: Numbers | None) -> None:
              rf"\frac{{\lVert \hat x_i - x_i\rVert^2}}{{{f.P2C:,}}} = {f.loss:.4f}"
              .replace(",", "{,}"))
     deck.chart(loss_bars(f), key=MAE_LOSS)
+
+
+def _loss_describe(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None or not f.hidden:
+        return None
+    return (alt_words.bars("the hidden patches' squared errors, largest first",
+                           [f"patch {p}" for p in f.hidden], f.error[list(f.hidden)],
+                           lambda v: f"{v:.4f}", axis="one column per hidden patch, up: "
+                           "squared error")
+            + f" A dashed line marks their mean, the loss L = {f.loss:.4f}.")
 
 
 def _loss_words(x: Ctx, f: Numbers | None) -> str | None:

@@ -98,6 +98,17 @@ def _hide_words(x: Ctx, f: Numbers | None) -> str | None:
             f"hidden and the encoder reads the other {f.n_visible}: {rule}.")
 
 
+def _hide_describe(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    framed = ("the patches you clicked framed" if f.mode == "click" else
+              "the hidden patches framed")
+    return (f"Two pictures of the image cut into a {f.grid}×{f.grid} grid of {f.N} patches: "
+            f"left, the image with {framed} ({f.n_hidden}); right, what the encoder is given: "
+            f"the {f.n_hidden} hidden patches painted grey, {f.n_visible} of {f.N} left as "
+            f"they are.")
+
+
 def _hide_question(x: Ctx, f: Numbers | None) -> Question | None:
     if f is None:
         return None
@@ -121,6 +132,20 @@ def _shapes_figure(x: Ctx, f: Numbers | None) -> None:
                       for (what, sym), shape in zip(SHAPE_WORDS, f.shapes, strict=True)],
                      key=MAE_SHAPES,
                      hide_index=True)
+
+
+def _shapes_describe(x: Ctx, f: Numbers | None) -> str | None:
+    if f is None:
+        return None
+    said = (f"Two rows of tokens. Top, the encoder's {f.S_enc}: CLS, then the {f.n_visible} "
+            f"visible patches in the order it reads them. Bottom, the decoder's {f.S_dec}: CLS "
+            f"and every patch in grid order, the {f.n_hidden} hidden ones as [MASK] tokens (a "
+            f"legend names both kinds). A line joins each encoded patch to its place below.")
+    if deck.presenting():  # the shapes table is on the page only
+        return said
+    return said + (" Under it, a table of the " + str(len(f.shapes)) + " tensors' shapes, from "
+                   + " × ".join(map(str, f.shapes[0])) + " patch values to the prediction's "
+                   + " × ".join(map(str, f.shapes[-1])) + ".")
 
 
 def _shapes_words(x: Ctx, f: Numbers | None) -> str | None:

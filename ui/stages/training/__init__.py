@@ -11,6 +11,7 @@ from ui.lesson.deck import Step
 from ui.serving import tour
 from ui.stages.training.base import _intro, view
 from ui.stages.training.cls import (
+    _cls_describe,
     _cls_facts,
     _cls_figure,
     _cls_notes,
@@ -21,6 +22,7 @@ from ui.stages.training.cls import (
     object_mask,
 )
 from ui.stages.training.curves import (
+    _curves_describe,
     _curves_facts,
     _curves_figure,
     _curves_notes,
@@ -29,6 +31,7 @@ from ui.stages.training.curves import (
     curves_figure,
 )
 from ui.stages.training.distance import (
+    _distance_describe,
     _distance_facts,
     _distance_figure,
     _distance_notes,
@@ -37,6 +40,7 @@ from ui.stages.training.distance import (
     distance_figure,
 )
 from ui.stages.training.positions import (
+    _positions_describe,
     _positions_facts,
     _positions_figure,
     _positions_notes,
@@ -45,6 +49,7 @@ from ui.stages.training.positions import (
 )
 from ui.stages.training.prediction import (
     _classifies,
+    _prediction_describe,
     _prediction_facts,
     _prediction_figure,
     _prediction_notes,
@@ -69,22 +74,25 @@ STAGE = deck.Stage(
     steps=(
         Step("curves", "Loss and held-out accuracy, step by step", _curves_figure,
              facts=_curves_facts, words=_curves_words, notes=_curves_notes,
+             describe=_curves_describe,
              question=_curves_question, asks=("log", "loss", "recipe")),
         Step("positions", "Position embeddings: neighbours against far positions",
              _positions_figure, facts=_positions_facts, words=_positions_words,
-             notes=_positions_notes, question=_positions_question,
+             notes=_positions_notes, describe=_positions_describe, question=_positions_question,
              asks=("runs",), controls=("patch",),
              reads=(tour.weight_views,)),
         Step("distance", "How far the heads look, block by block", _distance_figure,
              facts=_distance_facts, words=_distance_words, notes=_distance_notes,
+             describe=_distance_describe,
              question=_distance_question, asks=("baseline", "runs"),
              reads=(tour.attention_summary,)),
         Step("cls", "CLS attention on the object", _cls_figure, facts=_cls_facts,
-             words=_cls_words, notes=_cls_notes, question=_cls_question,
+             words=_cls_words, notes=_cls_notes, describe=_cls_describe, question=_cls_question,
              asks=("blind", "cover", "known", "runs"), applies=_has_cls,
              reads=(tour.attention_summary,)),
         Step("prediction", "The prediction at every kept step", _prediction_figure,
              facts=_prediction_facts, words=_prediction_words, notes=_prediction_notes,
+             describe=_prediction_describe,
              question=_prediction_question,
              asks=("curve", "final", "names", "probs", "steps"), applies=_classifies),
     ),

@@ -10,7 +10,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import alt_words, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, PatchPick, Question
@@ -195,6 +195,22 @@ def _cls_words(x: Ctx, f: dict) -> str:
     if x.log is not None and x.step != x.final and final["ratio"] is not None:
         said += f" The final weights: {final['ratio']:.1f}×."
     return said + _median_at(x, f)
+
+
+def _cls_describe(x: Ctx, f: dict) -> str:
+    g = x.c.grid
+    n_out = 0 if f["cover"] is None else int((f["cover"] >= OBJECT_PATCH).sum())
+    said = alt_words.grid_map("the share of CLS's last-block attention (viridis, from 0)",
+                              f["share"].reshape(g, g), lambda v: f"{v:.3f}")
+    said += (f" The object's {n_out} patches are outlined in red." if n_out else "")
+    if x.log is None:
+        return said
+    steps, v = f["medians"]
+    return (said + " Right, a line chart across the kept training steps (log scale), up: times "
+            "chance. " + alt_words.line("The held-out median of CLS attention on the object",
+                                        [f"step {s:,}" for s in steps], v,
+                                        lambda r: f"{r:.1f}×")
+            + " A dashed line: chance, 1×; a star: this image.")
 
 
 def _cls_notes(x: Ctx, f: dict) -> str:

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
+from ui.drawing import alt_words
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -113,6 +114,31 @@ def _curves_figure(x: Ctx, f: dict) -> None:
                  rf"\tfrac12\big(1+\cos\pi\tfrac{{t-{r['warmup']}}}{{{f['T'] - r['warmup']}}}"
                  rf"\big) & \text{{after (}}f\text{{: a small floor)}}\end{{cases}}")
     deck.chart(curves_figure(f), key=TRAIN_CURVES)
+
+
+def curves_words(f: dict) -> str:
+    """The curves of `log_facts` in words: the figure's text alternative."""
+    def at(steps) -> list[str]:
+        return [f"step {int(v):,}" for v in steps]
+
+    steps, loss = f["loss"]
+    held = [alt_words.line(f"Held-out {name}", at(f[key][0]), f[key][1], fmt)
+            for key, name, fmt in (("top1", "top-1", lambda v: pct(v, 0)),
+                                   ("miou", "mIoU", alt_words.two)) if f[key][0]]
+    return ("Two charts sharing one axis across: the training step, on a log scale with the "
+            "kept steps ticked. Top, up: the loss. "
+            + alt_words.line("The training loss (the mean of every 10 steps)", at(steps), loss,
+                             alt_words.two)
+            + " Bottom, up: held-out scores from 0 to 1. " + " ".join(held)
+            + f" A solid red line marks step {f['S']:,}; dotted grey lines the other kept steps.")
+
+
+def _curves_describe(x: Ctx, f: dict) -> str | None:
+    if f["log"] is not None:
+        return curves_words(f)
+    o = f["other"]
+    return None if o is None else (f"How {o['name']}'s weights formed ({x.base} has no log). "
+                                   + curves_words(o))
 
 
 def _no_log_words(x: Ctx, why: str, others: list[str]) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.drawing import alt_words
 from ui.drawing.numbers import pct, span
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -115,6 +116,18 @@ def _distance_words(x: Ctx, f: dict) -> str:
             said += (f" At {_label(x, r['step'])}: {_px_range(r['mean_range'])} px, {r['local']} "
                      f"local.")
     return said
+
+
+def _distance_describe(x: Ctx, f: dict) -> str:
+    runs = f["runs"]
+    L, H = runs[0]["dist"].shape
+    labels = [_label(x, r["step"]) for r in runs] if x.log is not None else ["this model"]
+    return (alt_words.curves("the block, 0 to " + str(L - 1),
+                             f"mean attention distance in pixels (a line through the {H} heads' "
+                             f"mean, a dot for each head)", [f"block {i}" for i in range(L)],
+                             {lab: r["mean"] for lab, r in zip(labels, runs, strict=True)},
+                             lambda v: f"{v:.0f} px")
+            + f" A dashed line: attention spread evenly, {f['baseline']:.0f} px.")
 
 
 def _distance_notes(x: Ctx, f: dict) -> str:

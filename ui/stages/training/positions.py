@@ -17,6 +17,7 @@ from ui.stages.training.base import (
     _label,
 )
 from ui.stages.training.keys import TRAIN_POSITIONS
+from vit_core.explain.figure_extremes import extremes
 from vit_core.explain.training import (
     best_of,
     grid_steps,
@@ -90,6 +91,22 @@ def _positions_words(x: Ctx, f: dict) -> str:
         said += (f" At {_label(x, other['step'])}: {_num(o['near'])} against {_num(o['far'])}, "
                  f"a gap of {_num(o['gap'])}.")
     return said
+
+
+def _positions_describe(x: Ctx, f: dict) -> str:
+    p, g = x.patch, x.c.grid
+    said = [f"{'A' if len(f['runs']) == 1 else 'Two'} {g}×{g} map{'s' * (len(f['runs']) > 1)} of "
+            f"the patches (rows top to bottom, columns left to right), coloured on one red-blue "
+            f"scale from −1 to 1 by the cosine of patch {p}'s position vector (outlined) with "
+            f"each position's."]
+    for r in f["runs"]:
+        when = f"At {_label(x, r['step'])}" if r["step"] is not None else "In this model"
+        e = extremes(r["map"])
+        said.append(f"{when}: from {_num(e.lo)} to {_num(e.hi)}"
+                    + (f"; apart from itself the most alike is patch {r['best'][0]} (row "
+                       f"{r['best'][0] // g}, column {r['best'][0] % g}) at "
+                       f"{_num(r['best_cos'])}." if r["best"] else "."))
+    return " ".join(said)
 
 
 def _positions_notes(x: Ctx, f: dict) -> str:

@@ -71,6 +71,8 @@ def test_the_ratio_is_wcags():
 
 # ---------------------------------------------------------------- reading a figure's JSON
 def as_list(v, n: int | None = None) -> list:
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
     if isinstance(v, (list, tuple)):
         return list(v)
     if isinstance(v, dict):  # a typed array: not a colour

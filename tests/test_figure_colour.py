@@ -153,8 +153,8 @@ def mark_problems(fig: dict) -> list[str]:
     groups: dict[tuple, set[str]] = {}
     for i, t in enumerate(fig["data"]):
         kind = t.get("type", "scatter")
-        if kind in ("heatmap", "image") or not visible_points(t):
-            continue
+        if kind in ("heatmap", "image") or not visible_points(t) or t.get("x") == [None]:
+            continue  # (x [None]: a legend's entry alone)
         colours = set()
         line, marker = t.get("line") or {}, t.get("marker") or {}
         mode = str(t.get("mode", "lines+markers" if kind == "scatter" else ""))
@@ -233,7 +233,7 @@ def _trace_text(i: int, t: dict, ground: Ground, layout: dict) -> list[str]:
     if kind == "bar":
         n = len(as_list(t.get("x")) or as_list(t.get("y")))
         fills = as_list((t.get("marker") or {}).get("color"), n)
-        inside = as_list((t.get("insidetextfont") or {}).get("color"), n)
+        inside = as_list((t.get("insidetextfont") or t.get("textfont") or {}).get("color"), n)
         if t.get("textposition", "auto") in ("auto", "inside"):
             if not inside or not fills:
                 return [f"bar trace {i}: text inside bars without its own colour"]
@@ -304,7 +304,7 @@ def category_problems(fig: dict) -> list[str]:
             if ci and cj and ci != cj and gi != gj:
                 if li == lj:
                     found.append(f"traces {i} and {j}: the same look, told apart by colour")
-                if not (si and sj):
+                if not (si and sj) and li[0] == lj[0]:  # (a line beside bars is no category)
                     found.append(f"traces {i} / {j}: a category without a name")
     return found
 
@@ -430,3 +430,15 @@ def test_every_chart_on_the_page_meets_contrast_and_never_uses_colour_alone(page
     assert shown, f"no chart on {page}"
     found = {title: p for title, spec in shown.items() if (p := problems(spec))}
     assert found == {}
+
+
+def test_the_mae_figures_tell_visible_from_hidden_by_more_than_colour():
+    """The MAE stage's token strips, error map and loss bars, on made-up numbers."""
+    from ui.stages.mae.pictures import error_map, loss_bars, token_strips
+    from vit_core.explain.mae_facts import MAENumbers
+
+    hidden, visible = (0, 2, 5, 7, 8, 11, 13, 14, 15), (1, 3, 4, 6, 9, 10, 12)
+    f = MAENumbers(16, 4, 8, 3, 8, 8, "random", 0.5, hidden, visible,
+                   np.linspace(0.01, 0.2, 16), None, False, (), -1.0, 1.0)
+    for fig in (token_strips(f), error_map(f), loss_bars(f)):
+        assert problems(fig) == []

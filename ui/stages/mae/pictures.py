@@ -98,7 +98,7 @@ def token_strips(f: Numbers) -> go.Figure:
              (visible, palette.BLUE, [p + 1 for p in f.visible], 0, [str(p) for p in f.visible]),
              (hidden, palette.ORANGE, [p + 1 for p in f.hidden], 0,
               [str(p) for p in f.hidden])]
-    hatch = {hidden: "/"}  # a [MASK] token hatched: told from a visible one by more than colour
+    hatch = {hidden: "/", "CLS": "."}  # told apart from a visible token by more than colour
     shown = set()
     for name, colour, xs, row, labels in kinds:
         if not xs:

@@ -170,6 +170,10 @@ def mark_problems(fig: dict) -> list[str]:
                          f"colorway has 1.8:1 colours)")
             continue
         ground_i = ground.of(t)
+        pattern = marker.get("pattern") or {}
+        if any(as_list(pattern.get("shape"))) and pattern.get("fillmode") != "overlay":
+            # plotly's "replace" mode: the bar is its pattern's lines alone, on nothing
+            colours = {pattern.get("fgcolor") or c for c in colours}
         edge = (marker.get("line") or {})
         if edge.get("color") and min(as_list(edge.get("width")) or [0]) >= 1 and \
                 (kind in ("bar", "histogram") or "markers" in mode):

@@ -88,6 +88,14 @@ def ink_on(fill: str) -> str:
     return "#000000" if contrast(fill, "#000000") >= contrast(fill, "#ffffff") else "#ffffff"
 
 
+def hatch(shape: str, fill: str) -> dict:
+    """A bar's fill pattern drawn over its colour `fill` (plotly's default "replace" mode drops
+    the colour): lines in whichever of black and white is not the text's ink on `fill`, so the
+    text printed in the bar reads on both."""
+    lines = "#ffffff" if ink_on(fill) == "#000000" else "#000000"
+    return dict(shape=shape, fillmode="overlay", fgcolor=lines, solidity=0.3)
+
+
 def outlined(shape: dict, width: float = 2, light: str = OUTLINE_LIGHT) -> list[dict]:
     """A shape's line drawn twice (dark, 2 px wider, under `light`); its dash kept on top."""
     line = dict(shape.get("line") or {})

@@ -217,7 +217,7 @@ def tally_figure(found: list) -> go.Figure:
              for v in order]
         if any(n):
             fig.add_bar(y=order, x=n, name=mark, orientation="h", text=n, textposition="inside",
-                        marker=dict(color=colour, pattern=dict(shape=hatch, solidity=0.25)),
+                        marker=dict(color=colour, pattern=palette.hatch(hatch, colour)),
                         insidetextfont=dict(color=palette.ink_on(colour)))
     most = max(Counter(a.value for a in found).values())
     fig.update_layout(barmode="stack", height=110 + 28 * len(order), width=460,

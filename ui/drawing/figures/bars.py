@@ -21,8 +21,7 @@ def _solid(colour: str) -> dict:
 def _runs(k: int) -> dict:
     """Run k's bars (0 before, 1 after): its colour, and the second hatched, so the two differ
     in more than colour."""
-    return dict(color=RUNS[k], pattern=dict(shape=("", "/")[k], fgcolor="#ffffff",
-                                            solidity=0.3))
+    return dict(color=RUNS[k], pattern=palette.hatch(("", "/")[k], RUNS[k]))
 
 
 def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | None = None,

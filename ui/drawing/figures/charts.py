@@ -107,7 +107,7 @@ def residual_norms(attn_norm: list[float], mlp_norm: list[float],
         go.Bar(x=blocks, y=attn_norm, name="‖attention output‖ added",
                marker=dict(color=palette.BLUE)),
         go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖ added",  # hatched: not colour alone
-               marker=dict(color=palette.ORANGE, pattern=dict(shape="/", solidity=0.4))),
+               marker=dict(color=palette.ORANGE, pattern=palette.hatch("/", palette.ORANGE))),
         go.Scatter(x=["embed"] + blocks, y=resid, name="‖residual‖ after",
                    mode="lines+markers", line=dict(color=palette.VERMILLION),
                    marker=dict(symbol="diamond", size=8, color=palette.VERMILLION))])

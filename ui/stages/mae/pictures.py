@@ -106,7 +106,7 @@ def token_strips(f: Numbers) -> go.Figure:
         data.append(go.Bar(
             x=xs, y=[0.5] * len(xs), base=[row - 0.25] * len(xs),
             width=enc_w if row == 1 else 0.85, customdata=labels,
-            marker=dict(color=colour, pattern=dict(shape=hatch.get(name, ""), solidity=0.3)),
+            marker=dict(color=colour, pattern=palette.hatch(hatch.get(name, ""), colour)),
             text=labels if row == 1 or f.S_dec <= ROW_TEXT else None,
             textposition="inside", insidetextanchor="middle", constraintext="inside",
             textfont=dict(color=palette.ink_on(colour)), name=name, showlegend=name not in shown,

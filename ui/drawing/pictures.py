@@ -114,15 +114,16 @@ def array_image(a: np.ndarray, cell: int) -> Image.Image:
 
 
 def class_colours(n: int) -> list[tuple[float, ...]]:
-    """n distinct colours for class maps (RGB in [0, 1]): Okabe–Ito's seven (no black: the
-    background is black), then Paul Tol's wine, teal and olive, cycling. Ten classes cannot all
-    be told apart by colour, so a class map also prints each class's name on it
-    (with_region_names) and lists the colours under it (with_legend)."""
+    """n distinct colours for class maps (RGB in [0, 1]): Okabe–Ito's six (no black: the
+    background is black; no yellow: the segmentation's edge picture marks edges in yellow), then
+    Paul Tol's wine, teal, olive and indigo, cycling. Ten classes cannot all be told apart by
+    colour, so a class map also prints each class's name on it (with_region_names) and lists the
+    colours under it (with_legend)."""
     from ui.drawing import palette
 
-    hexes = [palette.OKABE_ITO[k] for k in ("orange", "sky blue", "bluish green", "yellow",
-                                            "blue", "vermillion", "reddish purple")]
-    hexes += ["#882255", "#44AA99", "#999933"]
+    hexes = [palette.OKABE_ITO[k] for k in ("orange", "sky blue", "bluish green", "blue",
+                                            "vermillion", "reddish purple")]
+    hexes += ["#882255", "#44AA99", "#999933", "#332288"]
     return [tuple(int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)) + (1.0,)
             for h in (hexes[k % len(hexes)] for k in range(n))]
 

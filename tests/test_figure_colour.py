@@ -178,9 +178,13 @@ def mark_problems(fig: dict) -> list[str]:
         if edge.get("color") and min(as_list(edge.get("width")) or [0]) >= 1 and \
                 (kind in ("bar", "histogram") or "markers" in mode):
             colours = {edge["color"]}  # a bar's or marker's outline carries it (a pale fill)
-        elif "opacity" in t:  # a translucent trace: its drawn colour on each ground colour
-            colours = {f"rgba{tuple(int(v) for v in rgb(c))[:3] + (t['opacity'],)}"
-                       .replace(" ", "") for c in colours}
+        else:  # a translucent trace or marker: its drawn colour on each ground colour
+            alpha = t.get("opacity", 1) * (marker.get("opacity", 1) if "markers" in mode
+                                           and isinstance(marker.get("opacity"), (int, float))
+                                           else 1)
+            if alpha < 1:
+                colours = {"rgba({},{},{},{})".format(*(int(v) for v in rgb(c)), alpha)
+                           for c in colours}
         if ground_i is ground.page:
             for c in colours:
                 found += check_group({c}, ground_i, MARK, f"trace {i} ({t.get('name')})")

@@ -85,7 +85,9 @@ def gelu_scatter(u: np.ndarray, gelu_u: np.ndarray, curve_x: np.ndarray, curve_y
         go.Scatter(x=curve_x, y=curve_y, name="GELU(x)", mode="lines",
                    line=dict(color=palette.NEUTRAL)),
         go.Scatter(x=u, y=gelu_u, name=f"{token}: {n} hidden units", mode="markers",
-                   marker=dict(size=4, opacity=0.6, color=palette.BLUE))])
+                   # a pale fill shows where units crowd; the full-colour edge keeps each seen
+                   marker=dict(size=5, color=palette.translucent(palette.BLUE, 0.4),
+                               line=dict(color=palette.BLUE, width=1)))])
     fig.update_layout(title=dict(text=f"GELU with this token's {n} pre-activations",
                                  font=dict(size=14)), height=360,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title="U (before)",

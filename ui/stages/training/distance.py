@@ -66,8 +66,9 @@ def distance_figure(runs: list[dict], baseline: float, title: str, labels: list[
         fig.add_trace(go.Scatter(x=np.repeat(np.arange(L), H).tolist(),
                                  y=d.reshape(-1).tolist(), mode="markers", name=f"{label}: "
                                  "each head", legendgroup=label, showlegend=False,
-                                 marker=dict(color=colour, size=5, opacity=0.45,
-                                             symbol=SYMBOLS.get(colour))))
+                                 marker=dict(color=palette.translucent(colour, 0.35), size=6,
+                                             symbol=SYMBOLS.get(colour),  # a pale fill, its
+                                             line=dict(color=colour, width=1))))  # edge 3:1
     L = runs[0]["dist"].shape[0]
     fig.add_trace(go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
                              name=f"spread evenly: {baseline:.0f} px",

@@ -114,11 +114,18 @@ def array_image(a: np.ndarray, cell: int) -> Image.Image:
 
 
 def class_colours(n: int) -> list[tuple[float, ...]]:
-    """n distinct colours (matplotlib's tab10/tab20) for class maps."""
-    from matplotlib import colormaps
+    """n distinct colours for class maps (RGB in [0, 1]): Okabe–Ito's six (no black: the
+    background is black; no yellow: the segmentation's edge picture marks edges in yellow), then
+    Paul Tol's wine, teal, olive and indigo, cycling. Ten classes cannot all be told apart by
+    colour, so a class map also prints each class's name on it (with_region_names) and lists the
+    colours under it (with_legend)."""
+    from ui.drawing import palette
 
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(n)]
+    hexes = [palette.OKABE_ITO[k] for k in ("orange", "sky blue", "bluish green", "blue",
+                                            "vermillion", "reddish purple")]
+    hexes += ["#882255", "#44AA99", "#999933", "#332288"]
+    return [tuple(int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)) + (1.0,)
+            for h in (hexes[k % len(hexes)] for k in range(n))]
 
 
 def class_palette(n_classes: int) -> np.ndarray:
@@ -133,6 +140,50 @@ def class_map_image(crop: Image.Image, labels: np.ndarray, n_classes: int,
     """A per-pixel class map painted over the crop: background (0) black, classes 1..n_classes
     in class_colours(n_classes)."""
     return Image.blend(crop, Image.fromarray(class_palette(n_classes)[labels]), alpha)
+
+
+def _inside(region: np.ndarray) -> tuple[int, int]:
+    """A pixel (row, col) deep inside a boolean region: the last one left when the region is
+    eroded step by step (a 4-neighbour erosion), nearest the centre of what is left."""
+    core = region
+    while True:
+        thin = core.copy()
+        thin[1:, :] &= core[:-1, :]
+        thin[:-1, :] &= core[1:, :]
+        thin[:, 1:] &= core[:, :-1]
+        thin[:, :-1] &= core[:, 1:]
+        thin[[0, -1], :] = False
+        thin[:, [0, -1]] = False
+        if not thin.any():
+            break
+        core = thin
+    rows, cols = np.nonzero(core)
+    k = np.argmin((rows - rows.mean()) ** 2 + (cols - cols.mean()) ** 2)
+    return int(rows[k]), int(cols[k])
+
+
+def with_region_names(img: Image.Image, labels: np.ndarray, names: list[str],
+                      font_size: int = PICTURE_TEXT_PX, skip: tuple[int, ...] = (0,),
+                      min_share: float = 0.002) -> Image.Image:
+    """Each class's name printed on its region of a class map (`labels`, any size: scaled to
+    the picture), white with a black edge (readable on any colour): the classes are told apart
+    by their names, not by colour alone. Classes in `skip` (the background) and regions under
+    `min_share` of the pixels are left to the legend."""
+    from PIL import ImageDraw, ImageFont
+
+    lab = np.asarray(labels)
+    out = img.convert("RGB").copy()
+    draw = ImageDraw.Draw(out)
+    font = ImageFont.load_default(size=font_size)
+    sy, sx = out.size[1] / lab.shape[0], out.size[0] / lab.shape[1]
+    for k in np.unique(lab):
+        region = lab == k
+        if int(k) in skip or region.mean() < min_share:
+            continue
+        r, c = _inside(region)
+        draw.text(((c + 0.5) * sx, (r + 0.5) * sy), names[int(k)], fill="white", font=font,
+                  anchor="mm", stroke_width=max(2, font_size // 8), stroke_fill="black")
+    return with_text_px(out, font_size)
 
 
 def with_legend(img: Image.Image, entries: list[tuple[str, tuple[int, int, int]]],

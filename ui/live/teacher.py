@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import keys, stages
+from ui.drawing import palette
 from ui.drawing.readable import readable
 from ui.lesson import share, steps
 from ui.live import classes, follow, session
@@ -209,13 +210,15 @@ def tally_figure(found: list) -> go.Figure:
     text at the figures' floor, ui/drawing/readable.py: the teacher projects it)."""
     order = [v for v, _ in Counter(a.value for a in found).most_common(12)]
     fig = go.Figure()
-    for mark, colour in ((RIGHT, "#2e7d32"), (WRONG, "#c62828"), (UNMARKED, "#757575")):
+    for mark, colour, hatch in ((RIGHT, palette.RIGHT, ""), (WRONG, palette.WRONG, "/"),
+                                (UNMARKED, palette.UNMARKED, ".")):  # not colour alone
         n = [sum(1 for a in found if a.value == v and
                  (RIGHT if a.right else WRONG if a.right is False else UNMARKED) == mark)
              for v in order]
         if any(n):
-            fig.add_bar(y=order, x=n, name=mark, orientation="h", marker_color=colour,
-                        text=n, textposition="inside")
+            fig.add_bar(y=order, x=n, name=mark, orientation="h", text=n, textposition="inside",
+                        marker=dict(color=colour, pattern=palette.hatch(hatch, colour)),
+                        insidetextfont=dict(color=palette.ink_on(colour)))
     most = max(Counter(a.value for a in found).values())
     fig.update_layout(barmode="stack", height=110 + 28 * len(order), width=460,
                       margin=dict(l=10, r=10, t=40, b=40), showlegend=True,

@@ -195,8 +195,8 @@ def _map_figure(x: Ctx, found: dict[int, float]) -> None:
     names, palette = _class_names(c), figures.class_palette(c.seg_classes - 1)
     entries = [(f"{names[k]} {pct(s, 0)}", tuple(palette[k])) for k, s in found.items()]
     r = c.seg_upsample
-    show.image(figures.with_legend(big(figures.class_map_image(
-        x.prep.crop, x.labels, c.seg_classes - 1)), entries),
+    painted = big(figures.class_map_image(x.prep.crop, x.labels, c.seg_classes - 1))
+    show.image(figures.with_legend(figures.with_region_names(painted, x.labels, names), entries),
         f"each pixel's class, painted at 55 % over the image ({r}×{r} cells per patch, scores "
         f"upsampled bilinearly)", "class-map")
 

@@ -74,6 +74,7 @@ from ui.drawing.pictures import (
     overlay,
     tile,
     with_legend,
+    with_region_names,
     with_scale,
     with_text_px,
 )
@@ -88,5 +89,5 @@ __all__ = [
     "patch_set_grid", "prefix_ticks", "qr_png", "residual_norms", "similarity_bars",
     "similarity_tiles", "spaced_ticks", "tick_gap", "tile", "token_labels", "token_mask",
     "token_ticks", "top_k_bars", "top_units_bars", "vector_strip", "visible_keys_chart",
-    "with_legend", "with_scale", "with_text_px", "word_bars", "wide_plan",
+    "with_legend", "with_region_names", "with_scale", "with_text_px", "word_bars", "wide_plan",
 ]

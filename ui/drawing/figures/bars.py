@@ -6,7 +6,22 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.drawing import palette
 from ui.drawing.figures.parts import _title
+
+RUNS = (palette.BEFORE, palette.AFTER)  # before a change (plain) and after it (hatched)
+
+
+def _solid(colour: str) -> dict:
+    """A single series' bars: `colour` (3:1 on the light and the dark page), text inside in
+    black or white, whichever reads on it."""
+    return dict(marker=dict(color=colour), insidetextfont=dict(color=palette.ink_on(colour)))
+
+
+def _runs(k: int) -> dict:
+    """Run k's bars (0 before, 1 after): its colour, and the second hatched, so the two differ
+    in more than colour."""
+    return dict(color=RUNS[k], pattern=palette.hatch(("", "/")[k], RUNS[k]))
 
 
 def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | None = None,
@@ -28,7 +43,8 @@ def top_k_bars(probs: np.ndarray, names: list[str], k: int = 5, title: str | Non
         layout["yaxis"]["title"] = _title(y_title, 12)
     return go.Figure(  # one constructor call: each update_* re-walks plotly's property tree
         data=[go.Bar(x=probs[order], y=[names[i] for i in order], orientation="h",
-                     text=[f"{probs[i]:.1%}" for i in order], textposition="auto")],
+                     text=[f"{probs[i]:.1%}" for i in order], textposition="auto",
+                     **_solid(palette.BLUE))],
         layout=layout)
 
 
@@ -39,9 +55,12 @@ def logit_bars(logits: np.ndarray, names: list[str], k: int = 15,
     z = np.asarray(logits, dtype=np.float64)
     K = len(z)
     order = np.argsort(-z)[:min(k, K)][::-1]
+    signed = {True: palette.POSITIVE, False: palette.NEGATIVE}
     bars = go.Bar(x=z[order], y=[names[i] for i in order], orientation="h",
                   text=[f"{z[i]:.2f}" for i in order], textposition="auto",
-                  marker_color=np.where(z[order] >= 0, "#4c78a8", "#e45756"))
+                  # the sign is not the colour alone: the bar points left and its text has a −
+                  marker=dict(color=[signed[z[i] >= 0] for i in order]),
+                  insidetextfont=dict(color=[palette.ink_on(signed[z[i] >= 0]) for i in order]))
     shown = f"all {K} classes" if K <= k else f"the {len(order)} largest of {K}"
     return go.Figure(data=[bars], layout=dict(
         title=_title(f"the raw logits ({shown})"), margin=dict(l=0, r=0, t=30, b=0),
@@ -52,7 +71,8 @@ def logit_bars(logits: np.ndarray, names: list[str], k: int = 15,
 def word_bars(words: list[str], probs: list[float]) -> go.Figure:
     """One bar per generated word, in reading order: the probability it had when it was chosen."""
     x = [f"{i + 1}. {w}" for i, w in enumerate(words)]  # numbered: repeated words stay apart
-    fig = go.Figure(go.Bar(x=x, y=probs, text=[f"{p:.0%}" for p in probs], textposition="auto"))
+    fig = go.Figure(go.Bar(x=x, y=probs, text=[f"{p:.0%}" for p in probs], textposition="auto",
+                           **_solid(palette.BLUE)))
     fig.update_layout(margin=dict(l=0, r=0, t=10, b=0), height=260,
                       yaxis=dict(range=[0, 1], tickformat=".0%", title="P(word)"))
     return fig
@@ -60,7 +80,8 @@ def word_bars(words: list[str], probs: list[float]) -> go.Figure:
 
 def top_units_bars(values: np.ndarray, units: list[int]) -> go.Figure:
     """Horizontal bars of the most active hidden units (values in order, largest first)."""
-    fig = go.Figure(go.Bar(x=values, y=[f"unit {int(j)}" for j in units], orientation="h"))
+    fig = go.Figure(go.Bar(x=values, y=[f"unit {int(j)}" for j in units], orientation="h",
+                           **_solid(palette.BLUE)))
     fig.update_layout(title=dict(text=f"its {len(units)} most active hidden units",
                                  font=dict(size=14)),
                       height=320, margin=dict(l=0, r=0, t=30, b=0),
@@ -79,9 +100,8 @@ def before_after_bars(labels: list[str], before, after, *, title: str, value_tit
     top = max([float(x) for x in before] + [float(x) for x in after] + [1e-12])
     fig = go.Figure([go.Bar(y=labels, x=[float(x) for x in v], name=name, orientation="h",
                             text=[fmt(float(x)) for x in v], textposition="outside",
-                            cliponaxis=False, marker_color=colour)
-                     for v, name, colour in zip((before, after), names, ("#8e8e93", "#ff2d55"),
-                                                strict=True)])
+                            cliponaxis=False, marker=_runs(k))
+                     for k, (v, name) in enumerate(zip((before, after), names, strict=True))])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), barmode="group",
                       height=90 + 46 * len(labels), margin=dict(l=0, r=40, t=60, b=0),
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
@@ -100,11 +120,13 @@ def caption_pair(before_words: list[str], before_probs, after_words: list[str], 
 
     fig = make_subplots(rows=2, cols=1, subplot_titles=(before_title, after_title),
                         vertical_spacing=0.28)
-    for row, (words, probs, colour) in enumerate(
-            [(before_words, before_probs, "#8e8e93"), (after_words, after_probs, "#ff2d55")], 1):
+    for row, (words, probs) in enumerate([(before_words, before_probs),
+                                          (after_words, after_probs)], 1):
         fig.add_trace(go.Bar(x=[f"{i + 1}. {w}" for i, w in enumerate(words)], y=list(probs),
                              text=[f"{p:.0%}" for p in probs], textposition="auto",
-                             marker_color=colour, showlegend=False), row=row, col=1)
+                             marker=dict(color=RUNS[row - 1]), showlegend=False,
+                             insidetextfont=dict(color=palette.ink_on(RUNS[row - 1]))),
+                      row=row, col=1)
         fig.update_yaxes(range=[0, 1], tickformat=".0%", title="P(word) when chosen", row=row,
                          col=1)
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=500,
@@ -115,7 +137,8 @@ def caption_pair(before_words: list[str], before_probs, after_words: list[str], 
 def similarity_bars(names: list[str], values, title: str) -> go.Figure:
     """Cosine similarity per final token (before vs after), 1 meaning unchanged."""
     fig = go.Figure(go.Bar(y=names, x=[float(v) for v in values], orientation="h",
-                           text=[f"{v:.3f}" for v in values], textposition="auto"))
+                           text=[f"{v:.3f}" for v in values], textposition="auto",
+                           **_solid(palette.BLUE)))
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=110 + 40 * len(names),
                       margin=dict(l=0, r=0, t=30, b=0), yaxis=dict(autorange="reversed"),
                       xaxis=dict(title="cosine similarity, before vs after (1 = unchanged)",

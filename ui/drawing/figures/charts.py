@@ -6,15 +6,20 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.drawing import palette
 from ui.drawing.figures.parts import _short, _title
 
 
 def histogram_pair(before: np.ndarray, after: np.ndarray, names=("before", "after"),
                    title: str = "", x_title: str = "value", y_title: str = "count") -> go.Figure:
     fig = go.Figure()
-    for v, name in zip((before, after), names, strict=True):
-        fig.add_trace(go.Histogram(x=np.asarray(v, np.float32), name=name, opacity=0.6,
-                                   nbinsx=60))
+    for k, (v, name) in enumerate(zip((before, after), names, strict=True)):
+        # overlaid: pale fills, each bar outlined in its full colour (3:1 on the page), the
+        # second run hatched, so the two differ in more than colour
+        colour = (palette.BEFORE, palette.AFTER)[k]
+        fig.add_trace(go.Histogram(x=np.asarray(v, np.float32), name=name, nbinsx=60, marker=dict(
+            color=palette.translucent(colour, 0.45), line=dict(color=colour, width=1),
+            pattern=dict(shape=("", "/")[k], fgcolor=colour, solidity=0.3))))
     fig.update_layout(barmode="overlay", height=300, margin=dict(l=0, r=0, t=30, b=0),
                       title=dict(text=title, font=dict(size=14)),
                       legend=dict(orientation="h", y=-0.25), xaxis_title=x_title,
@@ -22,10 +27,18 @@ def histogram_pair(before: np.ndarray, after: np.ndarray, names=("before", "afte
     return fig
 
 
+def _series(i: int, marker: dict | None = None) -> dict:
+    """Series i of a chart with several: its colour, dash and marker symbol (never colour
+    alone)."""
+    m = palette.mark(i)
+    return dict(line=dict(color=m["colour"], dash=m["dash"]),
+                marker=dict(color=m["colour"], symbol=m["symbol"], **(marker or {})))
+
+
 def line_chart(x, ys: dict, title: str, xaxis: str, yaxis: str, height: int = 320,
                mode: str = "lines+markers") -> go.Figure:
-    fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode)
-                     for name, y in ys.items()])
+    fig = go.Figure([go.Scatter(x=list(x), y=np.asarray(y, np.float32), name=name, mode=mode,
+                                **_series(i)) for i, (name, y) in enumerate(ys.items())])
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title=xaxis, yaxis_title=yaxis,
                       # the legend under the chart: at its right it left a phone's chart 127 px
@@ -46,10 +59,11 @@ def distance_chart(dist: np.ndarray, baseline: float, title: str) -> go.Figure:
     top = max(float(d.max()), baseline) * 1.08
     return go.Figure(  # one constructor call (add_trace and update_layout re-walk the figure)
         data=[*(go.Scatter(x=list(range(L)), y=d[:, h], name=f"head {h}", mode="markers",
-                           marker=dict(size=8)) for h in range(H)),
+                           marker=dict(size=8, color=palette.mark(h)["colour"],
+                                       symbol=palette.mark(h)["symbol"])) for h in range(H)),
               go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
                          name=f"spread evenly: {baseline:.1f} px",
-                         line=dict(color="#555", dash="dash", width=2))],
+                         line=dict(color=palette.NEUTRAL, dash="dash", width=2))],
         layout=dict(title=_title(title), height=340, margin=dict(l=0, r=0, t=30, b=0),
                     legend=dict(orientation="h", y=-0.25),
                     xaxis=dict(title="layer", tickmode="array", tickvals=list(range(L)),
@@ -68,9 +82,12 @@ def gelu_scatter(u: np.ndarray, gelu_u: np.ndarray, curve_x: np.ndarray, curve_y
     """
     n = len(u)
     fig = go.Figure([
-        go.Scatter(x=curve_x, y=curve_y, name="GELU(x)", mode="lines", line=dict(color="#888")),
+        go.Scatter(x=curve_x, y=curve_y, name="GELU(x)", mode="lines",
+                   line=dict(color=palette.NEUTRAL)),
         go.Scatter(x=u, y=gelu_u, name=f"{token}: {n} hidden units", mode="markers",
-                   marker=dict(size=4, opacity=0.6))])
+                   # a pale fill shows where units crowd; the full-colour edge keeps each seen
+                   marker=dict(size=5, color=palette.translucent(palette.BLUE, 0.4),
+                               line=dict(color=palette.BLUE, width=1)))])
     fig.update_layout(title=dict(text=f"GELU with this token's {n} pre-activations",
                                  font=dict(size=14)), height=360,
                       margin=dict(l=0, r=0, t=30, b=0), xaxis_title="U (before)",
@@ -89,10 +106,13 @@ def residual_norms(attn_norm: list[float], mlp_norm: list[float],
     after the bars' last block)."""
     blocks = [f"block {j}" for j in range(len(attn_norm))]
     fig = go.Figure([
-        go.Bar(x=blocks, y=attn_norm, name="‖attention output‖ added"),
-        go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖ added"),
+        go.Bar(x=blocks, y=attn_norm, name="‖attention output‖ added",
+               marker=dict(color=palette.BLUE)),
+        go.Bar(x=blocks, y=mlp_norm, name="‖MLP output‖ added",  # hatched: not colour alone
+               marker=dict(color=palette.ORANGE, pattern=palette.hatch("/", palette.ORANGE))),
         go.Scatter(x=["embed"] + blocks, y=resid, name="‖residual‖ after",
-                   mode="lines+markers")])
+                   mode="lines+markers", line=dict(color=palette.VERMILLION),
+                   marker=dict(symbol="diamond", size=8, color=palette.VERMILLION))])
     fig.update_layout(barmode="group", height=380, margin=dict(l=0, r=0, t=30, b=0),
                       title=dict(text=title, font=dict(size=14)),
                       legend=dict(orientation="h", y=-0.2), yaxis_title="vector norm",
@@ -108,9 +128,10 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
     S = len(labels)
     fig = go.Figure(  # the lines and the layout in one constructor call
         data=[go.Scatter(x=list(range(S)), y=np.asarray(v, np.float32), name=f"{k} mask",
-                         mode="lines+markers", marker=dict(size=4), customdata=labels,
+                         mode="lines+markers", customdata=labels,
+                         **_series(i, marker=dict(size=4)),
                          hovertemplate="%{customdata}: %{y} keys<extra>%{fullData.name}</extra>")
-              for k, v in visible.items()],
+              for i, (k, v) in enumerate(visible.items())],
         layout=dict(title=_title("How many keys each query may see"), height=320,
                     margin=dict(l=0, r=0, t=30, b=0),
                     legend=dict(orientation="h", y=1.12, x=1, xanchor="right"),
@@ -120,6 +141,6 @@ def visible_keys_chart(visible: dict, labels: list[str], ticks: list[str],
                                ticktext=[_short(t) for t in ticks], tickfont=dict(size=10),
                                tickangle=-90)))
     if 0 < n_image < S:
-        fig.add_vline(x=n_image - 0.5, line=dict(color="#ff9500", width=1, dash="dot"),
+        fig.add_vline(x=n_image - 0.5, line=dict(color=palette.NEUTRAL, width=1, dash="dot"),
                       annotation_text="text starts", annotation_position="top left")
     return fig

@@ -6,8 +6,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.drawing import palette
 from ui.drawing.figures.parts import _axis, _colorbar, _heat, _short, _title, panels
 from ui.drawing.figures.tokens import token_labels, token_ticks
+
+# a mask's two kinds of cell: blocked dark, visible light (told apart by lightness, 13.7:1, and
+# named in the title or the colour bar), and the orange lines (on a black edge) between blocks
+MASK_COLOURS = ("#1f1f3a", "#e8f1ff")
+MASK_LINE = "#ff9500"
+SWITCHES = ("#1f1f3a", "#9fd3a8")  # a head switched off (dark, "off" printed in it), on
 
 
 def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, value_name: str,
@@ -41,18 +48,19 @@ def matrix_heatmap(z: np.ndarray, title: str, *, x_title: str, y_title: str, val
         zmax=zrange[1] if zrange else None,
         x=col_labels, y=row_labels, hovertemplate=hover if row_labels else None,
         hoverongaps=False, colorbar=_colorbar(value_name))
-    lines, line = [], dict(color="white", width=1)
+    lines = []  # white lines and outlines on a black edge: seen on every colour of the map
     for b in boundaries:
-        lines += [dict(type="line", xref="x", yref="y domain", x0=b - 0.5, x1=b - 0.5, y0=0,
-                       y1=1, line=line),
-                  dict(type="line", yref="y", xref="x domain", y0=b - 0.5, y1=b - 0.5, x0=0,
-                       x1=1, line=line)]
+        lines += [*palette.outlined(dict(type="line", xref="x", yref="y domain", x0=b - 0.5,
+                                         x1=b - 0.5, y0=0, y1=1), width=1),
+                  *palette.outlined(dict(type="line", yref="y", xref="x domain", y0=b - 0.5,
+                                         y1=b - 0.5, x0=0, x1=1), width=1)]
     if highlight_row is not None:
-        lines.append(dict(type="rect", xref="x domain", x0=0, x1=1, y0=highlight_row - 0.5,
-                          y1=highlight_row + 0.5, line=dict(color="#ff2d55", width=2), yref="y"))
-    if highlight_col is not None:
-        lines.append(dict(type="rect", yref="y domain", y0=0, y1=1, x0=highlight_col - 0.5,
-                          x1=highlight_col + 0.5, line=dict(color="#ff9500", width=2)))
+        lines += palette.outlined(dict(type="rect", xref="x domain", x0=0, x1=1, yref="y",
+                                       y0=highlight_row - 0.5, y1=highlight_row + 0.5))
+    if highlight_col is not None:  # dashed: told from the row by more than its direction
+        lines += palette.outlined(dict(type="rect", yref="y domain", y0=0, y1=1,
+                                       x0=highlight_col - 0.5, x1=highlight_col + 0.5,
+                                       line=dict(dash="dash")))
     return _heat(trace, title, height, _axis(x_title, col_labels, col_ticks, tick_text),
                  _axis(y_title, row_labels, row_ticks, tick_text), square, shapes=lines)
 
@@ -92,8 +100,8 @@ def grid_heatmap(values: np.ndarray, title: str, *, value_name: str,
     boxes = []
     if selected is not None:
         r, c = selected
-        boxes.append(dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                          line=dict(color="#ff2d55", width=3)))
+        boxes = palette.outlined(dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5,
+                                      y1=r + 0.5), width=3)
     return _heat(trace, title, height, dict(title=_title("patch column", 12), dtick=dtick),
                  dict(title=_title("patch row", 12), dtick=dtick), shapes=boxes)
 
@@ -138,9 +146,8 @@ def similarity_tiles(sim: np.ndarray, title: str, *, value_name: str,
     boxes = []
     if selected is not None:
         r, c = selected
-        boxes.append(dict(type="rect", x0=c * step - 0.5, x1=c * step + g - 0.5,
-                          y0=r * step - 0.5, y1=r * step + g - 0.5,
-                          line=dict(color="#ff2d55", width=2)))
+        boxes = palette.outlined(dict(type="rect", x0=c * step - 0.5, x1=c * step + g - 0.5,
+                                      y0=r * step - 0.5, y1=r * step + g - 0.5))
     return _heat(trace, title, height,
                  dict(title=_title("tile column = the patch's column", 12), **ticks),
                  dict(title=_title("tile row = the patch's row", 12), **ticks), shapes=boxes,
@@ -158,8 +165,8 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str,
     allowed = np.asarray(allowed, dtype=bool)
     S = allowed.shape[0]
     trace = go.Heatmap(
-        z=allowed.astype(np.float32), colorscale=[[0, "#1f1f3a"], [1, "#e8f1ff"]], zmin=0,
-        zmax=1, showscale=False,
+        z=allowed.astype(np.float32), colorscale=[[0, MASK_COLOURS[0]], [1, MASK_COLOURS[1]]],
+        zmin=0, zmax=1, showscale=False,
         hovertemplate="query %{y} → key %{x}: %{z}<extra>1 visible, 0 blocked (−∞)</extra>")
     ticks_spec = {}
     if labels is not None:
@@ -169,14 +176,14 @@ def mask_figure(allowed: np.ndarray, n_image: int, title: str,
     lines, notes = [], []
     if 0 < n_image < S:
         edge = n_image - 0.5
-        lines = [dict(type="line", line=dict(color="#ff9500", width=2), **kw) for kw in (
-            dict(x0=edge, x1=edge, y0=-0.5, y1=S - 0.5),
-            dict(y0=edge, y1=edge, x0=-0.5, x1=S - 0.5))]
+        lines = [shape for kw in (dict(x0=edge, x1=edge, y0=-0.5, y1=S - 0.5),
+                                  dict(y0=edge, y1=edge, x0=-0.5, x1=S - 0.5))
+                 for shape in palette.outlined(dict(type="line", **kw), light=MASK_LINE)]
         narrow = (S - n_image) < S / 4  # a short caption: the text column is a thin strip
         right = dict(x=S - 0.5, xanchor="right") if narrow else {}  # keep text→text inside
         upright = {"textangle": -90} if narrow else {}
         notes = [{"x": x - 0.5, "y": y - 0.5, **kw, "text": text, "showarrow": False,
-                  "font": dict(color="#ff9500", size=12), "bgcolor": "rgba(0,0,0,0.5)"}
+                  "font": dict(color=MASK_LINE, size=12), "bgcolor": MASK_COLOURS[0]}
                  for x, y, text, kw in [
                      (n_image / 2, n_image / 2, "image→image", {}),
                      ((n_image + S) / 2, n_image / 2, "image→text", upright),
@@ -193,10 +200,12 @@ def head_switches(depth: int, num_heads: int, off) -> go.Figure:
     z = np.ones((depth, num_heads))
     for layer, head in off:
         z[layer, head] = 0
+    dark, light = SWITCHES
     trace = go.Heatmap(
         z=z, x=[f"head {h}" for h in range(num_heads)], y=[f"block {b}" for b in range(depth)],
-        zmin=0, zmax=1, colorscale=[[0, "#1f1f3a"], [0.5, "#1f1f3a"], [0.5, "#9fd3a8"],
-                                    [1, "#9fd3a8"]], xgap=2, ygap=2,
+        zmin=0, zmax=1, colorscale=[[0, dark], [0.5, dark], [0.5, light], [1, light]],
+        xgap=2, ygap=2, text=np.where(z == 0, "off", ""), texttemplate="%{text}",
+        textfont=dict(color=palette.ink_on(dark)),  # "off" in the dark cells: not colour alone
         colorbar=dict(thickness=10, tickvals=[0.25, 0.75], ticktext=["off", "on"],
                       title=dict(text="switched", side="right", font=dict(size=11))),
         hovertemplate="%{y}, %{x}<extra></extra>")

@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import figures, palette
 from ui.drawing.readable import TEXT_PX
 from ui.stages.mae.base import (
     HIDDEN_GREY,
@@ -86,27 +86,30 @@ def token_strips(f: Numbers) -> go.Figure:
     for j, p in enumerate(f.visible):  # where each encoded token goes
         lines_x += [enc_x[j + 1], p + 1, None]
         lines_y += [0.75, 0.25, None]
-    data = [go.Scatter(x=lines_x, y=lines_y, mode="lines", line=dict(color="#9ab", width=1),
+    data = [go.Scatter(x=lines_x, y=lines_y, mode="lines", line=dict(color=palette.NEUTRAL,
+                                                                      width=1),
                        hoverinfo="skip", showlegend=False)]
     # the legend counts them: N = n_visible + n_hidden patches
     visible = f"a visible patch's token ({f.n_visible})"
     hidden = f"[MASK]: a hidden patch ({f.n_hidden})"
-    kinds = [("CLS", "#6c757d", [enc_x[0]], 1, ["CLS"]),
-             ("CLS", "#6c757d", [0], 0, ["CLS"]),
-             (visible, "#1f77b4", list(enc_x[1:]), 1, [str(p) for p in f.visible]),
-             (visible, "#1f77b4", [p + 1 for p in f.visible], 0, [str(p) for p in f.visible]),
-             (hidden, "#ff7f0e", [p + 1 for p in f.hidden], 0,
+    kinds = [("CLS", palette.NEUTRAL, [enc_x[0]], 1, ["CLS"]),
+             ("CLS", palette.NEUTRAL, [0], 0, ["CLS"]),
+             (visible, palette.BLUE, list(enc_x[1:]), 1, [str(p) for p in f.visible]),
+             (visible, palette.BLUE, [p + 1 for p in f.visible], 0, [str(p) for p in f.visible]),
+             (hidden, palette.ORANGE, [p + 1 for p in f.hidden], 0,
               [str(p) for p in f.hidden])]
+    hatch = {hidden: "/", "CLS": "."}  # told apart from a visible token by more than colour
     shown = set()
     for name, colour, xs, row, labels in kinds:
         if not xs:
             continue
         data.append(go.Bar(
             x=xs, y=[0.5] * len(xs), base=[row - 0.25] * len(xs),
-            width=enc_w if row == 1 else 0.85, marker_color=colour, customdata=labels,
+            width=enc_w if row == 1 else 0.85, customdata=labels,
+            marker=dict(color=colour, pattern=palette.hatch(hatch.get(name, ""), colour)),
             text=labels if row == 1 or f.S_dec <= ROW_TEXT else None,
             textposition="inside", insidetextanchor="middle", constraintext="inside",
-            textfont=dict(color="white"), name=name, showlegend=name not in shown,
+            textfont=dict(color=palette.ink_on(colour)), name=name, showlegend=name not in shown,
             hovertemplate="%{customdata}<extra>" + name + "</extra>"))
         shown.add(name)
     return go.Figure(data=data, layout=dict(
@@ -126,9 +129,15 @@ def error_map(f: Numbers) -> go.Figure:
     fig = figures.grid_heatmap(f.error.reshape(g, g), "", colorscale="Viridis", zmin=0,
                                value_name="squared error (mean over the patch's P²C values)")
     rows, cols = np.divmod(np.array(f.visible), g)
-    fig.add_trace(go.Scatter(x=cols, y=rows, mode="markers", name="visible (not in the loss)",
-                             marker=dict(symbol="circle-open", color="white", size=10,
-                                         line=dict(width=2)), hoverinfo="skip"))
+    name = "visible (not in the loss)"
+    for colour, size, width in ((palette.OUTLINE_DARK, 12, 4), (palette.OUTLINE_LIGHT, 10, 2)):
+        fig.add_trace(go.Scatter(x=cols, y=rows, mode="markers", name=name, showlegend=False,
+                                 legendgroup=name, hoverinfo="skip",  # a white ring on a black
+                                 marker=dict(symbol="circle-open", color=colour, size=size,
+                                             line=dict(width=width))))  # one: seen on any colour
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=name,
+                             marker=dict(symbol="circle-open", color=palette.NEUTRAL, size=10,
+                                         line=dict(width=2))))  # the legend's, on either page
     title = (f"Error per patch: hidden mean {f.loss:.4f}, visible mean {f.visible_error:.4f}"
              if f.hidden else f"Error per patch: nothing hidden, mean {f.all_error:.4f}")
     fig.update_layout(title=dict(text=title, font=dict(size=14)), showlegend=True,
@@ -142,9 +151,9 @@ def loss_bars(f: Numbers) -> go.Figure:
     """The hidden patches' errors, largest first, and their mean: the loss."""
     order = sorted(f.hidden, key=lambda p: -f.error[p])
     fig = go.Figure(go.Bar(x=[str(p) for p in order], y=[f.error[p] for p in order],
-                           marker_color="#ff7f0e", name="a hidden patch's squared error",
+                           marker_color=palette.ORANGE, name="a hidden patch's squared error",
                            hovertemplate="patch %{x}: %{y:.4f}<extra></extra>"))
-    fig.add_hline(y=f.loss, line=dict(color="black", dash="dash"),
+    fig.add_hline(y=f.loss, line=dict(color=palette.NEUTRAL, dash="dash"),
                   annotation_text=f"L = their mean = {f.loss:.4f}",
                   annotation_position="top right")
     fig.update_layout(title=dict(text=f"The loss: the mean over the {f.n_hidden} hidden patches",

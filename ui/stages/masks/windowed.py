@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import figures, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -26,8 +26,10 @@ from vit_core.explain.mask_facts import WindowLayout, fewer_pairs, points_lost, 
 from vit_core.explain.windows import window_cost
 from vit_core.io.ref import ModelRef
 
-WINDOW_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
-                  "#ff9da6", "#9d755d")  # neighbouring windows never share a colour (3 x 3 cycle)
+# Paul Tol's "light" scheme (made for cells with labels in them): every window's number is
+# printed in black on it, at 8:1 or more; neighbouring windows never share a colour (3 x 3 cycle)
+WINDOW_COLOURS = ("#77AADD", "#EE8866", "#EEDD88", "#FFAABB", "#99DDFF", "#44BB99", "#BBCC33",
+                  "#AAAA00", "#DDDDDD")
 
 
 def has_windows(c) -> bool:
@@ -97,11 +99,11 @@ def _grid_figure(bands: np.ndarray, title: str, centre: int):
     # columns either side when the grid sits in a wide subplot
     return go.Figure(data=[dict(
         type="heatmap", z=tone, colorscale=scale, zmin=0, zmax=k - 1, showscale=False, text=text,
-        texttemplate="%{text}", textfont=dict(size=10, color="white"), xgap=1, ygap=1,
+        texttemplate="%{text}", textfont=dict(size=10, color="#000000"), xgap=1, ygap=1,
         hovertemplate="patch row %{y}, column %{x}: window %{text}<extra></extra>")],
         layout=dict(
-            shapes=[dict(type="rect", x0=col - 0.5, x1=col + 0.5, y0=r - 0.5, y1=r + 0.5,
-                         line=dict(color="white", width=3))],
+            shapes=palette.outlined(dict(type="rect", x0=col - 0.5, x1=col + 0.5, y0=r - 0.5,
+                                         y1=r + 0.5), width=3),  # white on a black edge
             title=dict(text=title, font=dict(size=14)), margin=dict(l=0, r=0, t=30, b=0),
             xaxis=dict(title=dict(text="patch column", font=dict(size=12)), dtick=1,
                        range=[-0.5, g - 0.5], constrain="domain"),
@@ -114,10 +116,10 @@ def _mark_prefix(fig, c) -> None:
     pre, n = c.num_prefix_tokens, c.num_image_tokens
     if not pre:
         return
-    figures.add_shapes(fig, [
-        dict(type="line", line=dict(color="white", width=1, dash="dot"), **kw)
-        for kw in (dict(x0=pre - 0.5, x1=pre - 0.5, y0=-0.5, y1=n - 0.5),
-                   dict(y0=pre - 0.5, y1=pre - 0.5, x0=-0.5, x1=n - 0.5))])
+    figures.add_shapes(fig, [  # white on a black edge: seen on the light and the dark cells
+        shape for kw in (dict(x0=pre - 0.5, x1=pre - 0.5, y0=-0.5, y1=n - 0.5),
+                         dict(y0=pre - 0.5, y1=pre - 0.5, x0=-0.5, x1=n - 0.5))
+        for shape in palette.outlined(dict(type="line", line=dict(dash="dot"), **kw), width=1)])
 
 
 def _windows_chart(c, f: Windows):

@@ -8,6 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ui.drawing import palette
 from ui.lesson import deck
 from ui.serving import state
 from vit_core import bundled_models
@@ -23,7 +24,11 @@ TIE = 0.01  # cosines (or attention shares, relative) this close to the best cou
 OBJECT_PATCH = 0.5  # a patch is outlined as the object's when this share of its pixels is
 TOP_SHOWN = 5  # the prediction's bars show this many classes
 READ_OFF = 0.05  # a value read off a chart counts as right within this share of its axis
-COLOURS = {"start": "#8c8c8c", "this": "#d62728", "final": "#1f4e9c"}  # step 0, session, end
+# step 0, the session's step, the end: each a colour (3:1 on the light and the dark page), a
+# marker and a dash of its own (ui/drawing/palette.py: colour never alone)
+COLOURS = {"start": palette.NEUTRAL, "this": palette.VERMILLION, "final": palette.BLUE}
+SYMBOLS = {COLOURS["start"]: "circle", COLOURS["this"]: "star", COLOURS["final"]: "square"}
+DASHES = {COLOURS["start"]: "dot", COLOURS["this"]: "solid", COLOURS["final"]: "dash"}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import keys
-from ui.drawing import alt_words, figures
+from ui.drawing import alt_words, figures, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, PatchPick, Question
@@ -22,6 +22,7 @@ from ui.stages.training.base import (
     COLOURS,
     OBJECT_PATCH,
     ON_OBJECT,
+    SYMBOLS,
     TIE,
     Ctx,
     _label,
@@ -110,9 +111,10 @@ def cls_figure(share: np.ndarray, grid: int, outline: list[int], map_title: str,
         colorbar=dict(thickness=10, x=0.4 if cols == 2 else None, title=dict(
             text=f"share of CLS's attention, 0 to {top:.3f}", side="right",
             font=dict(size=11)))), row=1, col=1)
-    figures.add_shapes(fig, [dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                                  xref="x", yref="y", line=dict(color="#ff2d55", width=2))
-                             for r, c in (divmod(p, grid) for p in outline)])
+    figures.add_shapes(fig, [box for r, c in (divmod(p, grid) for p in outline)
+                             for box in palette.outlined(dict(
+                                 type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                                 xref="x", yref="y"))])
     dtick = 1 if grid <= 16 else None
     fig.update_xaxes(title=dict(text="patch column", font=dict(size=12)), dtick=dtick,
                      constrain="domain", row=1, col=1)
@@ -121,14 +123,16 @@ def cls_figure(share: np.ndarray, grid: int, outline: list[int], map_title: str,
     if cols == 2:
         s, v = medians
         fig.add_trace(go.Scatter(x=[_x(i) for i in s], y=v, mode="lines+markers",
-                                 name="held-out median", line=dict(color="#1f4e9c", width=2)),
+                                 name="held-out median",
+                                 line=dict(color=COLOURS["final"], width=2)),
                       row=1, col=2)
         fig.add_trace(go.Scatter(x=[_x(min(steps)), _x(max(steps))], y=[1, 1], mode="lines",
                                  name="chance (spread evenly)",
-                                 line=dict(color="#555", dash="dash")), row=1, col=2)
+                                 line=dict(color=palette.NEUTRAL, dash="dot")), row=1, col=2)
         for step, ratio, name, colour in marks:
             fig.add_trace(go.Scatter(x=[_x(step)], y=[ratio], mode="markers", name=name,
-                                     marker=dict(color=colour, size=12, symbol="star")),
+                                     marker=dict(color=colour, size=12,
+                                                 symbol=SYMBOLS.get(colour, "star"))),
                           row=1, col=2)
         _step_axis(fig, steps, title="training step (log scale; step 0 drawn at 1)", row=1,
                    col=2)

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui.drawing import alt_words
+from ui.drawing import alt_words, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -52,21 +52,23 @@ def curves_figure(f: dict, whose: str | None = None) -> go.Figure:
                                         "held-out scores (scenes never trained on)"))
     steps, loss = f["loss"]
     fig.add_trace(go.Scatter(x=steps, y=loss, name="training loss", mode="lines",
-                             line=dict(color="#9ecae1", width=1)), row=1, col=1)
+                             line=dict(color=palette.SKY, width=1)), row=1, col=1)
     fig.add_trace(go.Scatter(x=steps, y=f["smooth"].tolist(), mode="lines",
                              name=f"its running mean over {SMOOTH_ROWS * 10} steps",
-                             line=dict(color="#08519c", width=2.5)), row=1, col=1)
+                             line=dict(color=palette.BLUE, width=2.5)), row=1, col=1)
     n_eval, n_kept = f["recipe"].get("eval_n"), f["log"].snapshot_eval["n"]
-    for key, name, colour in (("top1", "top-1", "#2ca02c"), ("miou", "mIoU", "#ff7f0e")):
+    for key, name, colour, dash in (("top1", "top-1", palette.GREEN, "solid"),
+                                    ("miou", "mIoU", palette.ORANGE, "dash")):
         s, v = f[key]
         if s:
             fig.add_trace(go.Scatter(x=s, y=v, name=f"held-out {name} ({n_eval} scenes)",
-                                     mode="lines", line=dict(color=colour, width=2)),
+                                     mode="lines", line=dict(color=colour, width=2, dash=dash)),
                           row=2, col=1)
     s, v = f["kept_top1"]
     fig.add_trace(go.Scatter(x=[_x(i) for i in s], y=v, mode="markers",
                              name=f"top-1 of each kept step ({n_kept} scenes)",
-                             marker=dict(color="#2ca02c", size=9, symbol="diamond")), row=2, col=1)
+                             marker=dict(color=palette.GREEN, size=9, symbol="diamond")),
+                  row=2, col=1)
     top = max(loss) * 1.05 if loss else 1.0
     _kept_lines(fig, f, whose, top)
     _step_axis(fig, f["steps"], row=2, col=1)
@@ -93,7 +95,8 @@ def _kept_lines(fig: go.Figure, f: dict, whose: str | None, top: float) -> None:
                       f"this snapshot: step {s:,}") if this else "kept steps",
                 legendgroup="this" if this else "kept",
                 showlegend=row == 1 and (this or s == named),
-                line=dict(color=COLOURS["this"] if this else "#bbbbbb", width=2.5 if this else 1,
+                line=dict(color=COLOURS["this"] if this else palette.NEUTRAL,
+                          width=2.5 if this else 1,
                           dash="solid" if this else "dot")), row=row, col=1)
 
 

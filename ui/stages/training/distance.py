@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.drawing import alt_words
+from ui.drawing import alt_words, palette
 from ui.drawing.numbers import pct, span
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -15,6 +15,8 @@ from ui.serving import state
 from ui.stages.attention import LOCAL  # a head "looks locally" under this share of an even spread
 from ui.stages.training.base import (
     COLOURS,
+    DASHES,
+    SYMBOLS,
     Ctx,
     _label,
     _role,
@@ -58,16 +60,19 @@ def distance_figure(runs: list[dict], baseline: float, title: str, labels: list[
         L, H = d.shape
         fig.add_trace(go.Scatter(x=list(range(L)), y=run["mean"].tolist(), mode="lines+markers",
                                  name=f"{label}: the {H} heads' mean (dots: each head)",
-                                 legendgroup=label, line=dict(color=colour, width=2.5),
-                                 marker=dict(size=8)))
+                                 legendgroup=label, line=dict(color=colour, width=2.5,
+                                                              dash=DASHES.get(colour)),
+                                 marker=dict(size=8, symbol=SYMBOLS.get(colour))))
         fig.add_trace(go.Scatter(x=np.repeat(np.arange(L), H).tolist(),
                                  y=d.reshape(-1).tolist(), mode="markers", name=f"{label}: "
                                  "each head", legendgroup=label, showlegend=False,
-                                 marker=dict(color=colour, size=5, opacity=0.45)))
+                                 marker=dict(color=palette.translucent(colour, 0.35), size=6,
+                                             symbol=SYMBOLS.get(colour),  # a pale fill, its
+                                             line=dict(color=colour, width=1))))  # edge 3:1
     L = runs[0]["dist"].shape[0]
     fig.add_trace(go.Scatter(x=[-0.4, L - 0.6], y=[baseline, baseline], mode="lines",
                              name=f"spread evenly: {baseline:.0f} px",
-                             line=dict(color="#555", dash="dash", width=2)))
+                             line=dict(color=palette.NEUTRAL, dash="longdash", width=2)))
     top = max(max(float(r["dist"].max()) for r in runs), baseline) * 1.08
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=380,
                       margin=dict(l=0, r=0, t=30, b=0),

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.drawing import alt_words, figures
+from ui.drawing import alt_words, figures, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -54,7 +54,8 @@ def prediction_figure(f: dict, step: int | None, title: str) -> go.Figure:
     order = np.argsort(-probs)[:TOP_SHOWN][::-1]
     fig.add_trace(go.Bar(x=probs[order].tolist(), y=[names[i] for i in order], orientation="h",
                          text=[pct(probs[i], 1) for i in order], textposition="auto",
-                         name=f"step {step:,}", marker_color=COLOURS["this"], showlegend=False),
+                         name=f"step {step:,}", marker_color=COLOURS["this"], showlegend=False,
+                         insidetextfont=dict(color=palette.ink_on(COLOURS["this"]))),
                   row=1, col=1)
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title=dict(text="probability",
                                                                 font=dict(size=12)), row=1, col=1)
@@ -64,7 +65,8 @@ def prediction_figure(f: dict, step: int | None, title: str) -> go.Figure:
                              name=f"P({names[k]}), the final top class",
                              line=dict(color=COLOURS["final"], width=2)), row=1, col=2)
     fig.add_trace(go.Scatter(x=[_x(min(steps)), _x(max(steps))], y=[1 / f["K"]] * 2, mode="lines",
-                             name=f"chance: 1/{f['K']}", line=dict(color="#555", dash="dash")),
+                             name=f"chance: 1/{f['K']}",
+                             line=dict(color=palette.NEUTRAL, dash="dot")),
                   row=1, col=2)
     fig.add_trace(go.Scatter(x=[_x(step)], y=[f["curve"][steps.index(step)]], mode="markers",
                              name=f"this snapshot: step {step:,}",

@@ -155,6 +155,17 @@ def windows_figure(x: Ctx, f: Windows) -> None:
                key=MASK_WINDOWS)
 
 
+def windows_alt(x: Ctx, f: Windows) -> str:
+    c, M, w = x.c, f.size, f.cost
+    n = [len(np.unique(b)) for b in f.bands]
+    S = f.allowed.shape[1]
+    return (f"Four panels. Block 0: the {c.grid}×{c.grid} patch grid coloured and numbered by "
+            f"window, {n[0]} windows of up to {M}×{M} patches, the middle patch {f.centre} "
+            f"outlined; beside it the {S}×{S} mask they make (light: may look, dark: −∞), "
+            f"{w.pairs[0]:,} of {w.full_pairs:,} pairs let through. Block 1: the windows moved "
+            f"by {M // 2}, {n[1]} windows; its mask lets {w.pairs[1]:,} pairs through.")
+
+
 def _points(n: int) -> str:
     """A fall in top-1 said in percentage points: '70 points', or 'nothing' when it rose."""
     return "nothing" if n <= 0 else f"{n} point{'' if n == 1 else 's'}"

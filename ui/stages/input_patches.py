@@ -313,20 +313,21 @@ def _what_if_notes(x: deck.View, f: WhatIf) -> str:
 class Sizes:
     own: Cost
     costs: list[Cost]  # one per size offered, smallest P first
+    rows: list[dict]  # the table: one row per cost
 
 
 def _sizes_facts(x: deck.View) -> Sizes:
     c = x.c
-    return Sizes(_cost(c, c.patch_size), [_cost(c, s) for s in _sizes(c)])
-
-
-def _sizes_figure(x: deck.View, f: Sizes) -> None:
-    c = x.c
+    own, costs = _cost(c, c.patch_size), [_cost(c, s) for s in _sizes(c)]
     rows = [{"P": k.P, "grid": f"{c.img_size // k.P}×{c.img_size // k.P}", "N patches": k.N,
              "tokens S": k.S, "values per patch (C·P²)": c.in_chans * k.P * k.P,
              "attention entries per head (S²)": k.S2,
-             "× this model's": round(k.times(f.own)[1], 2)} for k in f.costs]
-    deck.table(rows, WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
+             "× this model's": round(k.times(own)[1], 2)} for k in costs]
+    return Sizes(own, costs, rows)
+
+
+def _sizes_figure(x: deck.View, f: Sizes) -> None:
+    deck.table(f.rows, WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(f.rows))
 
 
 def _sizes_words(x: deck.View, f: Sizes) -> str:
@@ -343,9 +344,7 @@ def _sizes_words(x: deck.View, f: Sizes) -> str:
 def _sizes_alt(x: deck.View, f: Sizes) -> str:
     return describe.table(f"every patch size that divides the {x.c.img_size}-pixel image, the "
                           f"smallest P first ({', '.join(str(k.P) for k in f.costs)})",
-                          len(f.costs), ["P", "grid", "N patches", "tokens S",
-                                          "values per patch", "attention entries per head",
-                                          "× this model's"])
+                          len(f.rows), list(f.rows[0]))
 
 
 def _sizes_notes(x: deck.View, f: Sizes) -> str:

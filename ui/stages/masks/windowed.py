@@ -156,14 +156,15 @@ def windows_figure(x: Ctx, f: Windows) -> None:
 
 
 def windows_alt(x: Ctx, f: Windows) -> str:
-    c, M, w = x.c, f.size, f.cost
-    n = [len(np.unique(b)) for b in f.bands]
+    c, M = x.c, f.size
+    n = [len(np.unique(b)) for b in f.bands]  # windows in blocks 0 and 1
+    kept = [int(a.sum()) for a in f.allowed]  # pairs each block's mask lets through
     S = f.allowed.shape[1]
     return (f"Four panels. Block 0: the {c.grid}×{c.grid} patch grid coloured and numbered by "
             f"window, {n[0]} windows of up to {M}×{M} patches, the middle patch {f.centre} "
             f"outlined; beside it the {S}×{S} mask they make (light: may look, dark: −∞), "
-            f"{w.pairs[0]:,} of {w.full_pairs:,} pairs let through. Block 1: the windows moved "
-            f"by {M // 2}, {n[1]} windows; its mask lets {w.pairs[1]:,} pairs through.")
+            f"{kept[0]:,} of {S * S:,} pairs let through. Block 1: the windows moved "
+            f"by {M // 2}, {n[1]} windows; its mask lets {kept[1]:,} pairs through.")
 
 
 def _points(n: int) -> str:

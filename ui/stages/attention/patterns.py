@@ -97,29 +97,35 @@ def _where_figure(x: Ctx, f: PatchLook) -> None:
                                                                   strict=True))
     lo = 0.0  # one scale from 0: the two maps are compared, and no weight looks larger than it is
     hi = float(max(f.row.max(), f.col.max()))
-    for where, m, title, what in (
+    parts = _where_parts(x, f)
+    for where, m, title, what, alt in (
             (left, f.row, f"Where patch {p} looks",
              f"patch {p}'s attention over the patches" + (f" (and {on_prefix})" if on_prefix
-                                                          else "")),
-            (right, f.col, f"Who looks at patch {p}", f"how much each patch attends to patch {p}")):
+                                                          else ""), parts[0]),
+            (right, f.col, f"Who looks at patch {p}", f"how much each patch attends to patch {p}",
+             parts[1])):
         with where:
             st.markdown(f"**{title}** · layer {x.layer}, head {x.head}")
             norm = ((m - lo) / max(hi - lo, 1e-12)).numpy()
             show.image(figures.with_scale(figures.overlay(x.prep.crop, norm, normalise=False),
                                           lo, hi, "attention weight from 0, both maps"),
-                       what, "attention-" + title.split()[0].lower(), alt=_where_alt(x, f))
+                       what, "attention-" + title.split()[0].lower(), alt=alt)
 
 
-def _where_alt(x: Ctx, f: PatchLook) -> str:
+def _where_parts(x: Ctx, f: PatchLook) -> list[str]:
+    """Each picture's text alternative: the left one's, the right one's."""
     p, g = x.patch, x.c.grid
-    said = [describe.patch_map(f"{side}, your image under {what}", "attention weight",
+    return [describe.patch_map(f"{side}, your image under {what}", "attention weight",
                                extremes(m), g, fmt=pct)
             for side, what, m in (("Left", f"where patch {p} looks: its attention", f.row),
                                   ("Right", f"who looks at patch {p}: each patch's attention on "
                                             f"it", f.col))]
+
+
+def _where_alt(x: Ctx, f: PatchLook) -> str:
     hi = float(max(f.row.max(), f.col.max()))
     return (f"Two pictures, layer {x.layer}, head {x.head}, on one colour scale from 0 to "
-            f"{pct(hi)}. " + " ".join(said))
+            f"{pct(hi)}. " + " ".join(_where_parts(x, f)))
 
 
 def _where_words(x: Ctx, f: PatchLook) -> str:
@@ -139,13 +145,20 @@ def _heads_facts(x: Ctx) -> PrefixMaps:
     return prefix_maps(x.summary["prefix_rows"], x.layer, x.c.grid, x.allowed)
 
 
+def _shown_heads(x: Ctx) -> range:
+    """The heads whose maps are drawn: on a slide one row as wide as the slide, of at most
+    SLIDE_MAPS heads (the six around the Head slider's); on a page (a phone too) every head."""
+    H = x.c.num_heads
+    first = (x.head // SLIDE_MAPS) * SLIDE_MAPS if x.presenting and H > SLIDE_MAPS else 0
+    return range(first, min(H, first + SLIDE_MAPS)) if x.presenting else range(H)
+
+
 def _heads_figure(x: Ctx, f: PrefixMaps) -> None:
     c = x.c
     g, H = c.grid, c.num_heads
-    # on a slide one row as wide as the slide, of at most SLIDE_MAPS heads (the six around the
-    # Head slider's); on a page (a phone too) two maps a row: each large enough for its label
-    first = (x.head // SLIDE_MAPS) * SLIDE_MAPS if x.presenting and H > SLIDE_MAPS else 0
-    heads = range(first, min(H, first + SLIDE_MAPS)) if x.presenting else range(H)
+    heads = _shown_heads(x)
+    first = heads[0]
+    # on a page two maps a row: each large enough for its label
     cols = len(heads) if x.presenting else min(H, 2)
     cell = min(280, 1180 // cols - 4) if x.presenting else 200
     some = "" if len(heads) == H else f"heads {heads[0]}–{heads[-1]} of {H} (the Head slider's "
@@ -160,25 +173,32 @@ def _heads_figure(x: Ctx, f: PrefixMaps) -> None:
                                       "one scale for every head"),
                    f"layer {x.layer}: " + (f"{some}six), each one's" if some else "every head's")
                    + f" {tok} row over the patches; head {x.head} (the Head slider's) framed",
-                   f"{tok.lower()}-heads", alt=_heads_alt(x, f))
+                   f"{tok.lower()}-heads", alt=_heads_parts(x, f)[i])
+
+
+def _heads_parts(x: Ctx, f: PrefixMaps) -> list[str]:
+    """Each prefix token's picture's text alternative (the heads drawn, each one's brightest
+    patch)."""
+    g, heads, said = x.c.grid, _shown_heads(x), []
+    n = f"{len(heads)} picture{'s' if len(heads) > 1 else ''} of your image"
+    for i, tok in enumerate(x.c.prefix_names):
+        if not f.sees_patches[i]:
+            said.append(f"{n}, one per head of layer {x.layer}: under the {x.tr.mask_kind} mask "
+                        f"the {tok} token sees no patch, so no map colours the image (0 on every "
+                        f"patch).")
+            continue
+        a = head_agreement(f.rows[i])
+        each = "; ".join(f"head {h}: patch {a.favourites[h]} ({a.favourites[h] // g},"
+                         f"{a.favourites[h] % g}) {pct(a.favourite_shares[h])}" for h in heads)
+        said.append(f"{n}, one per head of layer {x.layer}, each under that head's {tok} "
+                    f"attention over the {g}×{g} patches, on one colour scale from 0 to "
+                    f"{pct(f.top[i], 1)}, head {x.head} framed. The brightest patch of each: "
+                    f"{each}.")
+    return said
 
 
 def _heads_alt(x: Ctx, f: PrefixMaps) -> str:
-    g, said = x.c.grid, []
-    for i, tok in enumerate(x.c.prefix_names):
-        a, H = head_agreement(f.rows[i]), len(f.rows[i])
-        if not f.sees_patches[i]:
-            said.append(f"{H} picture{'s' if H > 1 else ''} of your image, one per head of layer "
-                        f"{x.layer}: under the {x.tr.mask_kind} mask the {tok} token sees no "
-                        f"patch, so no map colours the image (0 on every patch).")
-            continue
-        each = "; ".join(f"head {h}: patch {p} ({p // g},{p % g}) {pct(s)}" for h, (p, s) in
-                         enumerate(zip(a.favourites, a.favourite_shares, strict=True)))
-        said.append(f"{H} picture{'s' if H > 1 else ''} of your image, one per head of layer "
-                    f"{x.layer}, each under that head's {tok} attention over the {g}×{g} patches, "
-                    f"on one colour scale from 0 to {pct(f.top[i], 1)}, head {x.head} framed. "
-                    f"The brightest patch of each: {each}.")
-    return " ".join(said)
+    return " ".join(_heads_parts(x, f))
 
 
 def _heads_words(x: Ctx, f: PrefixMaps) -> str:

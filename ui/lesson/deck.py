@@ -88,7 +88,9 @@ class Step:
     reads: tuple[Read, ...] = ()  # what the read-ahead computes for it (ui/ahead.plan calls each)
     applies: Callable[[Any], bool] = _always
     asks: tuple[str, ...] = ()  # the facts `question` reads; `figure` draws each number of them
-    describe: Callable[[Any, Any], str | None] = _none  # the figure's text alternative
+    # the figure's text alternative; last, so that a stage passing the fields before it by
+    # position (ui/stages/mae: figure, facts, words, notes, question) keeps its meaning
+    describe: Callable[[Any, Any], str | None] = _none
 
     def title_for(self, config) -> str:
         return self.title(config) if callable(self.title) else self.title

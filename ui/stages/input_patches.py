@@ -8,12 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from ui.drawing import figures, show
+from ui.drawing import describe, figures, show
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question, Step
 from ui.selection import controls
 from ui.stages.common import smaller_patch
 from vit_core.explain.embeddings import PatchCost, patch_cost
+from vit_core.explain.extremes import Extremes, extremes
 from vit_core.io.images import denormalize, describe_preprocessing
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
@@ -91,6 +92,14 @@ def _grid_words(x: deck.View, f: Cell) -> str:
             f"{f.col * P}–{(f.col + 1) * P - 1} across.")
 
 
+def _grid_alt(x: deck.View, f: Cell) -> str:
+    c = x.c
+    P, g = c.patch_size, c.grid
+    return (f"Left: your image, cropped to {c.img_size}×{c.img_size} pixels, under a {g}×{g} grid "
+            f"of {_patches(c.num_patches)} of {P}×{P} pixels, patch {f.p} outlined. Right: patch "
+            f"{f.p} (row {f.row}, column {f.col}) enlarged.")
+
+
 def _grid_notes(x: deck.View, _) -> str:
     return (f"{x.inp.label} · what this model does to a photo: {describe_preprocessing(x.c)} · "
             f"click a patch to select it")
@@ -102,13 +111,15 @@ class Row:
     p: int
     vec: np.ndarray  # [C·P²] the live row of X_patch (normalised pixel values)
     first: float  # pixel (0, 0) of the patch, channel 0, before normalisation (0 … 255)
+    ext: Extremes  # of the strip as drawn: [channel, pixel]
 
 
 def _row_facts(x: deck.View) -> Row:
     c, p = x.c, x.patch
     P = c.patch_size
     back = denormalize(x.tr["patches"][p].reshape(c.in_chans, P, P), c)  # undo the normalisation
-    return Row(p, x.tr["patches"][p].numpy(), float(back[0, 0, 0]) * 255)
+    vec = x.tr["patches"][p].numpy()
+    return Row(p, vec, float(back[0, 0, 0]) * 255, extremes(vec.reshape(c.in_chans, -1)))
 
 
 def _row_figure(x: deck.View, f: Row) -> None:
@@ -129,7 +140,27 @@ def _row_words(x: deck.View, f: Row) -> str:
             f"{c.std[0]}.")
 
 
+def _row_alt(x: deck.View, f: Row) -> str:
+    c = x.c
+    names = ["R", "G", "B"][: c.in_chans] if c.in_chans == 3 else None
+    return describe.heatmap(
+        f"patch {f.p} flattened into {_cpp(c)} numbers", rows="colour channels",
+        cols=f"the patch's {c.patch_size ** 2} pixels, row by row", value="normalised pixel value",
+        ext=f.ext, row_names=names)
+
+
 # ---------------------------------------------------------------- X_patch
+def _matrix_facts(x: deck.View) -> Extremes:
+    return extremes(x.tr["patches"])  # [N, C·P²], as drawn
+
+
+def _matrix_alt(x: deck.View, ext: Extremes) -> str:
+    c = x.c
+    return describe.heatmap(
+        f"X_patch, {c.num_patches}×{_cpp(c)}, row {x.patch} outlined",
+        rows=f"the {c.num_patches} patches", cols=f"the {_cpp(c)} values of a flattened patch",
+        value="normalised pixel value", ext=ext)
+
 def _matrix_figure(x: deck.View, _) -> None:
     c = x.c
     N, cpp, p, P = c.num_patches, _cpp(c), x.patch, c.patch_size
@@ -262,6 +293,13 @@ def _what_if_words(x: deck.View, f: WhatIf) -> str:
     return "What to notice: " + note
 
 
+def _what_if_alt(x: deck.View, f: WhatIf) -> str:
+    g, new = x.c.img_size // f.new.P, f.new
+    return (f"Left: your image cut at patch size P = {new.P}, a {g}×{g} grid. "
+            f"Right: the patch size P, and three numbers: N = {new.N:,} patches, S = {new.S:,} "
+            f"tokens, {new.S2:,} attention entries per head and layer.")
+
+
 def _what_if_notes(x: deck.View, f: WhatIf) -> str:
     img, P, new = x.c.img_size, x.c.patch_size, f.new.P
     return (f"The grid: the same {img}×{img} crop cut at P = {new}, {img // new}×{img // new} "
@@ -275,20 +313,21 @@ def _what_if_notes(x: deck.View, f: WhatIf) -> str:
 class Sizes:
     own: Cost
     costs: list[Cost]  # one per size offered, smallest P first
+    rows: list[dict]  # the table: one row per cost
 
 
 def _sizes_facts(x: deck.View) -> Sizes:
     c = x.c
-    return Sizes(_cost(c, c.patch_size), [_cost(c, s) for s in _sizes(c)])
-
-
-def _sizes_figure(x: deck.View, f: Sizes) -> None:
-    c = x.c
+    own, costs = _cost(c, c.patch_size), [_cost(c, s) for s in _sizes(c)]
     rows = [{"P": k.P, "grid": f"{c.img_size // k.P}×{c.img_size // k.P}", "N patches": k.N,
              "tokens S": k.S, "values per patch (C·P²)": c.in_chans * k.P * k.P,
              "attention entries per head (S²)": k.S2,
-             "× this model's": round(k.times(f.own)[1], 2)} for k in f.costs]
-    deck.table(rows, WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(rows))
+             "× this model's": round(k.times(own)[1], 2)} for k in costs]
+    return Sizes(own, costs, rows)
+
+
+def _sizes_figure(x: deck.View, f: Sizes) -> None:
+    deck.table(f.rows, WHAT_IF_TABLE, height=TABLE_HEAD_PX + TABLE_ROW_PX * len(f.rows))
 
 
 def _sizes_words(x: deck.View, f: Sizes) -> str:
@@ -300,6 +339,12 @@ def _sizes_words(x: deck.View, f: Sizes) -> str:
     return (f"From P = {big.P} down to P = {small.P}, the patches go from {big.N:,} to "
             f"{small.N:,} and each head's attention entries from {big.S2:,} to {small.S2:,} "
             f"({_times(small.times(big)[1])}): N grows with 1/P², attention with N².")
+
+
+def _sizes_alt(x: deck.View, f: Sizes) -> str:
+    return describe.table(f"every patch size that divides the {x.c.img_size}-pixel image, the "
+                          f"smallest P first ({', '.join(str(k.P) for k in f.costs)})",
+                          len(f.rows), list(f.rows[0]))
 
 
 def _sizes_notes(x: deck.View, f: Sizes) -> str:
@@ -322,14 +367,16 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("grid", "The image, cut into patches", _grid_figure, facts=_cell,
-             words=_grid_words, notes=_grid_notes, controls=("patch",)),
+             words=_grid_words, notes=_grid_notes, describe=_grid_alt, controls=("patch",)),
         Step("vector", "One patch as numbers", _row_figure, facts=_row_facts, words=_row_words,
+             describe=_row_alt, controls=("patch",)),
+        Step("matrix", "Every patch: the matrix X_patch", _matrix_figure, facts=_matrix_facts,
+             words=_matrix_words, describe=_matrix_alt, question=_size_question,
              controls=("patch",)),
-        Step("matrix", "Every patch: the matrix X_patch", _matrix_figure, words=_matrix_words,
-             question=_size_question, controls=("patch",)),
         Step("what_if", "What if the patches were another size?", _what_if_figure,
-             facts=_what_if_facts, words=_what_if_words, notes=_what_if_notes),
+             facts=_what_if_facts, words=_what_if_words, notes=_what_if_notes,
+             describe=_what_if_alt),
         Step("sizes", "Every patch size, side by side", _sizes_figure, facts=_sizes_facts,
-             words=_sizes_words, notes=_sizes_notes),
+             words=_sizes_words, notes=_sizes_notes, describe=_sizes_alt),
     ),
 )

@@ -11,11 +11,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck, steps
 from ui.lesson.deck import Choice, Question, Step
 from vit_core.explain.attention import score_by_hand
+from vit_core.explain.extremes import extremes
 from vit_core.explain.tokens import layernorm_steps, token_stats
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
@@ -145,7 +146,17 @@ def _ln_facts(x: Ctx) -> dict:
     return {"x_in": x_in.numpy(), "x_ln": x_ln.numpy(), "before": ln["before"],
             "normalised": ln["normalised"], "after": token_stats(x_ln),
             "identity": ln["identity"], "gamma_mean": ln["gamma_mean"],
-            "beta_mean": ln["beta_mean"]}
+            "beta_mean": ln["beta_mean"], "range": (extremes(x_in), extremes(x_ln))}
+
+
+def _ln_alt(x: Ctx, f: dict) -> str:
+    num = describe.num
+    said = [f"{when} LayerNorm {describe.span(ext)} (mean {num(stats['mean'])}, std "
+            f"{num(stats['std'])})" for when, ext, stats in
+            zip(("before", "after"), f["range"], (f["before"], f["after"]), strict=True)]
+    return (f"Two overlaid histograms of the {x.c.embed_dim} numbers of {x.labels[x.i]} (token "
+            f"{x.i}) at block {x.layer}: across, a number's value; up, how many numbers have "
+            f"it. {said[0][0].upper()}{said[0][1:]}; {said[1]}.")
 
 
 def _ln_figure(x: Ctx, f: dict) -> None:
@@ -213,7 +224,18 @@ def _ln_question(x: Ctx, f: dict) -> Question:
 
 # ---------------------------------------------------------------- Q, K and V
 def _qkv_facts(x: Ctx) -> dict:
-    return {n: x.tr[f"blocks.{x.layer}.attn.{n.lower()}"][x.head].numpy() for n in "QKV"}
+    found = {n: x.tr[f"blocks.{x.layer}.attn.{n.lower()}"][x.head].numpy() for n in "QKV"}
+    return {**found, "ext": {n: extremes(found[n]) for n in "QKV"}}
+
+
+def _qkv_alt(x: Ctx, f: dict) -> str:
+    S, dk = f["Q"].shape
+    said = [describe.heatmap(
+        f"{n} of head {x.head}, block {x.layer}, {S}×{dk}", rows="tokens",
+        cols=f"the head's {dk} dimensions", value=f"{n} entry", ext=f["ext"][n],
+        row_names=x.labels) for n in "QKV"]
+    return (f"Three heatmaps side by side, Q, K and V, the query {x.labels[x.i]} outlined in Q, "
+            f"the key {x.labels[x.j]} in K. " + " ".join(said))
 
 
 def _qkv_figure(x: Ctx, f: dict) -> None:
@@ -288,6 +310,13 @@ def _score_figure(x: Ctx, f: dict) -> None:
     st.latex(equation)
 
 
+def _score_alt(x: Ctx, f: dict) -> str:
+    i, j, num = x.i, x.j, describe.num
+    said = (f"An equation: the score of query token {i} and key token {j} is q_{i} · k_{j} / "
+            f"√d_k = {num(f['dot'])} / √{x.c.head_dim} = {num(f['score'])}")
+    return said + (", then the mask adds −∞." if f["masked"] else ".")
+
+
 def _score_words(x: Ctx, f: dict) -> str:
     i, j, labels = x.i, x.j, x.labels
     who = (f"Query **{labels[i]}** (token {i}), key **{labels[j]}** (token {j}), layer "
@@ -336,12 +365,14 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("layernorm", "LayerNorm of one token", _ln_figure, facts=_ln_facts, words=_ln_words,
-             notes=_ln_notes, question=_ln_question,
+             notes=_ln_notes, describe=_ln_alt, question=_ln_question,
              asks=("after", "identity"), controls=("layer", "patch")),
         Step("qkv", "Q, K and V, split into heads", _qkv_figure, facts=_qkv_facts,
-             words=_qkv_words, notes=_qkv_notes, controls=("layer", "head", "patch")),
+             words=_qkv_words, notes=_qkv_notes, describe=_qkv_alt,
+             controls=("layer", "head", "patch")),
         Step("score", "One attention score, by hand", _score_figure, facts=_score_facts,
-             words=_score_words, notes=_score_notes, question=_score_question,
+             words=_score_words, notes=_score_notes, describe=_score_alt,
+             question=_score_question,
              asks=("dot", "masked", "score"),
              controls=("layer", "head", "patch")),
     ),

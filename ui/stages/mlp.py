@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Number, Question, Step
@@ -16,6 +16,7 @@ from ui.selection import session
 from ui.serving import state
 from ui.serving.tour import Ask
 from ui.stages import common
+from vit_core.explain.extremes import extremes
 from vit_core.explain.tokens import gelu_curve, mlp_units, residual_stream, sublayer_totals
 
 # the stage's own widget keys (AppTest addresses its widgets by them; shared: ui/keys.py)
@@ -112,6 +113,14 @@ def _gelu_words(x: Ctx, f: dict) -> str:
             f"{f['on']} of them ({pct(f['on'] / f['F'], 1)}) are switched on (U > 0).")
 
 
+def _gelu_alt(x: Ctx, f: dict) -> str:
+    num, out = describe.num, extremes(f["gelu"])
+    return (f"A scatter of {x.labels[x.i]}'s {f['F']} hidden units at block {x.layer}, one dot "
+            f"each, over the GELU curve: across, a unit's input U, from {num(f['lo'])} to "
+            f"{num(f['hi'])}; up, its output GELU(U), {describe.span(out)}. {f['on']} of them "
+            f"({pct(f['on'] / f['F'], 1)}) are right of 0 (U > 0, switched on).")
+
+
 def _gelu_notes(x: Ctx, f: dict) -> str:
     c = x.c
     return (f"X̂ = LN(X'), U = X̂·W_1 + b_1 ({c.mlp_hidden} numbers), G = GELU(U), X_out = X' + "
@@ -139,6 +148,12 @@ def _top_words(x: Ctx, f: dict) -> str:
             f"{float(f['top_values'][0]):.2f}. W_2 maps all {f['F']} outputs back to "
             f"{x.c.embed_dim} numbers: ‖X'‖ = {f['mid']:.2f} before, the MLP adds a vector of "
             f"norm {f['out']:.2f}, giving ‖X_out‖ = {f['post']:.2f}.")
+
+
+def _top_alt(x: Ctx, f: dict) -> str:
+    return describe.bars(f"the output GELU(U) of {x.labels[x.i]}'s {len(f['top_units'])} most "
+                         f"active hidden units at block {x.layer}, the largest first",
+                         [f"unit {u}" for u in f["top_units"]], [float(v) for v in f["top_values"]])
 
 
 def _top_notes(x: Ctx, f: dict) -> str:
@@ -194,6 +209,17 @@ def _stream_words(x: Ctx, f: dict) -> str:
     return stream_words(f)
 
 
+def _stream_alt(x: Ctx, f: dict) -> str:
+    L, num = len(f["attn"]), describe.num
+    added = "; ".join(f"{who} adds {describe.span(extremes(f[k]))}"
+                      for who, k in (("attention", "attn"), ("the MLP", "mlp")))
+    return (f"Bars and a line for {x.labels[x.i]}: across, the embedding then block 0 to "
+            f"{L - 1}; up, a vector's norm. Two bars a block, the norm of what each sublayer "
+            f"adds: {added}. The line, the token's norm after each: {num(f['resid'][0])} at the "
+            f"embedding, {num(f['resid'][-1])} after block {L - 1}, "
+            f"{describe.span(extremes(f['resid']))} along the way.")
+
+
 def _stream_notes(x: Ctx, f: dict) -> str:
     return ("Bars: the size of what each sublayer adds; line: the size of the token afterwards "
             "(additions can point in different directions, so they need not add up, and the "
@@ -228,12 +254,14 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("gelu", "One token through the MLP", _gelu_figure, facts=_units_facts,
-             words=_gelu_words, notes=_gelu_notes, question=_units_question, asks=("F", "on"),
+             words=_gelu_words, notes=_gelu_notes, describe=_gelu_alt,
+             question=_units_question, asks=("F", "on"),
              controls=("layer", "patch")),
         Step("units", "Its most active hidden units", _top_figure, facts=_units_facts,
-             words=_top_words, notes=_top_notes, controls=("layer", "patch")),
+             words=_top_words, notes=_top_notes, describe=_top_alt, controls=("layer", "patch")),
         Step("stream", "The residual stream, block by block", _stream_figure,
              facts=_stream_facts, words=_stream_words, notes=_stream_notes,
+             describe=_stream_alt,
              question=_stream_question, asks=("attn", "mlp"), controls=("patch",),
              reads=(_norms,)),
     ),

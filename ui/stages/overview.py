@@ -19,6 +19,7 @@ from ui.selection import models, session
 from ui.selection.scene_notes import caption_note, class_note
 from ui.serving import state
 from ui.serving.tour import caption_pass, patch_pca
+from ui.stages import overview_alt as alt
 from vit_core.explain.attention import cls_patch_row
 from vit_core.explain.lens import probabilities, top_class
 from vit_core.explain.stages import ModelMap, model_map
@@ -106,8 +107,7 @@ def _map_figure(x: Ctx, f: Map) -> None:
         fig.update_layout(width=None)
         return navigate.map_chart(fig, OVERVIEW_MAP, "stretch")
     # the 800-px serpentine, or on a phone the pass top to bottom (ui/drawing/phone.py: which is
-    # shown
-    # is the browser's choice, by the screen's width)
+    # shown is the browser's choice, by the screen's width)
     tall = figures.model_map(f.mm, plan=phone_figures.tall_plan(f.mm))
     phone.both(OVERVIEW_MAP, lambda: navigate.map_chart(fig, OVERVIEW_MAP, "content"),
                lambda: navigate.map_chart(tall, keys.phone(OVERVIEW_MAP), "stretch"))
@@ -366,14 +366,6 @@ def _table_notes(x: Ctx, f: Table) -> str | None:
     return " ".join(said) or None
 
 
-def _has_classes(c) -> bool:
-    return bool(c.num_classes)
-
-
-def _writes(c) -> bool:
-    return bool(c.has_text) and not c.num_classes
-
-
 STAGE = deck.Stage(
     slug="overview",
     name="From pixels to logits, in one pass",
@@ -384,17 +376,21 @@ STAGE = deck.Stage(
     intro=_intro,
     steps=(
         Step("map", "The whole pass", _map_figure, facts=_map_facts, words=_map_words,
-             notes=_map_notes, reads=(caption_pass,)),
-        Step("grid", "What the model sees", _grid_figure, words=_grid_words, notes=_grid_notes),
+             notes=_map_notes, describe=alt.map_alt, reads=(caption_pass,)),
+        Step("grid", "What the model sees", _grid_figure, words=_grid_words, notes=_grid_notes,
+             describe=alt.grid_alt),
         Step("prediction", "Prediction", _prediction_figure, facts=_prediction_facts,
-             words=_prediction_words, notes=_prediction_notes, applies=_has_classes),
+             words=_prediction_words, notes=_prediction_notes,
+             describe=lambda x, f: alt.prediction_alt(x, f, TOP_SHOWN),
+             applies=lambda c: bool(c.num_classes)),
         Step("caption", "Caption", _caption_figure, facts=_caption_facts, words=_caption_words,
-             notes=_caption_notes, applies=_writes, reads=(caption_pass,)),
+             notes=_caption_notes, describe=alt.caption_alt, reads=(caption_pass,),
+             applies=lambda c: bool(c.has_text) and not c.num_classes),
         Step("output", "What it outputs", _encoded_figure, facts=_encoded_facts,
              words=_encoded_words, notes=_encoded_notes, applies=_is_headless,
-             reads=(patch_pca,)),
+             describe=alt.encoded_alt, reads=(patch_pca,)),
         Step("table", "Every stage, with the shape it had just now", _table_figure,
              facts=_table_facts, words=_table_words, notes=_table_notes,
-             reads=(caption_pass,)),
+             describe=alt.table_alt, reads=(caption_pass,)),
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ui.drawing import figures, show
+from ui.drawing import describe, figures, show
 from ui.drawing.numbers import pct, span
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -21,6 +21,7 @@ from vit_core.explain.attention import (
     spread_picks,
     uniform_distance,
 )
+from vit_core.explain.extremes import extremes
 
 
 # ---------------------------------------------------------------- rollout
@@ -34,7 +35,15 @@ def _rollout_figure(x: Ctx, f: RolloutShares) -> None:
     show.image(figures.with_scale(figures.overlay(x.prep.crop, m.numpy() / top, normalise=False),
                                   0.0, top, "rollout share, from 0"),
                "Rollout: " + ("the CLS row, over the patches" if x.c.num_prefix_tokens else
-                              "the mean of the patch rows"), "rollout", width=360)
+                              "the mean of the patch rows"), "rollout", width=360,
+               alt=_rollout_alt(x, f))
+
+
+def _rollout_alt(x: Ctx, f: RolloutShares) -> str:
+    whose = ("the final CLS token's rollout" if x.c.num_prefix_tokens else
+             "the final patch tokens' mean rollout")
+    return describe.patch_map(f"Your image under {whose} over the patches, coloured from 0",
+                              "rollout share", extremes(f.map), x.c.grid, fmt=lambda v: pct(v, 1))
 
 
 def _rollout_words(x: Ctx, f: RolloutShares) -> str:
@@ -66,6 +75,15 @@ def _distance_facts(x: Ctx) -> dict:
 def _distance_figure(x: Ctx, f: dict) -> None:
     deck.chart(figures.distance_chart(f["dist"], f["baseline"], "Mean attention distance"),
                key=ATTN_DISTANCE)
+
+
+def _distance_alt(x: Ctx, f: dict) -> str:
+    r, num = head_range(f["dist"]), describe.num
+    (a, b), (c, d) = r.where(r.lowest), r.where(r.highest)
+    return (f"Points, one per head (a series per head): across, the layer (0 to "
+            f"{x.c.depth - 1}); up, the mean attention distance in pixels, from {num(r.lo)} "
+            f"(layer {a}, head {b}) to {num(r.hi)} (layer {c}, head {d}). A dashed line at "
+            f"{num(f['baseline'])} px: attention spread evenly over the patches.")
 
 
 def _px(r) -> str:
@@ -155,7 +173,8 @@ def _distance_question(x: Ctx, f: dict) -> Question:
 
 # ---------------------------------------------------------------- how evenly heads look
 def _entropy_facts(x: Ctx) -> dict:
-    return {"ent": x.summary["entropy"], "max": max_entropy(x.allowed)}
+    return {"ent": x.summary["entropy"], "max": max_entropy(x.allowed),
+            "ext": extremes(x.summary["entropy"])}
 
 
 def _entropy_figure(x: Ctx, f: dict) -> None:
@@ -167,6 +186,13 @@ def _entropy_figure(x: Ctx, f: dict) -> None:
         zrange=(0.0, f["max"]), square=False, height=320, x_title="head", y_title="layer",
         value_name=f"entropy (nats), 0 to the max {f['max']:.2f}"),
         key=ATTN_ENTROPY)
+
+
+def _entropy_alt(x: Ctx, f: dict) -> str:
+    return describe.heatmap(
+        f"attention entropy in nats, {x.c.depth} layers × {x.c.num_heads} heads (the colour "
+        f"scale from 0 to the {x.tr.mask_kind} mask's maximum, {describe.num(f['max'])})",
+        rows="layers", cols="heads", value="entropy", ext=f["ext"])
 
 
 def entropy_words(ent, maximum: float, mask_kind: str = "full") -> str:
@@ -217,13 +243,16 @@ def _focused_question(x: Ctx, f: dict) -> Question:
 STEPS = (
     Step("rollout", "Attention rollout: all layers together", _rollout_figure,
          facts=_rollout_facts, words=_rollout_words, notes=_rollout_notes,
+         describe=_rollout_alt,
          reads=(tour.attention_summary,)),
     Step("entropy", "How evenly each head looks", _entropy_figure, facts=_entropy_facts,
          words=_entropy_words, notes=_entropy_notes, question=_focused_question,
+         describe=_entropy_alt,
          asks=("ent", "max"),
          reads=(tour.attention_summary,)),
     Step("distance", "How far each head looks", _distance_figure, facts=_distance_facts,
          words=_distance_words, notes=_distance_notes, question=_distance_question,
+         describe=_distance_alt,
          asks=("dist",),
          reads=(tour.attention_summary,)),
 )

@@ -4,13 +4,14 @@ vit_core.explain.embeddings.position_distance_stats."""
 
 from __future__ import annotations
 
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import span
 from ui.lesson import deck
 from ui.lesson.deck import Step
 from ui.serving import state, tour
 from ui.stages.embeddings.keys import EMBED_POS_ALL, EMBED_POS_ONE
 from vit_core.explain.embeddings import position_neighbours
+from vit_core.explain.extremes import extremes
 
 # The position-similarity note's wording thresholds (on mean cosines of position vectors,
 # vit_core.explain.embeddings.position_distance_stats):
@@ -34,7 +35,8 @@ def _cell(i: int, g: int) -> str:
 
 # ---------------------------------------------------------------- one position vs every position
 def _position_facts(v: deck.View) -> dict:
-    return position_neighbours(state.weight_views(v.name)["pos_sim"], v.patch)
+    found = position_neighbours(state.weight_views(v.name)["pos_sim"], v.patch)
+    return {**found, "ext": extremes(found["map"])}
 
 
 def _position_figure(v: deck.View, f: dict) -> None:
@@ -57,6 +59,19 @@ def _position_words(v: deck.View, f: dict) -> str:
                    f"{num(f['near_mean'])}." if n else ".")
 
 
+def _position_alt(v: deck.View, f: dict) -> str:
+    p, g = v.patch, v.c.grid
+    said = describe.patch_map(f"The cosine similarity of patch {p}'s position vector with every "
+                              f"position's (patch {p} outlined)",
+                              "cosine similarity (scale −1 … 1)", f["ext"], g)
+    low = f["ext"].at_lo
+    said += f" The smallest is at patch {low[0] * g + low[1]} (row {low[0]}, column {low[1]})."
+    if f["best"] is None:
+        return said
+    return said + (f" Besides itself, the most alike is patch {_cell(f['best'], g)}, cosine "
+                   f"{describe.num(f['best_cos'])}.")
+
+
 def _position_notes(v: deck.View, _) -> str:
     return ("Cosine similarity of this patch's learned position vector with every patch's: 1 "
             "points the same way, 0 unrelated, −1 opposite. Steps count along rows and columns "
@@ -67,7 +82,17 @@ def _position_notes(v: deck.View, _) -> str:
 def _similarity_facts(v: deck.View) -> dict:
     views = state.weight_views(v.name)
     return {"sim": views["pos_sim"], "stats": views["pos_stats"],
-            "trained": bool(v.model.info.trained)}
+            "trained": bool(v.model.info.trained), "ext": extremes(views["pos_sim"])}
+
+
+def _similarity_alt(v: deck.View, f: dict) -> str:
+    g, ext = v.c.grid, f["ext"]
+    r1, c1, r2, c2 = ext.at_lo
+    return (f"A {g}×{g} grid of tiles, one per patch position; tile (row, column) is a {g}×{g} "
+            f"heatmap of the cosine similarity of that patch's position vector with every "
+            f"position's, tile of patch {v.patch} outlined. Colour is cosine similarity, "
+            f"{describe.span(ext)}; the least alike pair is patch ({r1},{c1}) and patch "
+            f"({r2},{c2}).")
 
 
 def _similarity_figure(v: deck.View, f: dict) -> None:
@@ -178,8 +203,8 @@ def _similarity_notes(v: deck.View, f: dict) -> str | None:
 STEPS = (
     Step("position", "One position against every position", _position_figure,
          facts=_position_facts, words=_position_words, notes=_position_notes,
-         controls=("patch",), reads=(tour.weight_views,)),
+         describe=_position_alt, controls=("patch",), reads=(tour.weight_views,)),
     Step("similarity", "Every position's similarity map", _similarity_figure,
          facts=_similarity_facts, words=_similarity_words, notes=_similarity_notes,
-         controls=("patch",), reads=(tour.weight_views,)),
+         describe=_similarity_alt, controls=("patch",), reads=(tour.weight_views,)),
 )

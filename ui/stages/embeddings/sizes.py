@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct, points
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question, Step
@@ -15,6 +15,7 @@ from ui.serving.tour import Ask
 from ui.stages.embeddings.keys import EMBED_POS_SIZES
 from ui.stages.embeddings.positions import num as _num
 from vit_core.explain.embeddings import cost_ratios, input_cost
+from vit_core.explain.extremes import extremes
 from vit_core.explain.flops import si
 from vit_core.explain.lens import top_class
 
@@ -56,6 +57,7 @@ def _size_facts(v: deck.View) -> dict:
         g = out[which]["grid"]
         out[which]["patch"] = p
         out[which]["map"] = np.asarray(out[which]["sim"][p // g, p % g])
+        out[which]["ext"] = extremes(out[which]["map"])
     ratio = cost_ratios(out["own"], out["other"])
     out["other"]["vs_own"] = ratio  # the question's: read off the drawn side
     out.update(chosen=chosen, same=other == own, patch_ratio=ratio["N"],
@@ -73,6 +75,16 @@ def _size_figure(v: deck.View, f: dict) -> None:
         f"{n['size']} px (outlined: itself)", value_name="cosine similarity",
         selected=(divmod(o["patch"], o["grid"]), divmod(n["patch"], n["grid"]))),
         key=EMBED_POS_SIZES)
+
+
+def _size_alt(v: deck.View, f: dict) -> str:
+    o, n = f["own"], f["other"]
+    return (f"Two heatmaps side by side on one colour scale of cosine similarity (−1 … 1), "
+            f"rows and columns the patch rows and columns. Left, at its own {o['size']} px: patch "
+            f"{o['patch']}'s position vector against every position of the {o['grid']}×"
+            f"{o['grid']} grid, {describe.span(o['ext'])}. Right, at {n['size']} px: the same "
+            f"place, patch {n['patch']}, on the {n['grid']}×{n['grid']} grid, "
+            f"{describe.span(n['ext'])}.")
 
 
 def _said(at: dict) -> str:
@@ -162,7 +174,7 @@ def size_views(a: Ask) -> list:
 
 STEPS = (
     Step("size", "At another input size", _size_figure, facts=_size_facts, words=_size_words,
-         notes=_size_notes, question=_size_question,
+         notes=_size_notes, question=_size_question, describe=_size_alt,
          asks=("other", "own", "same"), controls=("patch",),
          reads=(size_views,)),
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui.drawing import figures, show
+from ui.drawing import describe, figures, show
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -15,6 +15,7 @@ from ui.serving import state, tour
 from ui.stages import common
 from ui.stages.embeddings.keys import EMBED_MATRIX, EMBED_TEXT, EMBED_VECTOR
 from vit_core.explain.embeddings import component_count, patch_embedding_check
+from vit_core.explain.extremes import extremes
 from vit_core.explain.generation import tokenizer_for
 
 SAME_WE = Choice((  # why one W_E for every patch: the right reason, and what students often think
@@ -33,7 +34,14 @@ NO_POSITIONS = (  # what breaks without position embeddings; right: decided from
 def _vector_facts(v: deck.View) -> dict:
     proj, traced = v.model.patch_embed.proj, v.tr["patch_embed"][v.patch]
     checked = patch_embedding_check(proj.weight, proj.bias, v.tr["patches"][v.patch], traced)
-    return {"embedding": traced.numpy(), **checked}
+    return {"embedding": traced.numpy(), **checked, "ext": extremes(traced[None])}
+
+
+def _vector_alt(v: deck.View, f: dict) -> str:
+    D = v.c.embed_dim
+    return describe.heatmap(f"patch {v.patch}'s embedding x_p E + b, {D} values",
+                            rows="a single row", cols=f"the {D} embedding dimensions",
+                            value="embedding value", ext=f["ext"])
 
 
 def _vector_figure(v: deck.View, f: dict) -> None:
@@ -90,7 +98,7 @@ def _filters_figure(v: deck.View, f: dict) -> None:
                             cols=7 if v.presenting else 4, labels=labels),  # a page: a phone too
                f"The top {len(labels)} principal components of W_E's {c.embed_dim} filters, "
                f"each a {c.patch_size}×{c.patch_size} colour patch (ViT paper, Figure 7, left)",
-               "embedding-filters")
+               "embedding-filters", alt=_filters_alt(v, f))
 
 
 def _filters_words(v: deck.View, f: dict) -> str:
@@ -99,6 +107,14 @@ def _filters_words(v: deck.View, f: dict) -> str:
     said = (f"Each tile is a direction along which W_E's {v.c.embed_dim} filters differ: the "
             f"first explains {pct(ratio[0])} of their variance, the {k} shown {together}.")
     return said + ("" if f["trained"] else " Random weights give noise here.")
+
+
+def _filters_alt(v: deck.View, f: dict) -> str:
+    c, ratio = v.c, f["ratio"]
+    return (f"{len(ratio)} small square pictures, each {c.patch_size}×{c.patch_size} pixels in "
+            f"colour: the top principal components of W_E's {c.embed_dim} filters, each labelled "
+            f"with the share of their variance it explains: "
+            + "; ".join(f"PC{i + 1} {pct(r)}" for i, r in enumerate(ratio)) + ".")
 
 
 def _filters_notes(v: deck.View, _) -> str:
@@ -110,7 +126,19 @@ def _filters_notes(v: deck.View, _) -> str:
 # ---------------------------------------------------------------- the sum entering block 0
 def _sum_facts(v: deck.View) -> dict:
     c = v.c
-    return {"embed": v.tr["embed"][: c.num_patches + c.num_prefix_tokens].numpy()}
+    embed = v.tr["embed"][: c.num_patches + c.num_prefix_tokens].numpy()
+    return {"embed": embed, "ext": extremes(embed)}
+
+
+def _sum_alt(v: deck.View, f: dict) -> str:
+    c = v.c
+    S, D = f["embed"].shape
+    return describe.heatmap(
+        f"the sum that enters block 0, {S} tokens × {D}, the row of patch {v.patch} outlined",
+        rows="tokens" + (f" ({' and '.join(c.prefix_names)} first, then the patches)"
+                         if c.prefix_names else " (the patches)"),
+        cols=f"the {D} embedding dimensions", value="value", ext=f["ext"],
+        row_names=figures.token_labels(c))
 
 
 def _sum_figure(v: deck.View, f: dict) -> None:
@@ -176,7 +204,16 @@ def _text_facts(v: deck.View) -> dict:
         gen, ids, text_tr = state.caption_pass(v.inp, v.name, mask=session.chosen_mask())
     n_img = v.c.num_image_tokens
     return {"caption": gen.text, "words": [tokenizer_for(v.model).vocab[i] for i in ids],
-            "rows": text_tr["embed"][n_img:].numpy(), "n_img": n_img}
+            "rows": text_tr["embed"][n_img:].numpy(), "n_img": n_img,
+            "ext": extremes(text_tr["embed"][n_img:])}
+
+
+def _text_alt(v: deck.View, f: dict) -> str:
+    T, D = f["rows"].shape
+    return describe.heatmap(f"the text rows of the sum, {T} tokens × {D}",
+                            rows=f"the text tokens in order ({', '.join(f['words'])})",
+                            cols=f"the {D} embedding dimensions", value="value", ext=f["ext"],
+                            row_names=f["words"])
 
 
 def _text_figure(v: deck.View, f: dict) -> None:
@@ -212,13 +249,14 @@ def _has_text(c) -> bool:
 STEPS = (
     Step("vector", "One patch becomes a vector", _vector_figure, facts=_vector_facts,
          words=_vector_words, notes=_vector_notes, question=_same_we_question,
-         controls=("patch",)),
+         describe=_vector_alt, controls=("patch",)),
     Step("filters", "What W_E looks for", _filters_figure, facts=_filters_facts,
-         words=_filters_words, notes=_filters_notes, reads=(tour.weight_views,)),
+         words=_filters_words, notes=_filters_notes, describe=_filters_alt,
+         reads=(tour.weight_views,)),
 )
 SUM_STEPS = (
     Step("sum", "The sum that enters block 0", _sum_figure, facts=_sum_facts,
-         words=_sum_words, question=_positions_question, controls=("patch",)),
+         words=_sum_words, question=_positions_question, describe=_sum_alt, controls=("patch",)),
     Step("text", "Then the text tokens", _text_figure, facts=_text_facts, words=_text_words,
-         notes=_text_notes, applies=_has_text, reads=(tour.caption_pass,)),
+         notes=_text_notes, describe=_text_alt, applies=_has_text, reads=(tour.caption_pass,)),
 )

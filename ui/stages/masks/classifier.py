@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
@@ -16,8 +16,10 @@ from ui.serving import state, tour
 from ui.stages.masks.keys import CLF_CAUSAL
 from ui.stages.masks.view import Ctx, side_by_side
 from vit_core.explain.experiment_facts import probabilities, top_answer
+from vit_core.explain.extremes import ranked
 from vit_core.explain.mask_facts import largest_gap
 
+TOP_BARS = 5  # each bar chart shows this many classes (figures.top_k_bars' k)
 SAME_LOGITS = 1e-4  # causal logits on two pictures closer than this are "the same"
 CLS_KNOWS = (  # what CLS knows under a causal mask; right: "nothing" when the model has a CLS
     "Everything: it still sees every patch",
@@ -54,9 +56,18 @@ def _classifier_titles(x: Ctx) -> list[str]:
 
 
 def classifier_figure(x: Ctx, f: Classifier) -> None:
-    bars = [figures.top_k_bars(p, f.names, x_title="probability") for p in (f.full, f.causal)]
+    bars = [figures.top_k_bars(p, f.names, k=TOP_BARS, x_title="probability")
+            for p in (f.full, f.causal)]
     deck.chart(side_by_side(bars, _classifier_titles(x), f"{picker.plain_label(x.clf)}: the same "
                             "weights, with and without a causal mask", 330), key=CLF_CAUSAL)
+
+
+def classifier_alt(x: Ctx, f: Classifier) -> str:
+    said = [describe.bars(f"{title}, the {min(TOP_BARS, len(f.names))} most likely classes, the "
+                          f"most likely first", [f.names[i] for i in ranked(p, TOP_BARS)],
+                          [float(p[i]) for i in ranked(p, TOP_BARS)], fmt=lambda v: pct(v, 1))
+            for title, p in zip(_classifier_titles(x), (f.full, f.causal), strict=True)]
+    return "Two bar charts side by side. Left: " + said[0] + " Right: " + said[1]
 
 
 def classifier_words(x: Ctx, f: Classifier) -> str:

@@ -9,13 +9,14 @@ import numpy as np
 import streamlit as st
 
 from ui import keys
-from ui.drawing import figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.selection import models as picker
 from ui.serving import state
 from ui.stages.masks.keys import MASK_LIVE, MASK_SCORES
 from ui.stages.masks.view import Ctx, caption_input, side_by_side
+from vit_core.explain.extremes import extremes
 from vit_core.explain.generation import learning_curve
 from vit_core.explain.mask_facts import least_sure
 
@@ -30,6 +31,7 @@ class Live:
     captions: list[str]  # per run: its greedy caption of this image
     metrics: list  # per run: the model card's held-out numbers ({} if none)
     curves: dict  # per trained captioner: its held-out learning curve {step: exact match}
+    ranges: list  # per run: extremes of its pattern
 
 
 def live_facts(x: Ctx) -> Live:
@@ -45,7 +47,19 @@ def live_facts(x: Ctx) -> Live:
         metrics.append(dict(x.models[m].info.metrics))
     curves = ({m: learning_curve(x.models[m].info.card) for m in x.captioners}
               if len(x.trained) == 2 else {})
-    return Live(layer, head, patterns, labels, captions, metrics, curves)
+    return Live(layer, head, patterns, labels, captions, metrics, curves,
+                [extremes(z) for z in patterns])
+
+
+def live_alt(x: Ctx, f: Live) -> str:
+    lo, hi = min(e.lo for e in f.ranges), max(e.hi for e in f.ranges)
+    said = [describe.heatmap(f"{m} under the {kind} mask, {len(tl)}×{len(tl)}",
+                             rows="query tokens (who looks)", cols="key tokens (looked at)",
+                             value="attention weight", ext=e, row_names=tl, col_names=tl)
+            for (m, kind), tl, e in zip(x.runs, f.labels, f.ranges, strict=True)]
+    return (f"{len(said)} heatmap{'s' if len(said) > 1 else ''} side by side, layer {f.layer}, "
+            f"head {f.head}, with your caption, on one colour scale ({describe.num(lo)} … "
+            f"{describe.num(hi)}). " + " ".join(said))
 
 
 def live_figure(x: Ctx, f: Live) -> None:
@@ -161,6 +175,13 @@ def scores_figure(x: Ctx, f: Scores) -> None:
         rows.append(row)
     st.dataframe(rows, hide_index=True, key=MASK_SCORES,
                  height="stretch" if x.presenting else "auto")
+
+
+def scores_alt(x: Ctx, f: Scores) -> str:
+    runs = ", ".join(_run_name(x, m, kind) for m, kind in x.runs)
+    return describe.table(f"your caption's words, one per row, with the probability each gets "
+                          f"from each run ({runs})", len(f.scored[0].words),
+                          ["word", *(f"P(word), {_run_name(x, m, k)}" for m, k in x.runs)])
 
 
 def scores_words(x: Ctx, f: Scores) -> str:

@@ -37,6 +37,7 @@ class Tokens:
     n_img: int
     n_txt: int
     labels: list[str]  # a name per token of the captioner's sequence
+    pairs: dict[str, int]  # (query, key) pairs each of KINDS lets through
 
     @property
     def S(self) -> int:
@@ -45,7 +46,17 @@ class Tokens:
 
 def tokens(x: Ctx) -> Tokens:
     cc = x.cap.config
-    return Tokens(cc.num_image_tokens, len(x.enc.ids), figures.token_labels(cc, x.fed))
+    n_img, n_txt = cc.num_image_tokens, len(x.enc.ids)
+    return Tokens(n_img, n_txt, figures.token_labels(cc, x.fed),
+                  {k: int(visible_keys(k, n_img, n_txt).sum()) for k in KINDS})
+
+
+def three_alt(x: Ctx, f: Tokens) -> str:
+    kept = "; ".join(f"{k} lets {f.pairs[k]:,} of the {f.S * f.S:,} pairs through" for k in KINDS)
+    return (f"Three {f.S}×{f.S} masks side by side, full, causal and prefix, over the same "
+            f"{f.n_img} image and {f.n_txt} text tokens: rows are query tokens (who looks), "
+            f"columns key tokens (looked at); a light cell may look, a dark one is −∞, and "
+            f"lines split the image tokens from the text. {kept}.")
 
 
 def three_figure(x: Ctx, f: Tokens) -> None:
@@ -108,6 +119,14 @@ def visible_facts(x: Ctx) -> dict:
     visible: dict[str, np.ndarray] = {k: visible_keys(k, f.n_img, f.n_txt)
                                       for k in ("causal", "prefix")}
     return {"tokens": f, "visible": visible}
+
+
+def visible_alt(x: Ctx, f: dict) -> str:
+    t, v = f["tokens"], f["visible"]
+    said = "; ".join(f"{k} from {int(v[k].min())} to {int(v[k].max())}" for k in v)
+    return (f"Two lines, one per mask: across, the {t.S} query tokens (the {t.n_img} image "
+            f"tokens first, the text from token {t.n_img}); up, how many keys each may see: "
+            f"{said}.")
 
 
 def visible_figure(x: Ctx, f: dict) -> None:

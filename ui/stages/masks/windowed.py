@@ -157,6 +157,18 @@ def windows_figure(x: Ctx, f: Windows) -> None:
                key=MASK_WINDOWS)
 
 
+def windows_alt(x: Ctx, f: Windows) -> str:
+    c, M = x.c, f.size
+    n = [len(np.unique(b)) for b in f.bands]  # windows in blocks 0 and 1
+    kept = [int(a.sum()) for a in f.allowed]  # pairs each block's mask lets through
+    S = f.allowed.shape[1]
+    return (f"Four panels. Block 0: the {c.grid}×{c.grid} patch grid coloured and numbered by "
+            f"window, {n[0]} windows of up to {M}×{M} patches, the middle patch {f.centre} "
+            f"outlined; beside it the {S}×{S} mask they make (light: may look, dark: −∞), "
+            f"{kept[0]:,} of {S * S:,} pairs let through. Block 1: the windows moved "
+            f"by {M // 2}, {n[1]} windows; its mask lets {kept[1]:,} pairs through.")
+
+
 def _points(n: int) -> str:
     """A fall in top-1 said in percentage points: '70 points', or 'nothing' when it rose."""
     return "nothing" if n <= 0 else f"{n} point{'' if n == 1 else 's'}"

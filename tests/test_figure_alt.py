@@ -1,0 +1,465 @@
+"""Every figure's text alternative (deck.Step.describe, drawn as `<p class='figure-alt'
+id='alt-<stage>-<step>'>`) is there and says the figure's own numbers.
+
+For every stage in STAGES, on each of MODELS, the page (`?page=<slug>`, under AppTest) draws a
+non-empty `figure-alt` for every step that applies to the model, and each step's CHECK reads
+the numbers back: from the figure as drawn (the plotly JSON of its chart, the rows of its table,
+its equation, its metrics) or from a trace this test runs itself (the pictures: attention over
+the image, rollout), never from the function the page called.
+
+To add a stage: put `(slug, {step key: check})` in STAGES (every step needs a check, `words` if
+its figure carries no number to compare). The checks read the forms ui/drawing/describe.py words
+("from a to b", "the largest at row r …, column c", "label: value", "n rows").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from tests.independent import trace_of
+from tests.support import arr, open_app
+from ui import keys
+from ui.stages import STAGES as ALL_STAGES
+from ui.stages.attention.keys import ATTN_DISTANCE, ATTN_ENTROPY, ATTN_MATRIX
+from ui.stages.embeddings.keys import (
+    EMBED_MATRIX,
+    EMBED_POS_ALL,
+    EMBED_POS_ONE,
+    EMBED_POS_SIZES,
+    EMBED_TEXT,
+    EMBED_VECTOR,
+)
+from ui.stages.input_patches import PATCH_MATRIX, PATCH_VECTOR, WHAT_IF_GRID
+from ui.stages.masks.keys import CLF_CAUSAL, MASK_LIVE, MASK_VISIBLE, MASK_WINDOWS, MASKS_THREE
+from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
+from ui.stages.overview import OVERVIEW_MAP, OVERVIEW_OUTPUT, OVERVIEW_TOPK, OVERVIEW_WORDS
+from vit_core import load_model
+
+MODELS = ("shapes-classifier", "shapes-captioner-causal", "vit-ti16")
+HUB = "tests/fixtures/hub"
+FAMILIES = (f"{HUB}/timm/vit_tiny_avg_nocls.test", f"{HUB}/tiny-org/vit-headless",
+            f"{HUB}/tiny-org/deit-distilled")  # the other families' steps differ: tiny models
+
+NUM = r"[<>]?-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?%?"
+RANGE = re.compile(rf"from ({NUM}) to ({NUM})")
+CELL = re.compile(r"the largest at (?:patch \d+ \()?row (\d+).*?, column (\d+)")
+
+
+# ---------------------------------------------------------------- reading a printed number
+def _value(text: str) -> tuple[float, float]:
+    """A printed number as (value, how far the true one may be): the half of its last digit;
+    '<1%' as anything from 0 to 1 %."""
+    t = text.replace(",", "")
+    scale = 0.01 if t.endswith("%") else 1.0
+    t = t.rstrip("%")
+    if t[0] in "<>":
+        bound = float(t[1:]) * scale
+        return (bound / 2, bound / 2) if t[0] == "<" else ((bound + scale * 100) / 2,
+                                                           (scale * 100 - bound) / 2)
+    mant, _, exp = t.partition("e")
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    return float(t) * scale, 0.5 * 10.0 ** (int(exp or 0) - decimals) * scale
+
+
+def close(text: str, actual: float, what: str = "") -> None:
+    v, tol = _value(text)
+    assert abs(v - float(actual)) <= tol * 1.001 + 1e-6 * max(1.0, abs(float(actual))), (
+        what, text, float(actual))
+
+
+# ---------------------------------------------------------------- a page and its figures
+@dataclass
+class Page:
+    at: object
+    model: str
+    slug: str
+    alts: dict  # step key -> its text alternative
+
+    @property
+    def config(self):
+        return load_model(self.model).config
+
+    def chart(self, key: str) -> dict:
+        found = [json.loads(el.proto.spec) for el in self.at.get("plotly_chart")
+                 if el.proto.id.endswith("-" + key)]
+        assert len(found) == 1, (key, [el.proto.id for el in self.at.get("plotly_chart")])
+        return found[0]
+
+    def traces(self, key: str, kind: str) -> list[dict]:
+        return [t for t in self.chart(key)["data"] if t.get("type") == kind]
+
+    def state(self, key: str) -> int:
+        return int(self.at.session_state[key])
+
+    def trace(self):
+        return trace_of(self.at, self.model)
+
+
+def _z(trace: dict) -> np.ndarray:
+    return np.array(arr(trace["z"]), dtype=np.float64)  # None (a gap) becomes nan
+
+
+def _range_and_cell(said: str, z: np.ndarray, what: str) -> None:
+    """`said` states the range of z and where its largest value is (or one value everywhere)."""
+    finite = z[np.isfinite(z)]
+    every = re.search(rf"({NUM}) (?:in every cell|on every patch)", said)
+    if every:
+        close(every.group(1), finite.max(), what)
+        close(every.group(1), finite.min(), what)
+        return
+    (lo, hi), = RANGE.findall(said)[:1]
+    close(lo, finite.min(), what + " lowest")
+    close(hi, finite.max(), what + " highest")
+    cell = CELL.search(said)
+    if cell:
+        r, c = int(cell.group(1)), int(cell.group(2))
+        assert z.reshape(-1, z.shape[-1])[r, c] >= finite.max() - 1e-6, (what, r, c)
+
+
+# ---------------------------------------------------------------- checks (page, alt) -> None
+def words(page: Page, alt: str) -> None:
+    """No number to compare: the figure is a picture whose text alternative names it."""
+
+
+def heatmaps(*chart_keys: str):
+    """One 'A heatmap of …' part per heatmap trace of the charts, in order."""
+    def check(page: Page, alt: str) -> None:
+        traces = [t for k in chart_keys for t in page.traces(k, "heatmap")]
+        parts = alt.split("A heatmap of ")[1:]
+        assert len(parts) == len(traces), (chart_keys, len(parts), len(traces))
+        for part, t in zip(parts, traces, strict=True):
+            _range_and_cell(part, _z(t), str(chart_keys))
+    return check
+
+
+def _bars_said(alt: str, traces: list[dict]) -> None:
+    for t in traces:
+        horizontal = t.get("orientation") == "h"
+        labels = list(t["y"] if horizontal else t["x"])
+        values = arr(t["x"] if horizontal else t["y"])
+        for label, value in zip(labels, values, strict=True):
+            m = re.search(rf"(?:: |; ){re.escape(str(label))}: ({NUM})", alt)
+            assert m, (label, alt)
+            close(m.group(1), value, str(label))
+
+
+def bars(chart_key: str, panels: int = 1):
+    """Every bar said with its label and value; `panels` charts side by side: 'Left: …',
+    'Right: …'."""
+    def check(page: Page, alt: str) -> None:
+        traces = page.traces(chart_key, "bar")
+        parts = [alt] if panels == 1 else alt.split(" Right: ")
+        assert len(parts) == panels == len(traces)
+        for part, t in zip(parts, traces, strict=True):
+            _bars_said(part, [t])
+    return check
+
+
+def table(page: Page, alt: str) -> None:
+    """The table whose columns it names has as many rows as it says."""
+    n, cols = re.search(r"(\d+) rows?; its columns: (.*)\.$", alt).groups()
+    frames = [d.value for d in page.at.dataframe if list(d.value.columns) == cols.split("; ")]
+    assert frames, (cols, [list(d.value.columns) for d in page.at.dataframe])
+    assert len(frames[0]) == int(n)
+
+
+def encoded(page: Page, alt: str) -> None:
+    """A headless encoder: the final CLS attention over the image, or (CLS blind) the patch
+    tokens' principal components as colours (a picture: words only)."""
+    if "attention" in alt:
+        _range_and_cell(alt, _z(page.traces(OVERVIEW_OUTPUT, "heatmap")[0]), "output")
+
+
+def model_map(page: Page, alt: str) -> None:
+    drawn = json.dumps(page.chart(OVERVIEW_MAP), ensure_ascii=False)
+    shapes = re.findall(r"\b\d+(?:×\d+)+\b", alt.split("in this pass: ")[1])
+    assert shapes and all(s in drawn for s in shapes), [s for s in shapes if s not in drawn]
+
+
+def patch_grid(page: Page, alt: str) -> None:
+    c = page.config
+    g = c.img_size // c.patch_size
+    for said in (f"{c.img_size}×{c.img_size} pixels", f"{g}×{g} grid",
+                 f"{g * g} patches of {c.patch_size}×{c.patch_size}"):
+        assert said in alt, (said, alt)
+    if page.slug == "patches":
+        p = page.state(keys.PATCH)
+        assert f"patch {p} (row {p // g}, column {p % g})" in alt
+
+
+def what_if(page: Page, alt: str) -> None:
+    metrics = [m.value.replace(",", "") for m in page.at.metric]
+    n, s, s2 = re.search(r"N = (\S+) patches, S = (\S+) tokens, (\S+) attention", alt).groups()
+    assert [v.replace(",", "") for v in (n, s, s2)] == metrics[:3], (alt, metrics)
+    P = int(re.search(r"P = (\d+)", alt).group(1))
+    g = page.config.img_size // P
+    assert f"a {g}×{g} grid" in alt and int(n.replace(",", "")) == g * g
+    assert page.chart(WHAT_IF_GRID)  # the grid it describes is drawn
+
+
+def filters(page: Page, alt: str) -> None:
+    """The components' shares, from an SVD of W_E's rows done here in float64."""
+    w = load_model(page.model).patch_embed.proj.weight.detach().double()
+    rows = w.reshape(w.shape[0], -1)
+    s = torch.linalg.svdvals(rows - rows.mean(0))
+    share = (s ** 2 / (s ** 2).sum()).numpy()
+    said = re.findall(rf"PC(\d+) ({NUM})", alt)
+    assert said
+    for i, text in said:
+        close(text, share[int(i) - 1], f"PC{i}")
+
+
+def position(page: Page, alt: str) -> None:
+    z = _z(page.traces(EMBED_POS_ONE, "heatmap")[0])
+    _range_and_cell(alt, z, "position")
+    r, c = map(int, re.search(r"smallest is at patch \d+ \(row (\d+), column (\d+)\)", alt)
+               .groups())
+    assert z[r, c] <= np.nanmin(z) + 1e-6
+
+
+def similarity(page: Page, alt: str) -> None:
+    z = _z(page.traces(EMBED_POS_ALL, "heatmap")[0])
+    _range_and_cell(alt, z, "similarity")
+    g = page.config.img_size // page.config.patch_size
+    r1, c1, r2, c2 = map(int, re.search(r"patch \((\d+),(\d+)\) and patch \((\d+),(\d+)\)",
+                                        alt).groups())
+    assert z[r1 * (g + 1) + r2, c1 * (g + 1) + c2] <= np.nanmin(z) + 1e-6
+
+
+def size_pair(page: Page, alt: str) -> None:
+    traces = page.traces(EMBED_POS_SIZES, "heatmap")
+    parts = alt.split(" Right, ")
+    assert len(parts) == len(traces) == 2
+    for part, t in zip(parts, traces, strict=True):
+        _range_and_cell(part.split("Left, ")[-1], _z(t), "size")
+
+
+def layernorm(page: Page, alt: str) -> None:
+    hists = page.traces("ln_hist", "histogram")
+    said = re.findall(rf"LayerNorm from ({NUM}) to ({NUM}) \(mean ({NUM}), std ({NUM})\)", alt)
+    assert len(said) == len(hists) == 2
+    for (lo, hi, mean, std), h in zip(said, hists, strict=True):
+        x = arr(h["x"]).astype(np.float64)
+        for text, v in ((lo, x.min()), (hi, x.max()), (mean, x.mean()), (std, x.std())):
+            close(text, v, "LayerNorm")
+
+
+def score(page: Page, alt: str) -> None:
+    dot, dk, s = re.search(rf"= ({NUM}) / √(\d+) = ({NUM})", alt).groups()
+    tex = next(e.value for e in page.at.latex if r"\cdot k_" in e.value)
+    drawn = re.findall(r"-?\d+\.\d+", tex)
+    close(dot, float(drawn[0]), "dot")
+    close(s, float(drawn[1]), "score")
+    assert f"{{\\sqrt{{{dk}}}}}" in tex
+
+
+def distance(page: Page, alt: str) -> None:
+    series = page.traces(ATTN_DISTANCE, "scatter")
+    heads = np.array([arr(t["y"]) for t in series if t.get("mode") == "markers"])  # [H, L]
+    at = r"\(layer (\d+), head (\d+)\)"
+    lo, la, ha, hi, lb, hb = re.search(rf"from ({NUM}) {at} to ({NUM}) {at}", alt).groups()
+    close(lo, heads.min(), "nearest")
+    close(hi, heads.max(), "farthest")
+    assert heads[int(ha), int(la)] <= heads.min() + 1e-6
+    assert heads[int(hb), int(lb)] >= heads.max() - 1e-6
+    base = next(t for t in series if t.get("mode") == "lines")
+    close(re.search(rf"dashed line at ({NUM}) px", alt).group(1), arr(base["y"])[0], "even")
+
+
+def _patch_rows(page: Page):
+    """The pattern [H, S, S] of the session's layer, from the test's own trace, and the config."""
+    c = page.config
+    return page.trace()[f"blocks.{page.state(keys.LAYER)}.attn.pattern"].double(), c
+
+
+def where(page: Page, alt: str) -> None:
+    pat, c = _patch_rows(page)
+    a, pre, N = pat[page.state(keys.HEAD)], c.num_prefix_tokens, c.num_patches
+    q = pre + page.state(keys.PATCH)
+    left, right = alt.split(" Left, ")[1].split(" Right, ")
+    for part, m in ((left, a[q, pre:pre + N]), (right, a[pre:pre + N, q])):
+        _range_and_cell(part, m.reshape(c.grid, c.grid).numpy(), "where")
+    _pictures_say(page, alt, 2)
+
+
+def heads(page: Page, alt: str) -> None:
+    pat, c = _patch_rows(page)
+    pre, N = c.num_prefix_tokens, c.num_patches
+    parts = re.split(r"\d+ pictures? of your image", alt)[1:]  # one per prefix token
+    assert len(parts) == pre
+    for i, (tok, part) in enumerate(zip(c.prefix_names, parts, strict=True)):
+        rows = pat[:, i, pre:pre + N]  # [H, N]
+        if float(rows.max()) == 0:
+            assert "sees no patch" in part
+            continue
+        said = re.findall(rf"head (\d+): patch (\d+) \(\d+,\d+\) ({NUM})", part)
+        assert len(said) == rows.shape[0], (tok, part)
+        for h, p, share in said:
+            assert rows[int(h), int(p)] >= rows[int(h)].max() - 1e-9, (tok, h, p)
+            close(share, rows[int(h)].max(), f"{tok} head {h}")
+    _pictures_say(page, alt, pre)
+
+
+def rollout(page: Page, alt: str) -> None:
+    """Abnar & Zuidema's rollout, computed here in float64: heads averaged, half the identity
+    added, rows renormalised, layers multiplied from the first."""
+    tr, c = page.trace(), page.config
+    joint = None
+    for b in range(c.depth):
+        a = 0.5 * torch.eye(tr["embed"].shape[0], dtype=torch.float64) + 0.5 * tr[
+            f"blocks.{b}.attn.pattern"].double().mean(0)
+        a = a / a.sum(-1, keepdim=True)
+        joint = a if joint is None else a @ joint
+    pre, N = c.num_prefix_tokens, c.num_patches
+    drawn = joint[0, pre:pre + N] if pre else joint[:N, :N].mean(0)
+    _range_and_cell(alt, drawn.reshape(c.grid, c.grid).numpy(), "rollout")
+    _pictures_say(page, alt, 1)
+
+
+def _pictures_say(page: Page, alt: str, n: int) -> None:
+    """The n pictures themselves carry the text alternative (each its part of it, as `alt`),
+    not only the line under them."""
+    alts = [im.alt for el in page.at.get("image") for im in el.proto.imgs]
+    assert len([a for a in alts if a and a in alt]) >= n, alts
+
+
+def mask_pairs(page: Page, alt: str) -> None:
+    masks = [t for t in page.traces(MASKS_THREE, "heatmap")]
+    said = re.findall(r"lets ([\d,]+) of the ([\d,]+) pairs", alt)
+    assert len(said) == len(masks) == 3
+    for (kept, total), t in zip(said, masks, strict=True):
+        z = _z(t)
+        assert (int(kept.replace(",", "")), int(total.replace(",", ""))) == (int(z.sum()), z.size)
+
+
+def visible(page: Page, alt: str) -> None:
+    for t in page.traces(MASK_VISIBLE, "scatter"):
+        kind = t["name"].split()[0]
+        lo, hi = re.search(rf"{kind} from (\d+) to (\d+)", alt).groups()
+        y = arr(t["y"])
+        assert (int(lo), int(hi)) == (int(y.min()), int(y.max())), kind
+
+
+def windows(page: Page, alt: str) -> None:
+    traces = page.traces(MASK_WINDOWS, "heatmap")
+    grids = [t for t in traces if "text" in t]
+    masks = [t for t in traces if "text" not in t]
+    n = [int(v) for v in re.findall(r"(\d+) windows", alt)]
+    assert n == [len({w for row in t["text"] for w in row}) for t in grids], n
+    kept = [int(v.replace(",", "")) for v in re.findall(r"([\d,]+)(?: of [\d,]+)? pairs", alt)]
+    assert kept == [int(_z(t).sum()) for t in masks], kept
+
+
+def gelu(page: Page, alt: str) -> None:
+    dots = next(t for t in page.traces(MLP_GELU, "scatter") if t.get("mode") == "markers")
+    u, g = arr(dots["x"]).astype(np.float64), arr(dots["y"]).astype(np.float64)
+    (ulo, uhi), (glo, ghi) = RANGE.findall(alt)[:2]
+    for text, v in ((ulo, u.min()), (uhi, u.max()), (glo, g.min()), (ghi, g.max())):
+        close(text, v, "GELU")
+    on, F = re.search(r"(\d+) of them", alt).group(1), re.search(r"'s (\d+) hidden", alt).group(1)
+    assert (int(on), int(F)) == (int((u > 0).sum()), u.size)
+
+
+def stream(page: Page, alt: str) -> None:
+    traces = page.chart(MLP_RESID)["data"]
+    bars_, line = [t for t in traces if t["type"] == "bar"], traces[-1]
+    (alo, ahi), (mlo, mhi), (rlo, rhi) = RANGE.findall(alt)[:3]
+    for (lo, hi), t in (((alo, ahi), bars_[0]), ((mlo, mhi), bars_[1]), ((rlo, rhi), line)):
+        y = arr(t["y"]).astype(np.float64)
+        close(lo, y.min(), t["name"])
+        close(hi, y.max(), t["name"])
+    y = arr(line["y"])
+    first, last = re.search(rf"({NUM}) at the embedding, ({NUM}) after block", alt).groups()
+    close(first, y[0], "embed")
+    close(last, y[-1], "last block")
+
+
+# ---------------------------------------------------------------- the stages and their checks
+STAGES: list[tuple[str, dict]] = [
+    ("overview", {"map": model_map, "grid": patch_grid, "prediction": bars(OVERVIEW_TOPK),
+                  "caption": bars(OVERVIEW_WORDS), "output": encoded, "table": table}),
+    ("patches", {"grid": patch_grid, "vector": heatmaps(PATCH_VECTOR),
+                 "matrix": heatmaps(PATCH_MATRIX), "what_if": what_if, "sizes": table}),
+    ("embeddings", {"vector": heatmaps(EMBED_VECTOR), "filters": filters,
+                    "position": position, "similarity": similarity,
+                    "sum": heatmaps(EMBED_MATRIX), "text": heatmaps(EMBED_TEXT),
+                    "size": size_pair}),
+    ("qkv", {"layernorm": layernorm, "qkv": heatmaps(*(keys.qkv(n) for n in "QKV")),
+             "score": score}),
+    ("attention", {"pattern": heatmaps(ATTN_MATRIX), "where": where, "heads": heads,
+                   "rollout": rollout, "entropy": heatmaps(ATTN_ENTROPY),
+                   "distance": distance}),
+    ("masks", {"three": mask_pairs, "visible": visible, "live": heatmaps(MASK_LIVE),
+               "scores": table, "classifier": bars(CLF_CAUSAL, panels=2),
+               "windows": windows}),
+    ("mlp", {"gelu": gelu, "units": bars(MLP_TOP), "stream": stream}),
+]
+
+
+def alternatives(at, slug: str) -> dict[str, str]:
+    """Step key -> the text of its `figure-alt` element, read from the page's st.html bodies."""
+    out = {}
+    for body in (e.proto.body for e in at.get("html")):
+        for key, text in re.findall(rf"<p class='figure-alt[^']*' id='alt-{slug}-([\w-]+)'>"
+                                    r"<strong>Figure:</strong> (.*?)</p>", body, re.S):
+            out[key] = text.replace("&#x27;", "'").replace("&gt;", ">").replace("&lt;", "<")\
+                .replace("&amp;", "&")
+    return out
+
+
+def open_page(slug: str, model: str) -> Page:
+    at = open_app(page=slug, model=model)
+    return Page(at, model, slug, alternatives(at, slug))
+
+
+@pytest.mark.parametrize("model", MODELS + FAMILIES)
+@pytest.mark.parametrize("slug, checks", STAGES, ids=[s for s, _ in STAGES])
+def test_every_figure_has_a_text_alternative_with_its_numbers(slug, checks, model):
+    stage = next(s for s in ALL_STAGES if s.slug == slug)
+    page = open_page(slug, model)
+    steps = [s.key for s in stage.steps_for(page.config)]
+    assert set(checks) >= {s.key for s in stage.steps}, "a step of the stage has no check"
+    missing = [k for k in steps if not page.alts.get(k, "").strip()]
+    assert not missing, f"{slug} on {model}: no text alternative for {missing}"
+    for key in steps:
+        checks[key](page, page.alts[key])
+
+
+def test_a_wrong_number_in_a_description_is_caught():
+    """The checks can fail: the pattern's description with its largest value off by one
+    printed digit, and with another cell named, is refused."""
+    page = open_page("attention", MODELS[0])
+    alt = page.alts["pattern"]
+    check = heatmaps(ATTN_MATRIX)
+    check(page, alt)
+    lo, hi = RANGE.findall(alt)[0]
+    value, tol = _value(hi)
+    with pytest.raises(AssertionError):
+        check(page, alt.replace(f"to {hi}", f"to {value + 4 * tol:g}"))
+    r, c = CELL.search(alt).groups()
+    z = _z(page.traces(ATTN_MATRIX, "heatmap")[0])
+    other = int(np.nanargmin(z[int(r)]))  # a cell of the same row that is not the largest
+    with pytest.raises(AssertionError):
+        check(page, alt.replace(f"column {c}", f"column {other}", 1))
+
+
+
+def test_a_slide_says_the_same_description_hidden_and_in_the_speaker_notes():
+    """Presenter mode: the step's description is on the slide for a screen reader (visually
+    hidden) and in the speaker notes, the same words as on the page."""
+    slug, model = "attention", MODELS[0]
+    stage = next(s for s in ALL_STAGES if s.slug == slug)
+    steps = [s.key for s in stage.steps_for(load_model(model).config)]
+    on_page = open_page(slug, model).alts["entropy"]
+    at = open_app(params={"page": slug, "presenter": "1", "step": str(steps.index("entropy") + 1)},
+                  model=model)
+    hidden = [b for b in (e.proto.body for e in at.get("html")) if f"id='alt-{slug}-entropy'" in b]
+    assert hidden and "figure-alt sr-only" in hidden[0]
+    assert alternatives(at, slug) == {"entropy": on_page}
+    assert any(on_page in m.value for m in at.markdown if "Describe the figure" in m.value)

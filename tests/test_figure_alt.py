@@ -163,7 +163,7 @@ def bars(chart_key: str, panels: int = 1):
 
 def table(page: Page, alt: str) -> None:
     """The table whose columns it names has as many rows as it says."""
-    n, cols = re.search(r"(\d+) rows?; its columns: (.*)\.$", alt).groups()
+    n, cols = re.search(r"(\d+) rows?; its columns: (.*?)\.(?: |$)", alt).groups()
     frames = [d.value for d in page.at.dataframe if list(d.value.columns) == cols.split("; ")]
     assert frames, (cols, [list(d.value.columns) for d in page.at.dataframe])
     assert len(frames[0]) == int(n)

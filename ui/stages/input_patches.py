@@ -344,7 +344,7 @@ def _sizes_words(x: deck.View, f: Sizes) -> str:
 def _sizes_alt(x: deck.View, f: Sizes) -> str:
     return describe.table(f"every patch size that divides the {x.c.img_size}-pixel image, the "
                           f"smallest P first ({', '.join(str(k.P) for k in f.costs)})",
-                          len(f.rows), list(f.rows[0]))
+                          len(f.rows), columns=list(f.rows[0]))
 
 
 def _sizes_notes(x: deck.View, f: Sizes) -> str:

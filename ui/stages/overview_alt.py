@@ -48,5 +48,4 @@ def encoded_alt(x, f) -> str:
 
 
 def table_alt(x, f) -> str:
-    return describe.table("every tensor of this pass with its live shape", len(f.rows),
-                          list(f.rows[0]) if f.rows else [])
+    return describe.table("every tensor of this pass with its live shape", f.rows)

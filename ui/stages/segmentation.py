@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from ui.drawing import alt_words, figures, show
+from ui.drawing import describe, figures, show
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -235,7 +235,7 @@ def _share_rows(x: Ctx, found: dict[int, float]) -> list[dict]:
 def _shares_describe(x: Ctx, found: dict[int, float]) -> str:
     rows = _share_rows(x, found)  # largest first
     first, last = rows[0].values(), rows[-1].values()
-    return alt_words.table("each class found on the image and its share of the pixels, largest "
+    return describe.table("each class found on the image and its share of the pixels, largest "
                            "first", rows, "The largest: {} at {}".format(*first)
                            + ("; the smallest: {} at {}.".format(*last) if len(rows) > 1 else "."))
 

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from ui import keys
-from ui.drawing import alt_words, figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -19,7 +19,7 @@ from ui.serving import state, tour
 from ui.stages import common
 from ui.stages.shape_rows import REF, Rows, cost_rows, heads, rows_of, shape_table
 from vit_core import PRESETS
-from vit_core.explain.figure_extremes import extremes
+from vit_core.explain.extremes import extremes
 from vit_core.explain.flops import (
     attention_share,
     params_by_component,
@@ -110,7 +110,7 @@ def _around_words(x: Ctx, f: Rows) -> str:
 
 def _around_describe(x: Ctx, f: Rows) -> str:
     first, last = f.around[0], f.around[-1]
-    return alt_words.table(
+    return describe.table(
         "each step around the blocks and the shape it gives, beside ViT-B/16's",
         shape_table(f, f.around), f"Above it, the path as one equation; from {first['step']} "
         f"({first['traced']}) to {last['step']} ({last['traced']}).")
@@ -151,8 +151,8 @@ def _block_words(x: Ctx, f: Rows) -> str:
 
 def _block_describe(x: Ctx, f: Rows) -> str:
     e = extremes([r["params"] for r in f.block])
-    most = f.block[e.argmax]
-    return alt_words.table("each step inside one block and the shape it gives",
+    most = f.block[e.at_hi[0]]
+    return describe.table("each step inside one block and the shape it gives",
                            shape_table(f, f.block), f"The most parameters: {most['step']}, "
                            f"{most['params']:,} in one layer.")
 
@@ -176,10 +176,10 @@ def _cost_words(x: Ctx, f: Rows) -> str:
 
 def _cost_describe(x: Ctx, f: Rows) -> str:
     costs = [r for r in f.rows if r["step"] not in cost_rows(f)[1]]  # the table's rows
-    top = costs[extremes([r["macs"] for r in costs]).argmax]
+    top = costs[extremes([r["macs"] for r in costs]).at_hi[0]]
     ref = f.ref.get(top["step"])
     b16 = (f"; ViT-B/16's {top['step']}: {si(ref['flops'] // 2 * ref['times'])}" if ref else "")
-    return alt_words.table("each step's multiply-adds and FLOPs over all layers, beside "
+    return describe.table("each step's multiply-adds and FLOPs over all layers, beside "
                            "ViT-B/16's", cost_rows(f)[0],
                            f"The costliest here: {top['step']}, {si(top['macs'])} MACs{b16}.")
 
@@ -279,9 +279,9 @@ def _params_words(x: Ctx, f: dict[str, int]) -> str:
 def _params_describe(x: Ctx, f: dict[str, int]) -> str:
     n, names = total_params(x.c), list(f)
     e = extremes(list(f.values()))
-    hi, lo = names[e.argmax], names[e.argmin]
+    hi, lo = names[e.at_hi[0]], names[e.at_lo[0]]
     rows = [{"component": k, "parameters": v, "share": v / n} for k, v in f.items()]
-    return alt_words.table(
+    return describe.table(
         "the parameters by component, each with its share", rows,
         f"The largest, {hi}, has {f[hi]:,} ({pct(f[hi] / n, 1)}); the smallest, {lo}, "
         f"{f[lo]:,} ({pct(f[lo] / n, 1)}).")
@@ -353,9 +353,9 @@ def _by_size_words(x: Ctx, f: BySize) -> str:
 
 
 def _by_size_describe(x: Ctx, f: BySize) -> str:
-    return alt_words.curves("patch size P", "G multiply-adds (MACs) of one pass", f.sizes,
+    return describe.curves("patch size P", "G multiply-adds (MACs) of one pass", f.sizes,
                             {"all matrix multiplications": [m / 1e9 for m in f.macs],
-                             "QKᵀ and AV only": [q / 1e9 for q in f.quad]}, alt_words.sig3)
+                             "QKᵀ and AV only": [q / 1e9 for q in f.quad]}, describe.num)
 
 
 def _by_size_notes(x: Ctx, f: BySize) -> str:

@@ -4,7 +4,7 @@ runs' bars and where they differ most."""
 
 from __future__ import annotations
 
-from ui.drawing import alt_words
+from ui.drawing import describe
 from ui.stages.experiments.change import Change
 from ui.stages.experiments.compare import TOP, Compare
 from ui.stages.experiments.order import Fed, Unordered
@@ -45,7 +45,7 @@ def compare_describe(x: Ctx, f: Compare) -> str:
     if f.family == "class":
         names = names_of(x.c)
         top = facts.charted_classes(f.p0, f.p1, min(TOP, x.c.num_classes))
-        return alt_words.paired_bars(
+        return describe.paired_bars(
             "the probabilities of the top classes of either run", [names[i] for i in top],
             f.p0[top].numpy(), f.p1[top].numpy(), share)
     if f.family == "text":
@@ -54,13 +54,13 @@ def compare_describe(x: Ctx, f: Compare) -> str:
                 f"bars. After: “{f.gen1.text}”, {len(f.gen1.words)} bars")
         return said + ("; the two are the same." if f.parting is None else
                        f"; they part at word {f.parting + 1}.")
-    return alt_words.bars("how far the final tokens moved: the cosine similarity of each "
+    return describe.bars("how far the final tokens moved: the cosine similarity of each "
                           "before and after (1: unchanged)", [f"final {k}" for k in f.sims],
                           list(f.sims.values()), lambda v: f"{v:.3f}")
 
 
 def fed_describe(x: Ctx, f: Fed) -> str:
-    return alt_words.paired_bars(
+    return describe.paired_bars(
         "each word's probability, the caption written before fed to both runs",
         [f"word {i + 1}, “{w}”" for i, w in enumerate(f.words)], f.before, f.after, share)
 
@@ -69,15 +69,15 @@ def unordered_describe(x: Ctx, f: Unordered) -> str:
     if f.family == "class":
         names = names_of(x.c)
         top = facts.charted_classes(f.plain, f.shuffled, min(TOP, x.c.num_classes))
-        return alt_words.paired_bars(
+        return describe.paired_bars(
             "the probabilities of the top classes, without positions", [names[i] for i in top],
             f.plain[top].numpy(), f.shuffled[top].numpy(), share, names=RUNS)
     if f.family == "text":
-        return alt_words.paired_bars(
+        return describe.paired_bars(
             "each word's probability without positions, the caption before fed to both runs",
             [f"word {i + 1}, “{w}”" for i, w in enumerate(f.words)], f.plain, f.shuffled,
             share, names=RUNS)
-    return alt_words.bars("how far shuffling turns the final tokens: the cosine similarity of "
+    return describe.bars("how far shuffling turns the final tokens: the cosine similarity of "
                           "each, shuffled against not (1: unchanged)",
                           [f"final {k}" for k in f.sims], list(f.sims.values()),
                           lambda v: f"{v:.3f}")

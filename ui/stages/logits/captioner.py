@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from ui import keys
-from ui.drawing import alt_words, figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct, percent
 from ui.lesson import deck, player
 from ui.lesson.deck import Question
@@ -139,7 +139,7 @@ def _writing_describe(x: Ctx, f: Writing) -> str | None:
     probs = f.probs if f.probs is not None else gen.probs[shown].numpy()
     order = np.argsort(-probs)[:min(WORD_BARS, len(probs))]
     return (f"Above the chart, the caption so far: “[SOS] {' '.join(gen.words[:f.steps])}”. "
-            + alt_words.bars(f"the {len(order)} most likely words for word {shown + 1}",
+            + describe.bars(f"the {len(order)} most likely words for word {shown + 1}",
                              [f"“{x.c.vocab[i]}”" for i in order], probs[order],
                              lambda p: pct(p, 1),
                              axis="one row per word, across: probability from 0 to 100%"))
@@ -214,7 +214,7 @@ def _scoring_describe(x: Ctx, f: Scoring) -> str:
     if not rows:
         return "Under the caption's field, an empty table: no word to score."
     c = caption_scores(s.words, s.probs, 0.0)
-    return alt_words.table(
+    return describe.table(
         "the typed caption's words in order, each with its probability", rows,
         f"The least likely word is “{c.low[0]}” at {percent(c.low[1], 2)}, the most likely "
         f"“{c.high[0]}” at {percent(c.high[1], 2)}.")

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from ui.drawing import alt_words, figures
+from ui.drawing import describe, figures
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -95,7 +95,7 @@ def _answer_words(x: Ctx, f: Answer) -> str:
 def _answer_describe(x: Ctx, f: Answer) -> str:
     K = x.c.num_classes
     order = np.argsort(-f.probs)[:min(TOP_BARS, K)]  # the bars drawn
-    return alt_words.bars(f"the top {len(order)} of {K} classes' probabilities at T = {f.T:g}",
+    return describe.bars(f"the top {len(order)} of {K} classes' probabilities at T = {f.T:g}",
                           [x.names[i] for i in order], f.probs[order], lambda p: pct(p, 1),
                           axis="one row per class, across: probability from 0 to 100%")
 
@@ -139,8 +139,8 @@ def _raw_words(x: Ctx, z: np.ndarray) -> str:
 def _raw_describe(x: Ctx, z: np.ndarray) -> str:
     order = np.argsort(-z)[:min(LOGIT_BARS, len(z))]  # figures.logit_bars' bars
     shown = f"all {len(z)} classes" if len(z) <= LOGIT_BARS else f"the {len(order)} largest"
-    return alt_words.bars(f"the raw logits ({shown})", [x.names[i] for i in order], z[order],
-                          alt_words.two, axis="one row per class, across: the logit; a "
+    return describe.bars(f"the raw logits ({shown})", [x.names[i] for i in order], z[order],
+                          describe.two, axis="one row per class, across: the logit; a "
                           "positive bar is blue and points right, a negative one red and left")
 
 
@@ -181,7 +181,7 @@ def _lens_words(x: Ctx, f: Lens) -> str:
 
 def _lens_describe(x: Ctx, f: Lens) -> str:
     xs = ["the embedding"] + [f"block {i}" for i in range(x.c.depth)]
-    return alt_words.curves("read out after the embedding and after each block",
+    return describe.curves("read out after the embedding and after each block",
                             f"the probability of a class at T = {f.T:g}", xs,
                             {x.names[k]: f.probs[:, k] for k in f.drawn}, lambda p: pct(p, 0))
 

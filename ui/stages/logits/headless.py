@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.drawing import alt_words, figures, show
+from ui.drawing import describe, figures, show
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.stages.logits.base import (
@@ -13,7 +13,7 @@ from ui.stages.logits.base import (
     Ctx,
 )
 from ui.stages.logits.keys import LOGITS_RAW
-from vit_core.explain.figure_extremes import extremes
+from vit_core.explain.extremes import extremes
 from vit_core.explain.readout import (
     headless_summary,
 )
@@ -42,11 +42,11 @@ def _vector_words(x: Ctx, s: dict) -> str:
 
 
 def _vector_describe(x: Ctx, s: dict) -> str:
-    e = extremes(s["vector"].numpy())
-    return (f"A strip of {e.n} cells, one per dimension of the final {s['token']} vector (left "
-            f"to right: dimension 0 to {e.n - 1}), coloured by value on a red-blue scale (red "
+    e, n = extremes(s["vector"].numpy()), s["vector"].numel()
+    return (f"A strip of {n} cells, one per dimension of the final {s['token']} vector (left "
+            f"to right: dimension 0 to {n - 1}), coloured by value on a red-blue scale (red "
             f"positive, blue negative) from {e.lo:.2f} to {e.hi:.2f}: the highest is dimension "
-            f"{e.argmax} ({e.hi:+.2f}), the lowest dimension {e.argmin} ({e.lo:+.2f}).")
+            f"{e.at_hi[0]} ({e.hi:+.2f}), the lowest dimension {e.at_lo[0]} ({e.lo:+.2f}).")
 
 
 def _headless_question(x: Ctx, _) -> Question:
@@ -74,9 +74,9 @@ def _similar_words(x: Ctx, s: dict) -> str:
 def _similar_describe(x: Ctx, s: dict) -> str:
     g = x.c.grid
     return ("The image with a colour laid over each patch, its scale printed under it. "
-            + alt_words.grid_map(f"the cosine similarity of its final vector with the "
-                                 f"{s['token']} vector", s["similarity"].reshape(g, g).numpy(),
-                                 alt_words.two))
+            + describe.patch_map("Your image", f"the cosine similarity of a patch's final "
+                                 f"vector with the {s['token']} vector",
+                                 extremes(s["similarity"]), g, describe.two))
 
 
 def _similar_notes(x: Ctx, s: dict) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.drawing import alt_words
+from ui.drawing import describe
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Number, Question
@@ -23,6 +23,7 @@ from ui.stages.mae.pictures import (
     error_map,
     loss_bars,
 )
+from vit_core.explain.extremes import extremes
 from vit_core.explain.mae_facts import MAENumbers as Numbers
 from vit_core.explain.mae_facts import hardest_of
 
@@ -95,8 +96,8 @@ def _error_describe(x: Ctx, f: Numbers | None) -> str | None:
     if f is None:
         return None
     g = f.grid
-    said = alt_words.grid_map("squared error (viridis: dark low, yellow high)",
-                              f.error.reshape(g, g), lambda v: f"{v:.4f}")
+    said = describe.patch_map("Each patch's error", "its squared error (viridis: dark low, "
+                              "yellow high)", extremes(f.error), g, lambda v: f"{v:.4f}")
     means = (f" The {f.n_visible} visible patches are marked with a white ring; the title "
              f"gives the hidden patches' mean, {f.loss:.4f}, and the visible ones', "
              f"{f.visible_error:.4f}." if f.hidden else
@@ -144,7 +145,7 @@ def _loss_figure(x: Ctx, f: Numbers | None) -> None:
 def _loss_describe(x: Ctx, f: Numbers | None) -> str | None:
     if f is None or not f.hidden:
         return None
-    return (alt_words.bars("the hidden patches' squared errors, largest first",
+    return (describe.bars("the hidden patches' squared errors, largest first",
                            [f"patch {p}" for p in f.hidden], f.error[list(f.hidden)],
                            lambda v: f"{v:.4f}", axis="one column per hidden patch, up: "
                            "squared error")

@@ -181,7 +181,7 @@ def scores_alt(x: Ctx, f: Scores) -> str:
     runs = ", ".join(_run_name(x, m, kind) for m, kind in x.runs)
     return describe.table(f"your caption's words, one per row, with the probability each gets "
                           f"from each run ({runs})", len(f.scored[0].words),
-                          ["word", *(f"P(word), {_run_name(x, m, k)}" for m, k in x.runs)])
+                          columns=["word", *(f"P(word), {_run_name(x, m, k)}" for m, k in x.runs)])
 
 
 def scores_words(x: Ctx, f: Scores) -> str:

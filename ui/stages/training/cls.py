@@ -10,7 +10,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import keys
-from ui.drawing import alt_words, figures, palette
+from ui.drawing import describe, figures, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, PatchPick, Question
@@ -31,6 +31,7 @@ from ui.stages.training.base import (
     _x,
 )
 from ui.stages.training.keys import TRAIN_CLS
+from vit_core.explain.extremes import extremes
 from vit_core.explain.training import (
     attention_shares,
     cls_patch_row,
@@ -204,14 +205,14 @@ def _cls_words(x: Ctx, f: dict) -> str:
 def _cls_describe(x: Ctx, f: dict) -> str:
     g = x.c.grid
     n_out = 0 if f["cover"] is None else int((f["cover"] >= OBJECT_PATCH).sum())
-    said = alt_words.grid_map("the share of CLS's last-block attention (viridis, from 0)",
-                              f["share"].reshape(g, g), lambda v: f"{v:.3f}")
+    said = describe.patch_map("Your image", "the share of CLS's last-block attention (viridis, "
+                              "from 0)", extremes(f["share"]), g, lambda v: f"{v:.3f}")
     said += (f" The object's {n_out} patches are outlined in red." if n_out else "")
     if x.log is None:
         return said
     steps, v = f["medians"]
     return (said + " Right, a line chart across the kept training steps (log scale), up: times "
-            "chance. " + alt_words.line("The held-out median of CLS attention on the object",
+            "chance. " + describe.line("The held-out median of CLS attention on the object",
                                         [f"step {s:,}" for s in steps], v,
                                         lambda r: f"{r:.1f}×")
             + " A dashed line: chance, 1×; a star: this image.")

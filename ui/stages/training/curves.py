@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui.drawing import alt_words, palette
+from ui.drawing import describe, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -125,13 +125,13 @@ def curves_words(f: dict) -> str:
         return [f"step {int(v):,}" for v in steps]
 
     steps, loss = f["loss"]
-    held = [alt_words.line(f"Held-out {name}", at(f[key][0]), f[key][1], fmt)
+    held = [describe.line(f"Held-out {name}", at(f[key][0]), f[key][1], fmt)
             for key, name, fmt in (("top1", "top-1", lambda v: pct(v, 0)),
-                                   ("miou", "mIoU", alt_words.two)) if f[key][0]]
+                                   ("miou", "mIoU", describe.two)) if f[key][0]]
     return ("Two charts sharing one axis across: the training step, on a log scale with the "
             "kept steps ticked. Top, up: the loss. "
-            + alt_words.line("The training loss (the mean of every 10 steps)", at(steps), loss,
-                             alt_words.two)
+            + describe.line("The training loss (the mean of every 10 steps)", at(steps), loss,
+                             describe.two)
             + " Bottom, up: held-out scores from 0 to 1. " + " ".join(held)
             + f" A solid red line marks step {f['S']:,}; dotted grey lines the other kept steps.")
 

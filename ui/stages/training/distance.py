@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.drawing import alt_words, palette
+from ui.drawing import describe, palette
 from ui.drawing.numbers import pct, span
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -127,7 +127,7 @@ def _distance_describe(x: Ctx, f: dict) -> str:
     runs = f["runs"]
     L, H = runs[0]["dist"].shape
     labels = [_label(x, r["step"]) for r in runs] if x.log is not None else ["this model"]
-    return (alt_words.curves("the block, 0 to " + str(L - 1),
+    return (describe.curves("the block, 0 to " + str(L - 1),
                              f"mean attention distance in pixels (a line through the {H} heads' "
                              f"mean, a dot for each head)", [f"block {i}" for i in range(L)],
                              {lab: r["mean"] for lab, r in zip(labels, runs, strict=True)},

@@ -17,7 +17,7 @@ from ui.stages.training.base import (
     _label,
 )
 from ui.stages.training.keys import TRAIN_POSITIONS
-from vit_core.explain.figure_extremes import extremes
+from vit_core.explain.extremes import extremes
 from vit_core.explain.training import (
     best_of,
     grid_steps,

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui.drawing import alt_words, figures, palette
+from ui.drawing import describe, figures, palette
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -111,14 +111,14 @@ def _prediction_describe(x: Ctx, f: dict) -> str:
     probs, names = f["probs"], f["names"]
     order = np.argsort(-probs)[:TOP_SHOWN]  # the bars drawn
     when = f"at step {x.step:,}" if x.log is not None else "of this model"
-    said = alt_words.bars(f"the top {len(order)} classes' probabilities {when}",
+    said = describe.bars(f"the top {len(order)} classes' probabilities {when}",
                           [names[i] for i in order], probs[order], lambda p: pct(p, 1),
                           axis="one row per class, across: probability")
     if not f["steps"]:
         return said
     k = f["final"]
     return (said + " Right, a line chart across the kept training steps (log scale), up: "
-            "probability. " + alt_words.line(f"P({names[k]}), the final top class",
+            "probability. " + describe.line(f"P({names[k]}), the final top class",
                                              [f"step {s:,}" for s in f["steps"]], f["curve"],
                                              lambda p: pct(p, 0))
             + f" A dashed line: chance, 1/{f['K']}; a star: step {x.step:,}.")

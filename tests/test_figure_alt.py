@@ -9,7 +9,8 @@ the image, rollout), never from the function the page called.
 
 To add a stage: put `(slug, {step key: check})` in STAGES (every step needs a check, `words` if
 its figure carries no number to compare). The checks read the forms ui/drawing/describe.py words
-("from a to b", "the largest at row r …, column c", "label: value", "n rows").
+("from a to b", "the largest at row r …, column c", "label: value", "n rows"); reading a page
+and a printed number is tests/alt_text.py's, shared with tests/test_figure_alt_more.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.alt_text import NUM, alternatives, close, page_of, printed
 from tests.independent import trace_of
 from tests.support import arr, open_app
 from ui import keys
@@ -46,31 +48,8 @@ HUB = "tests/fixtures/hub"
 FAMILIES = (f"{HUB}/timm/vit_tiny_avg_nocls.test", f"{HUB}/tiny-org/vit-headless",
             f"{HUB}/tiny-org/deit-distilled")  # the other families' steps differ: tiny models
 
-NUM = r"[<>]?-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?%?"
 RANGE = re.compile(rf"from ({NUM}) to ({NUM})")
 CELL = re.compile(r"the largest at (?:patch \d+ \()?row (\d+).*?, column (\d+)")
-
-
-# ---------------------------------------------------------------- reading a printed number
-def _value(text: str) -> tuple[float, float]:
-    """A printed number as (value, how far the true one may be): the half of its last digit;
-    '<1%' as anything from 0 to 1 %."""
-    t = text.replace(",", "")
-    scale = 0.01 if t.endswith("%") else 1.0
-    t = t.rstrip("%")
-    if t[0] in "<>":
-        bound = float(t[1:]) * scale
-        return (bound / 2, bound / 2) if t[0] == "<" else ((bound + scale * 100) / 2,
-                                                           (scale * 100 - bound) / 2)
-    mant, _, exp = t.partition("e")
-    decimals = len(mant.split(".")[1]) if "." in mant else 0
-    return float(t) * scale, 0.5 * 10.0 ** (int(exp or 0) - decimals) * scale
-
-
-def close(text: str, actual: float, what: str = "") -> None:
-    v, tol = _value(text)
-    assert abs(v - float(actual)) <= tol * 1.001 + 1e-6 * max(1.0, abs(float(actual))), (
-        what, text, float(actual))
 
 
 # ---------------------------------------------------------------- a page and its figures
@@ -402,19 +381,10 @@ STAGES: list[tuple[str, dict]] = [
 ]
 
 
-def alternatives(at, slug: str) -> dict[str, str]:
-    """Step key -> the text of its `figure-alt` element, read from the page's st.html bodies."""
-    out = {}
-    for body in (e.proto.body for e in at.get("html")):
-        for key, text in re.findall(rf"<p class='figure-alt[^']*' id='alt-{slug}-([\w-]+)'>"
-                                    r"<strong>Figure:</strong> (.*?)</p>", body, re.S):
-            out[key] = text.replace("&#x27;", "'").replace("&gt;", ">").replace("&lt;", "<")\
-                .replace("&amp;", "&")
-    return out
-
-
 def open_page(slug: str, model: str) -> Page:
-    at = open_app(page=slug, model=model)
+    """The page as the other tests of this module and tests/test_figure_alt_more.py see it:
+    opened once per (stage, model)."""
+    at = page_of(slug, model)
     return Page(at, model, slug, alternatives(at, slug))
 
 
@@ -439,7 +409,7 @@ def test_a_wrong_number_in_a_description_is_caught():
     check = heatmaps(ATTN_MATRIX)
     check(page, alt)
     lo, hi = RANGE.findall(alt)[0]
-    value, tol = _value(hi)
+    value, tol = printed(hi)
     with pytest.raises(AssertionError):
         check(page, alt.replace(f"to {hi}", f"to {value + 4 * tol:g}"))
     r, c = CELL.search(alt).groups()
@@ -447,7 +417,6 @@ def test_a_wrong_number_in_a_description_is_caught():
     other = int(np.nanargmin(z[int(r)]))  # a cell of the same row that is not the largest
     with pytest.raises(AssertionError):
         check(page, alt.replace(f"column {c}", f"column {other}", 1))
-
 
 
 def test_a_slide_says_the_same_description_hidden_and_in_the_speaker_notes():

@@ -1,20 +1,21 @@
-"""Accessibility in Chromium: axe-core's WCAG 2.1 A/AA rules (tools/axe.py) on a few pages at
-1280×720 and 390×844, in the page view, presenter mode and a following student's phone; and the
+"""Accessibility in Chromium: a following student's phone without WCAG violations, and the
 student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows, and typing the
-class's code and a patch's number), every stop on the way showing a focus ring at 3:1 or more.
+class's code and a patch's number), at 1280×900 and on a phone (390×844), every stop on the way
+showing a focus ring at 3:1 or more; on a slide, the order Tab takes and its ring.
 
-Every page at both sizes and in the three views is tools/axe.py's job (docs/accessibility.md):
-CI's budget allows these few. 0 violations outside tools/axe.ALLOWED (the documented list).
+axe-core's WCAG 2.1 A/AA rules (tools/axe.py, the `axe` fixture) run inside the walks that
+visit every page and step already (docs/accessibility.md): the page at 1280×720
+(tests/test_browser.py) and at 390×844 (tests/test_phone_browser.py), every slide at 1280×720
+(tests/test_deck_browser.py), following students (here, tests/test_live_browser.py,
+tests/test_phone_browser.py). 0 violations outside tools/axe.ALLOWED (the documented list).
 Waits are generous (a busy machine); none stands for a speed."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from tools.axe import AXE_JS, audit, outside_list
 from tools.browser import serve, start_class, wait_idle
 from ui import keys
 
@@ -29,30 +30,8 @@ PATCH = 5  # the patch the keyboard's student answers (typed: a keyboard cannot 
 
 @pytest.fixture(scope="module")
 def server():
-    if not AXE_JS.exists():  # as the browser fixture does for chromium: CI must have it
-        if os.environ.get("CI"):
-            raise RuntimeError("CI must install axe-core: npm ci --prefix tools (.ci/run)")
-        pytest.skip("axe-core is not installed: npm ci --prefix tools")
     with serve() as srv:
         yield srv.url
-
-
-def violations(page) -> str:
-    return "\n".join(str(v) for v in outside_list(audit(page)))
-
-
-@pytest.mark.parametrize("where, size, view", [
-    ("attention", DESKTOP, ""),  # pictures, a sidebar, equations
-    ("qkv", PHONE, ""),  # equations wider than a phone: boxes that scroll
-    ("patches", DESKTOP, "&presenter=1"),  # the primary Next button, a picture and its caption
-])
-def test_no_axe_violations(browser, server, where, size, view):
-    page = browser.new_context(**size).new_page()
-    page.goto(f"{server}/?page={where}{view}")
-    wait_idle(page)
-    found = violations(page)
-    page.context.close()
-    assert not found, found
 
 
 # ---------------------------------------------------------------- the keyboard
@@ -127,7 +106,8 @@ def teacher_on(browser, server: str, stage: str, step: int):
     return start_class(browser, server, stage, step)
 
 
-def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server):
+def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server,
+                                                                              axe):
     teacher, code = teacher_on(browser, server, "attention", QUESTION_STEP)
 
     # a student following on a phone: the step and its question, no violations
@@ -136,9 +116,9 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
     phone.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
         timeout=WAIT)
     wait_idle(phone)
-    found = violations(phone)
+    found = axe(phone, "a following student's phone, its question")
     phone.context.close()
-    assert not found, "a following student's phone:\n" + found
+    assert not found, "\n".join(found)
 
     # another student, with the keyboard alone
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()

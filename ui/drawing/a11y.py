@@ -6,7 +6,8 @@ and one
 script in an invisible frame, run in the page's realm (parent.Function) and set up once per
 document, whatever the reruns do.
 
-- Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1.
+- Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1; a metric's grey
+  delta in the text's colour (Streamlit's grey on its grey pill: 3.4:1).
 - A focus ring that shows where the keyboard is (WCAG 2.4.7), FOCUS on any background of the
   light or dark theme at ≥ 3:1 (1.4.11). A radio's, a checkbox's or a toggle's input is drawn
   invisible by Streamlit (its picture is a sibling), so the ring goes around its label; a
@@ -48,6 +49,9 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 .sr-only {{ position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
   overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }}
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}
+/* a metric's grey delta ("4× this model's 49"): Streamlit's #7b7d84 on its #eaebec pill is
+   3.4:1; the text's own colour there (the app's deltas are all grey: delta_color="off") */
+[data-testid="stMetricDelta"] {{ color: inherit !important; }}
 /* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
 .st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{
   position: absolute; width: 0; height: 0; overflow: hidden; }}

@@ -4,8 +4,10 @@ the platform's accessibility API), printed as an outline: one line a node, its r
 name, indented by depth; nodes Chromium ignores, and unnamed generic boxes, are left out (their
 children move up).
 
-    .venv/bin/python tools/a11y_tree.py --page attention --step 3 [--presenter]
+    .venv/bin/python tools/a11y_tree.py attention:3 logits:2 [--presenter]
         [--size 1280x720] [--model shapes-classifier]
+
+(a stage's slug and its step, counted from 1; one server for all of them).
 
 On the page the outline runs from the step's heading to the next step's; on a slide it is the
 whole slide (presenter mode's header and the one step). Then the figure's text alternative
@@ -24,6 +26,10 @@ from tools.axe import context_for, size  # noqa: E402
 from tools.browser import CHROMIUM_ARGS, serve, wait_idle  # noqa: E402
 
 SKIP_ROLES = {"generic", "none", "LineBreak", "InlineTextBox", "presentation"}
+# the page's script has run (ui/drawing/a11y.py), no widget is still a placeholder and every
+# picture has loaded
+DRAWN_JS = """() => document.__vitA11y && !document.querySelector('[data-testid="stSkeleton"]')
+    && [...document.images].every(i => i.complete)"""
 FIGURE_ALT_JS = """() => [...document.querySelectorAll('.figure-alt')].map(e => ({
     id: e.id, text: e.textContent.trim(), hidden: e.classList.contains('sr-only')}))"""
 
@@ -47,12 +53,23 @@ def outline(page, selector: str = '[data-testid="stMain"]') -> list[tuple[int, s
     start = next(n for n in nodes if n.get("backendDOMNodeId") == backend)
     out: list[tuple[int, str, str]] = []
 
+    def text(n: dict) -> str:  # the text under a node (an equation's symbols, in order)
+        own = value(n.get("name")) if value(n.get("role")) == "StaticText" else ""
+        return own + "".join(text(by_id[c]) for c in n.get("childIds", []) if c in by_id)
+
     def visit(n: dict, depth: int) -> None:
         role, name = value(n.get("role")), " ".join(value(n.get("name")).split())
-        shown = not n.get("ignored") and not (role in SKIP_ROLES and not name) \
-            and role not in ("InlineTextBox", "LineBreak")
+        if role == "MathMLMath":  # an equation: one line, its symbols as a reader meets them
+            out.append((depth, "math", " ".join(text(n).split())))
+            return
+        shown = not n.get("ignored") and not (role in SKIP_ROLES and not name)
         if shown and role == "StaticText" and out and name and name in out[-1][2]:
             shown = False  # the text that makes its parent's name: said once
+        # a chart's unnamed marks in a row: one line with their count
+        if shown and out and out[-1][:2] == (depth, role) and not name and \
+                role.startswith("graphics") and out[-1][2][:2] in ("", "× "):
+            out[-1] = (depth, role, f"× {int((out[-1][2] or '× 1')[2:]) + 1}")
+            shown = False
         if shown:
             out.append((depth, role, name))
         for child in n.get("childIds", []):
@@ -100,25 +117,26 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--page", required=True)
-    ap.add_argument("--step", type=int, required=True, help="counted from 1")
-    ap.add_argument("--presenter", action="store_true", help="the step as a slide")
+    ap.add_argument("steps", nargs="+", help="slug:step, the step counted from 1")
+    ap.add_argument("--presenter", action="store_true", help="each step as a slide")
     ap.add_argument("--size", default="1280x720")
     ap.add_argument("--model", default=None)
     args = ap.parse_args(argv)
     config = load_model(args.model or default_model_name()).config
-    step = stages.get(args.page).steps_for(config)[args.step - 1]
     extra = f"&model={args.model}" if args.model else ""
-    where = f"&presenter=1&step={args.step}" if args.presenter else ""
     with serve() as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = context_for(browser, *size(args.size)).new_page()
-        page.goto(f"{server.url}/?page={args.page}{where}{extra}")
-        wait_idle(page)
-        page.wait_for_function("() => document.__vitA11y", timeout=60_000)
-        print(f"# {args.page} step {args.step} ({step.title_for(config)}), "
-              f"{'slide' if args.presenter else 'page'}, {args.size}")
-        print(show(page, None if args.presenter else step.title_for(config)))
+        for where in args.steps:
+            slug, k = where.split(":")
+            title = stages.get(slug).steps_for(config)[int(k) - 1].title_for(config)
+            mode = f"&presenter=1&step={k}" if args.presenter else ""
+            page.goto(f"{server.url}/?page={slug}{mode}{extra}")
+            wait_idle(page)
+            page.wait_for_function(DRAWN_JS, timeout=120_000)
+            print(f"\n# {slug} step {k} ({title}), {'slide' if args.presenter else 'page'}, "
+                  f"{args.size}")
+            print(show(page, None if args.presenter else title))
         browser.close()
     return 0
 

@@ -14,8 +14,13 @@ document, whatever the reruns do.
   slider's input too, so the ring goes around its thumb.
 - Streamlit's sidebar is a <section> with aria-expanded, which that element may not carry (axe
   `aria-allowed-attr`; the sidebar's own collapse button says whether it is open): removed.
+  A closed sidebar (a phone's, or one the user closed) stays in the page, off the screen, and
+  its 30-odd controls were tab stops a keyboard went through unseen (WCAG 2.4.3, 2.4.7): closed,
+  it is `inert` (no tab stop, nothing for a screen reader) until it opens.
 - A box that scrolls (an equation wider than a phone, a wide table) is a tab stop with a name,
   so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
+- A popover opened from the keyboard gets the focus (its first control): Streamlit leaves it on
+  the button, and its body, drawn at the end of the document, was out of Tab's reach (2.1.1).
 - The invisible frames that carry a script (ui/drawing/phone.py's, this one's, the clicker's) are no
   tab stops and hidden from screen readers.
 - A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
@@ -85,8 +90,15 @@ sheet.textContent = %CSS%;
 doc.head.appendChild(sheet);
 const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
 const fix = () => {
-  for (const s of doc.querySelectorAll('section[data-testid="stSidebar"][aria-expanded]'))
-    s.removeAttribute('aria-expanded');
+  for (const s of doc.querySelectorAll('section[data-testid="stSidebar"]')) {
+    if (s.hasAttribute('aria-expanded')) {  // kept as data, read below
+      s.dataset.vitOpen = s.getAttribute('aria-expanded');
+      s.removeAttribute('aria-expanded');
+    }
+    const open = s.dataset.vitOpen ? s.dataset.vitOpen === 'true'
+                                   : s.getBoundingClientRect().right > 1;
+    if (s.inert === open) s.inert = !open;  // closed: out of Tab's way and a reader's
+  }
   for (const [sel, name] of Object.entries(SCROLLERS))
     for (const e of doc.querySelectorAll(sel)) {
       if (!scrolls(e) || e.hasAttribute('tabindex')) continue;
@@ -106,11 +118,31 @@ const fix = () => {
     if (text) img.setAttribute('alt', text);
   }
 };
+// A popover opened from the keyboard (Enter or Space on its button): Streamlit draws its body
+// at the end of the document and leaves the focus on the button, so Tab went on down the page
+// and never reached what the popover shows; the focus goes to its first control (Escape
+// closes it and gives the focus back to the button).
+const FOCUSABLE = ['input:not([type="hidden"])', 'button', 'a[href]', 'summary', 'select',
+                   'textarea', '[tabindex]'].map(
+                   s => s + ':not([disabled]):not([tabindex="-1"])').join(', ');
+let keyOpened = 0;
+doc.addEventListener('keydown', (e) => {
+  if ((e.key === 'Enter' || e.key === ' ') && e.target.closest &&
+      e.target.closest('[data-testid="stPopover"]')) keyOpened = performance.now();
+}, true);
+const intoPopover = () => {
+  if (!keyOpened || performance.now() - keyOpened > 5000) return;
+  const body = doc.querySelector('[data-testid="stPopoverBody"]');
+  const first = body && body.querySelector(FOCUSABLE);
+  if (!first || body.contains(doc.activeElement)) return;
+  keyOpened = 0;
+  first.focus();
+};
 let queued = false;
 const later = () => {
   if (queued) return;
   queued = true;
-  requestAnimationFrame(() => { queued = false; fix(); });
+  requestAnimationFrame(() => { queued = false; fix(); intoPopover(); });
 };
 new MutationObserver(later).observe(doc.body, {childList: true, subtree: true,
   attributes: true, attributeFilter: ['aria-expanded']});

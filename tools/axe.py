@@ -57,7 +57,8 @@ class Violation:
     def __str__(self) -> str:
         first = self.nodes[0] if self.nodes else {}
         return (f"{self.rule} ({self.impact}, {len(self.nodes)}): {self.help}; e.g. "
-                f"{first.get('target', '')} — {first.get('summary', '')}")
+                f"{first.get('target', '')} — {first.get('summary', '')} | "
+                f"{first.get('html', '')[:120]}")
 
 
 def axe_source() -> str:

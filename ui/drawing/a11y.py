@@ -7,7 +7,8 @@ script in an invisible frame, run in the page's realm (parent.Function) and set 
 document, whatever the reruns do.
 
 - Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1; a metric's grey
-  delta in the text's colour (Streamlit's grey on its grey pill: 3.4:1).
+  delta, a file uploader's hint and a toast's "view more" in the text's colour (Streamlit's
+  greys there: 3.4:1, 3.7:1, 3.7:1).
 - A focus ring that shows where the keyboard is (WCAG 2.4.7), FOCUS on any background of the
   light or dark theme at ≥ 3:1 (1.4.11). A radio's, a checkbox's or a toggle's input is drawn
   invisible by Streamlit (its picture is a sibling), so the ring goes around its label; a
@@ -57,6 +58,11 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 /* a metric's grey delta ("4× this model's 49"): Streamlit's #7b7d84 on its #eaebec pill is
    3.4:1; the text's own colour there (the app's deltas are all grey: delta_color="off") */
 [data-testid="stMetricDelta"] {{ color: inherit !important; }}
+/* a file uploader's "20MB per file • PNG, JPG, …" and a toast's "view more": Streamlit's
+   #83858c on white is 3.7:1 */
+[data-testid="stFileUploaderDropzoneInstructions"] span {{ color: inherit !important;
+  opacity: {CAPTION_OPACITY}; }}
+[data-testid="stToastViewButton"] {{ color: inherit !important; text-decoration: underline; }}
 /* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
 .st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{
   position: absolute; width: 0; height: 0; overflow: hidden; }}

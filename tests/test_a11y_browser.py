@@ -170,7 +170,8 @@ def student_by_keyboard(page, code: str, phone: bool) -> list[dict]:
         wait_idle(page)
         want = value - 1 if value > low else value + 1
         assert slider(page, name)[0] == want
-        assert f"{name.lower()}={want}" in page.url
+        page.wait_for_function("p => new URLSearchParams(location.search).get(p[0]) === p[1]",
+                               arg=[name.lower(), str(want)], timeout=WAIT)  # after its run
     join_by_keyboard(page, code, seen, phone)
     # the question asks for a patch: its number typed instead of a click on the grid
     page.locator(f".st-key-{keys.ask('attention', 'heads')}").wait_for(timeout=WAIT)

@@ -62,7 +62,8 @@ def outline(page, selector: str = '[data-testid="stMain"]') -> list[tuple[int, s
         if role == "MathMLMath":  # an equation: one line, its symbols as a reader meets them
             out.append((depth, "math", " ".join(text(n).split())))
             return
-        shown = not n.get("ignored") and not (role in SKIP_ROLES and not name)
+        shown = not n.get("ignored") and not (role in SKIP_ROLES and not name) \
+            and role not in ("InlineTextBox", "LineBreak")
         if shown and role == "StaticText" and out and name and name in out[-1][2]:
             shown = False  # the text that makes its parent's name: said once
         # a chart's unnamed marks in a row: one line with their count

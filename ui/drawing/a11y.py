@@ -22,6 +22,8 @@ document, whatever the reruns do.
   so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
 - A popover opened from the keyboard gets the focus (its first control): Streamlit leaves it on
   the button, and its body, drawn at the end of the document, was out of Tab's reach (2.1.1).
+- A Material icon in a button with words (its ligature's name, "arrow_back") is hidden from
+  screen readers: Chromium named the button "arrow_back Previous".
 - The invisible frames that carry a script (ui/drawing/phone.py's, this one's, the clicker's) are no
   tab stops and hidden from screen readers.
 - A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
@@ -112,6 +114,13 @@ const fix = () => {
       e.setAttribute('role', 'region');
       e.setAttribute('aria-label', name);
     }
+  // a button's icon is a ligature ("arrow_back"): read aloud it came before every name
+  // ("arrow back Previous"); hidden where the button has words of its own
+  for (const i of doc.querySelectorAll('[data-testid="stIconMaterial"]:not([aria-hidden])')) {
+    const host = i.closest('button, a, summary, label, [role="button"]');
+    if (host && host.textContent.replace(i.textContent, '').trim())
+      i.setAttribute('aria-hidden', 'true');
+  }
   for (const f of doc.querySelectorAll(HIDDEN_FRAMES))
     if (f.getAttribute('tabindex') !== '-1') {
       f.setAttribute('tabindex', '-1');
@@ -153,6 +162,8 @@ const later = () => {
 new MutationObserver(later).observe(doc.body, {childList: true, subtree: true,
   attributes: true, attributeFilter: ['aria-expanded']});
 window.parent.addEventListener('resize', later);
+// an equation's fonts load after it is drawn: it may scroll only then (no mutation says so)
+if (doc.fonts) doc.fonts.addEventListener('loadingdone', later);
 fix();
 """.replace("%SCROLLERS%", json.dumps(SCROLLERS)).replace(
     "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace(

@@ -5,7 +5,8 @@ servers the browser and load tests start inherit this, and the read-ahead's own 
 on where they need it.
 
 Fixtures here: `open_app` (the one way a test opens the app under AppTest), `browser`
-(Debian's Chromium under Playwright, for the tests marked browser), `hub_root` and
+(Debian's Chromium under Playwright, for the tests marked browser), `axe` (axe-core's WCAG
+audit of a page in a browser test's walk), `hub_root` and
 `hub` (the local Hugging Face Hub stand-in, tests/hub_server.py), and `offline_hub_models`
 (every fixture repo fetched once through the stand-in, which is then stopped). Plain helpers
 (small model configs, photos, page readers) are in tests/support.py.
@@ -58,6 +59,37 @@ def browser():
         b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def axe():
+    """`axe(page, where)`: axe-core's WCAG 2.1 A/AA violations on the page as it is now, outside
+    the documented list (tools/axe.py), one line each, for a walk that asserts once at the end.
+    Without axe-core (`npm ci --prefix tools`) a walk runs without it (a warning); in CI that is
+    an error. The module's axe calls and their seconds are printed after it (`-s` shows them)."""
+    import time
+    import warnings
+
+    from tools.axe import AXE_JS, problems
+
+    if not AXE_JS.exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI must install axe-core: npm ci --prefix tools (.ci/run)")
+        warnings.warn("axe-core is not installed (npm ci --prefix tools): no WCAG audit",
+                      stacklevel=2)
+        yield lambda page, where: []
+        return
+    spent: list[float] = []
+
+    def check(page, where: str) -> list[str]:
+        t0 = time.perf_counter()
+        try:
+            return problems(page, where)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    yield check
+    print(f"\naxe: {len(spent)} audits, {sum(spent):.1f} s")
 
 
 @pytest.fixture

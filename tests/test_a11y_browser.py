@@ -1,20 +1,21 @@
-"""Accessibility in Chromium: axe-core's WCAG 2.1 A/AA rules (tools/axe.py) on a few pages at
-1280×720 and 390×844, in the page view, presenter mode and a following student's phone; and the
+"""Accessibility in Chromium: a following student's phone without WCAG violations, and the
 student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows, and typing the
-class's code and a patch's number), every stop on the way showing a focus ring at 3:1 or more.
+class's code and a patch's number), at 1280×900 and on a phone (390×844), every stop on the way
+showing a focus ring at 3:1 or more; on a slide, the order Tab takes and its ring.
 
-Every page at both sizes and in the three views is tools/axe.py's job (docs/accessibility.md):
-CI's budget allows these few. 0 violations outside tools/axe.ALLOWED (the documented list).
+axe-core's WCAG 2.1 A/AA rules (tools/axe.py, the `axe` fixture) run inside the walks that
+visit every page and step already (docs/accessibility.md): the page at 1280×720
+(tests/test_browser.py) and at 390×844 (tests/test_phone_browser.py), every slide at 1280×720
+(tests/test_deck_browser.py), following students (here, tests/test_live_browser.py,
+tests/test_phone_browser.py). 0 violations outside tools/axe.ALLOWED (the documented list).
 Waits are generous (a busy machine); none stands for a speed."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from tools.axe import AXE_JS, audit, outside_list
 from tools.browser import serve, start_class, wait_idle
 from ui import keys
 
@@ -29,30 +30,8 @@ PATCH = 5  # the patch the keyboard's student answers (typed: a keyboard cannot 
 
 @pytest.fixture(scope="module")
 def server():
-    if not AXE_JS.exists():  # as the browser fixture does for chromium: CI must have it
-        if os.environ.get("CI"):
-            raise RuntimeError("CI must install axe-core: npm ci --prefix tools (.ci/run)")
-        pytest.skip("axe-core is not installed: npm ci --prefix tools")
     with serve() as srv:
         yield srv.url
-
-
-def violations(page) -> str:
-    return "\n".join(str(v) for v in outside_list(audit(page)))
-
-
-@pytest.mark.parametrize("where, size, view", [
-    ("attention", DESKTOP, ""),  # pictures, a sidebar, equations
-    ("qkv", PHONE, ""),  # equations wider than a phone: boxes that scroll
-    ("patches", DESKTOP, "&presenter=1"),  # the primary Next button, a picture and its caption
-])
-def test_no_axe_violations(browser, server, where, size, view):
-    page = browser.new_context(**size).new_page()
-    page.goto(f"{server}/?page={where}{view}")
-    wait_idle(page)
-    found = violations(page)
-    page.context.close()
-    assert not found, found
 
 
 # ---------------------------------------------------------------- the keyboard
@@ -82,8 +61,10 @@ FOCUSED_JS = r"""() => {
   const [hi, lo] = [lum(col), lum(bg)].sort((x, y) => y - x);
   const label = a.getAttribute('aria-label') || (a.labels && a.labels[0] &&
       a.labels[0].innerText) || a.innerText || a.value || '';
+  const r = ring.getBoundingClientRect();
   return {tag: a.tagName, type: a.type || '', role: a.getAttribute('role') || '',
           label: label.trim().replace(/\s+/g, ' ').slice(0, 60),
+          off: r.right <= 0 || r.bottom <= 0 || r.left >= innerWidth || r.top >= innerHeight,
           ring: s.outlineStyle !== 'none' ? parseFloat(s.outlineWidth) : 0,
           contrast: (hi + 0.05) / (lo + 0.05)};
 }"""
@@ -106,9 +87,11 @@ def tab_to(page, label: str, most: int = 150, back: bool = False, seen=None) -> 
 
 
 def no_ring(seen: list[dict]) -> list[str]:
+    """The stops where the focus could not be seen: no ring of 2 px at 3:1, or off the screen
+    (a closed sidebar's controls, once tab stops on a phone)."""
     return [f"stop {i} (to {s['to']}): {s['tag']} {s['label']!r}: ring {s['ring']} px at "
-            f"{s['contrast']:.2f}:1"
-            for i, s in enumerate(seen) if s["ring"] < 2 or s["contrast"] < 3]
+            f"{s['contrast']:.2f}:1" + (", off the screen" if s["off"] else "")
+            for i, s in enumerate(seen) if s["ring"] < 2 or s["contrast"] < 3 or s["off"]]
 
 
 def shown_sample(page) -> str:
@@ -127,33 +110,59 @@ def teacher_on(browser, server: str, stage: str, step: int):
     return start_class(browser, server, stage, step)
 
 
-def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server):
-    teacher, code = teacher_on(browser, server, "attention", QUESTION_STEP)
+def sidebar(page, seen: list[dict], open_it: bool) -> None:
+    """A phone's sidebar opened (the header's » button) or closed (its « button), by keyboard;
+    closed, none of its controls is a tab stop (ui/drawing/a11y.py makes it inert)."""
+    tab_to(page, "keyboard_double_arrow_" + ("right" if open_it else "left"), back=True,
+           seen=seen)
+    page.keyboard.press("Enter")
+    page.wait_for_function("o => document.querySelector('[data-testid=\"stSidebar\"]')"
+                           ".getBoundingClientRect().left > -2 === o", arg=open_it)
 
-    # a student following on a phone: the step and its question, no violations
-    phone = browser.new_context(**PHONE).new_page()
-    phone.goto(f"{server}/?page=overview&{keys.LIVE_JOIN}={code}")
-    phone.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
-        timeout=WAIT)
-    wait_idle(phone)
-    found = violations(phone)
-    phone.context.close()
-    assert not found, "a following student's phone:\n" + found
 
-    # another student, with the keyboard alone
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    page.goto(f"{server}/?page=attention")
-    wait_idle(page)
-    page.wait_for_function("() => document.__vitA11y")  # the page's script (ui/drawing/a11y.py)
-    seen: list[dict] = []
+def pick_a_sample(page, seen: list[dict], phone: bool) -> None:
+    """Another sample scene, by keyboard: the list opened with ↓, chosen with Enter (on a phone
+    in the sidebar, opened and closed again with its buttons)."""
     before = shown_sample(page)
-    tab_to(page, "^Sample scene", seen=seen)  # a list: ↓ opens it, ↓ moves, Enter chooses
+    if phone:
+        sidebar(page, seen, True)
+    tab_to(page, "^Sample scene", seen=seen)
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     wait_idle(page)
     assert shown_sample(page) != before
+    if phone:
+        sidebar(page, seen, False)
 
+
+def join_by_keyboard(page, code: str, seen: list[dict], phone: bool) -> None:
+    """"Join a class" in the sidebar (on a phone opened first, closed after), the code typed,
+    Join pressed; following the class at its question step."""
+    if phone:
+        sidebar(page, seen, True)
+    tab_to(page, "Join a class$", back=not phone, seen=seen)
+    page.keyboard.press("Enter")  # opens the box
+    tab_to(page, "^Code on the projector", seen=seen)
+    page.keyboard.type(f"{code[:3]}-{code[3:]}".lower())
+    tab_to(page, "Join$", seen=seen)
+    page.keyboard.press("Enter")
+    banner = page.locator(f".st-key-{keys.LIVE_BANNER}")
+    banner.get_by_text("Following class").wait_for(timeout=WAIT)
+    banner.get_by_text(f"step {QUESTION_STEP}/").wait_for(timeout=WAIT)
+    wait_idle(page)
+    if phone and page.evaluate("() => document.querySelector('[data-testid=\"stSidebar\"]')"
+                               ".getBoundingClientRect().left > -2"):
+        sidebar(page, seen, False)
+
+
+def student_by_keyboard(page, code: str, phone: bool) -> list[dict]:
+    """The whole student flow with the keyboard alone: a sample picked, Layer and Head moved one
+    step (←/→), the class joined, the question answered by typing a patch's number and sending
+    it. Every stop on the way (for no_ring)."""
+    page.wait_for_function("() => document.__vitA11y")  # the page's script (ui/drawing/a11y.py)
+    seen: list[dict] = []
+    pick_a_sample(page, seen, phone)
     for name in ("Layer", "Head"):  # one step down, or up from the first
         value, low, _ = slider(page, name)
         tab_to(page, f"^{name}$", seen=seen)
@@ -161,20 +170,9 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
         wait_idle(page)
         want = value - 1 if value > low else value + 1
         assert slider(page, name)[0] == want
-        assert f"{name.lower()}={want}" in page.url
-
-    tab_to(page, "Join a class$", back=True, seen=seen)
-    page.keyboard.press("Enter")  # opens the box
-    tab_to(page, "^Code on the projector", seen=seen)
-    page.keyboard.type(f"{code[:3]}-{code[3:]}".lower())
-    tab_to(page, "Join$", seen=seen)
-    page.keyboard.press("Enter")
-    page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
-        timeout=WAIT)
-    page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(
-        f"step {QUESTION_STEP}/").wait_for(timeout=WAIT)
-    wait_idle(page)
-
+        page.wait_for_function("p => new URLSearchParams(location.search).get(p[0]) === p[1]",
+                               arg=[name.lower(), str(want)], timeout=WAIT)  # after its run
+    join_by_keyboard(page, code, seen, phone)
     # the question asks for a patch: its number typed instead of a click on the grid
     page.locator(f".st-key-{keys.ask('attention', 'heads')}").wait_for(timeout=WAIT)
     tab_to(page, "type the patch's number", seen=seen)
@@ -184,7 +182,51 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
     tab_to(page, "Send$", seen=seen)
     page.keyboard.press("Enter")
     page.get_by_text(f"Your answer: patch {PATCH} (sent)").wait_for(timeout=WAIT)
-    teacher.get_by_text("1 answered").wait_for(timeout=WAIT)
-
     assert page.locator("[data-testid='stException']").count() == 0
-    assert len(seen) > 10 and not no_ring(seen), "\n".join(no_ring(seen))
+    return seen
+
+
+# a slide's tab stops, in the order they must come: the header (the deck's buttons, then its
+# popovers), the step's controls, the figure, the question
+IN_POPOVER_JS = ("() => { const b = document.querySelector('[data-testid=\"stPopoverBody\"]'); "
+                 "return Boolean(b && b.contains(document.activeElement)); }")
+SLIDE_ORDER = ["Previous$", "Next$", "Notes$", "Exit$", "Model and image", "^Layer$", "^Head$",
+               "^Reveal"]
+
+
+def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server,
+                                                                              axe):
+    teacher, code = teacher_on(browser, server, "attention", QUESTION_STEP)
+
+    # a student following on a phone: the step and its question, no violations
+    phone = browser.new_context(**PHONE).new_page()
+    phone.goto(f"{server}/?page=overview&{keys.LIVE_JOIN}={code}")
+    phone.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
+        timeout=WAIT)
+    wait_idle(phone)
+    found = axe(phone, "a following student's phone, its question")
+    phone.context.close()
+    assert not found, "\n".join(found)
+
+    # two more students, with the keyboard alone: at a desk and on a phone
+    for n, size in enumerate((dict(viewport={"width": 1280, "height": 900}), PHONE), 1):
+        page = browser.new_context(**size).new_page()
+        page.goto(f"{server}/?page=attention")
+        wait_idle(page)
+        seen = student_by_keyboard(page, code, phone=size is PHONE)
+        teacher.get_by_text(f"{n} answered").wait_for(timeout=WAIT)
+        assert len(seen) > 10 and not no_ring(seen), "\n".join(no_ring(seen))
+        page.context.close()
+
+    # the teacher's slide: Tab goes header, controls, figure, question, each stop seen; a
+    # popover opened with Enter takes the focus in (Escape gives it back)
+    teacher.locator("[data-testid='stMain']").focus()  # the slide, from its start
+    seen = []
+    for label in SLIDE_ORDER:
+        tab_to(teacher, label, most=12, seen=seen)
+        if label == "Model and image":
+            teacher.keyboard.press("Enter")
+            teacher.wait_for_function(IN_POPOVER_JS, timeout=30_000)
+            teacher.keyboard.press("Escape")
+            teacher.wait_for_function(f"() => !({IN_POPOVER_JS})()", timeout=30_000)
+    assert not no_ring(seen), "\n".join(no_ring(seen))

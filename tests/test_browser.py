@@ -160,10 +160,12 @@ def test_every_page_renders_its_formulas_and_the_trace_downloads(browser, served
         pytest.xfail("waiting for another developer's fix: " + "; ".join(waiting))
 
 
-def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):
+def test_upload_visit_every_page_and_stay_offline(browser, server, axe, tmp_path):
+    """An uploaded photo on every page at 1280×720: no exception, every formula parsed, axe-core's
+    WCAG 2.1 A/AA rules (tools/axe.py; every step is on its page), no request off the machine."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     requests: list[str] = []
-    ctx, page = new_page(browser, requests)
+    ctx, page = new_page(browser, requests, 1280, 720)
     page.goto(server)
     wait_idle(page)
     photo = tmp_path / "photo.jpg"
@@ -181,8 +183,9 @@ def test_upload_visit_every_page_and_stay_offline(browser, server, tmp_path):
         assert_no_exception(page, slug)
         assert page.get_by_text("Showing upload: photo.jpg").count() == 1, slug
         problems += [f"{slug}: {p}" for p in dict.fromkeys(page.evaluate(KATEX_ERRORS_JS))]
+        problems += axe(page, slug)
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
-    assert not problems, "\n".join(problems)  # every formula of every page parsed
+    assert not problems, "\n".join(problems)  # every formula parsed, no WCAG violation
     assert_local(requests)
     ctx.close()
 

@@ -62,6 +62,10 @@ def at(page, header: str) -> None:
 # --height 1080` shows every step there.
 WALKS = [("shapes-classifier", SCREENS[:2]), ("shapes-captioner-causal", [SCREENS[1]]),
          ("vit-b16", [SCREENS[0]])]
+# axe-core's audit: the bundled classifier's walk at 1280×720, one audit a step (about a
+# second each on a loaded 2-core machine); every step of the others, a phone's slide and a
+# following student's: `tools/axe.py --walk [--model …]` (docs/accessibility.md)
+AXE_WALK = ("shapes-classifier", SCREENS[0])
 
 
 # slides the walk also opens by a link: those that once differed from the same slide reached
@@ -73,11 +77,12 @@ FOCUS_JS = "() => (document.activeElement || document.body).outerHTML.slice(0, 1
 
 
 @pytest.mark.parametrize(("model", "screens"), WALKS, ids=[m for m, _ in WALKS])
-def test_every_step_fits_every_projector(browser, server, model, screens):
+def test_every_step_fits_every_projector(browser, server, axe, model, screens):
     """Presenter mode from the overview's first step to the last stage's last, one ArrowRight
     at a time; at every step, the slide on every screen of the walk (tests/slides.py: nothing
-    scrolls or is cut, the key figure has half of the slide, pictures keep their shape); then
-    a few slides opened by a link."""
+    scrolls or is cut, the key figure has half of the slide, pictures keep their shape), and
+    axe-core's WCAG 2.1 A/AA rules on the walk's first screen (tools/axe.py: 0 violations
+    outside its documented list); then a few slides opened by a link."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     w0, h0 = screens[0]
     page = browser.new_page(viewport={"width": w0, "height": h0})
@@ -99,6 +104,8 @@ def test_every_step_fits_every_projector(browser, server, model, screens):
             settle(page)
             found = problems_on(page, f"{header} at {w}×{h}")
             found += figure_problems(page, f"{header} at {w}×{h}")
+            if (model, (w, h)) == AXE_WALK:
+                found += axe(page, f"{header} at {w}×{h}")
             if found:
                 page.screenshot(path=str(SHOTS / f"{model}-{i}-{w}.png"))
             problems += found

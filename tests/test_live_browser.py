@@ -34,7 +34,7 @@ def banner(page) -> str:
     return page.locator(f".st-key-{keys.LIVE_BANNER}").inner_text()
 
 
-def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(browser, server):
+def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(browser, server, axe):
     teacher, code = start_class(browser, server)
     pretty = f"{code[:3]}-{code[3:]}"
     teacher.locator(f".st-key-{keys.LIVE_HEADER}").get_by_text(pretty).wait_for()
@@ -77,6 +77,9 @@ def test_a_student_follows_answers_by_clicking_a_patch_and_sees_the_reveal(brows
     teacher.get_by_role("button", name="Reveal to the class").click()
     student.get_by_text(re.compile("Your answer was (not )?right for your image")).wait_for(
         timeout=WAIT)
+    wait_idle(student)
+    found = axe(student, "the student after the reveal") + axe(teacher, "the teacher's tally")
+    assert not found, "\n".join(found)
     assert student.locator("[data-testid='stException']").count() == 0
     assert teacher.locator("[data-testid='stException']").count() == 0
 

@@ -59,7 +59,7 @@ def problems_on_phone(page, where: str) -> list[str]:
     return found, len(texts)
 
 
-def test_every_page_fits_a_phone(browser, server):
+def test_every_page_fits_a_phone(browser, server, axe):
     page = browser.new_context(**PHONE).new_page()
     problems = []
     for slug in STAGES:
@@ -68,7 +68,7 @@ def test_every_page_fits_a_phone(browser, server):
         settle(page)
         assert page.locator("[data-testid='stException']").count() == 0, slug
         found, texts = problems_on_phone(page, slug)
-        problems += found
+        problems += found + axe(page, f"{slug} on a phone")  # WCAG 2.1 A/AA: every step's there
         if slug in ("overview", "masks"):  # the phone's own figures are there, and read
             assert texts > 40, (slug, texts)
         if slug == "overview":
@@ -119,7 +119,7 @@ def test_the_image_picker_is_atop_the_page_on_a_phone(browser, server, tmp_path)
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, server):
+def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, server, axe):
     teacher, code = start_class(browser, server)
     for k in (2, 3):  # to "where does CLS look?": answered by a patch
         teacher.locator(f".st-key-{keys.PRESENTER_NEXT} button").first.click()
@@ -164,6 +164,7 @@ def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, 
     wait_idle(student)
     assert student.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop") == 0
     assert not student.locator("h1").first.is_visible()
+    found = axe(student, "the follower's step 4")  # (step 3, its question: test_a11y_browser)
 
     # "Explore on my own" gives the whole page back: every step of the stage
     student.get_by_role("button", name="Explore on my own").click()
@@ -171,6 +172,8 @@ def test_a_student_follows_on_a_phone_and_answers_a_patch_with_one_tap(browser, 
     wait_idle(student)
     shown = student.locator(f"[class*='st-key-{keys.STEP_PREFIX}attention_']").count()
     assert shown == len([s for s in steps if s.applies(_config())])
+    found += axe(student, "exploring on my own, the class's banner atop")
+    assert not found, "\n".join(found)
 
 
 def _config():

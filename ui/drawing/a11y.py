@@ -6,15 +6,24 @@ and one
 script in an invisible frame, run in the page's realm (parent.Function) and set up once per
 document, whatever the reruns do.
 
-- Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1.
+- Captions at a contrast of 4.5:1 or more (WCAG 1.4.3), not Streamlit's 3.7:1; a metric's grey
+  delta, a file uploader's hint and a toast's "view more" in the text's colour (Streamlit's
+  greys there: 3.4:1, 3.7:1, 3.7:1).
 - A focus ring that shows where the keyboard is (WCAG 2.4.7), FOCUS on any background of the
   light or dark theme at ≥ 3:1 (1.4.11). A radio's, a checkbox's or a toggle's input is drawn
   invisible by Streamlit (its picture is a sibling), so the ring goes around its label; a
   slider's input too, so the ring goes around its thumb.
 - Streamlit's sidebar is a <section> with aria-expanded, which that element may not carry (axe
   `aria-allowed-attr`; the sidebar's own collapse button says whether it is open): removed.
+  A closed sidebar (a phone's, or one the user closed) stays in the page, off the screen, and
+  its 30-odd controls were tab stops a keyboard went through unseen (WCAG 2.4.3, 2.4.7): closed,
+  it is `inert` (no tab stop, nothing for a screen reader) until it opens.
 - A box that scrolls (an equation wider than a phone, a wide table) is a tab stop with a name,
   so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
+- A popover opened from the keyboard gets the focus (its first control): Streamlit leaves it on
+  the button, and its body, drawn at the end of the document, was out of Tab's reach (2.1.1).
+- A Material icon in a button with words (its ligature's name, "arrow_back") is hidden from
+  screen readers: Chromium named the button "arrow_back Previous".
 - The invisible frames that carry a script (ui/drawing/phone.py's, this one's, the clicker's) are no
   tab stops and hidden from screen readers.
 - A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
@@ -48,6 +57,14 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 .sr-only {{ position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
   overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }}
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}
+/* a metric's grey delta ("4× this model's 49"): Streamlit's #7b7d84 on its #eaebec pill is
+   3.4:1; the text's own colour there (the app's deltas are all grey: delta_color="off") */
+[data-testid="stMetricDelta"] {{ color: inherit !important; }}
+/* a file uploader's "20MB per file • PNG, JPG, …" and a toast's "view more": Streamlit's
+   #83858c on white is 3.7:1 */
+[data-testid="stFileUploaderDropzoneInstructions"] span {{ color: inherit !important;
+  opacity: {CAPTION_OPACITY}; }}
+[data-testid="stToastViewButton"] {{ color: inherit !important; text-decoration: underline; }}
 /* the script's frame and its wrapper out of the page's flow: no gap for an empty row */
 .st-key-{keys.A11Y_JS}, [data-testid="stLayoutWrapper"]:has(> .st-key-{keys.A11Y_JS}) {{
   position: absolute; width: 0; height: 0; overflow: hidden; }}
@@ -81,8 +98,15 @@ sheet.textContent = %CSS%;
 doc.head.appendChild(sheet);
 const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
 const fix = () => {
-  for (const s of doc.querySelectorAll('section[data-testid="stSidebar"][aria-expanded]'))
-    s.removeAttribute('aria-expanded');
+  for (const s of doc.querySelectorAll('section[data-testid="stSidebar"]')) {
+    if (s.hasAttribute('aria-expanded')) {  // kept as data, read below
+      s.dataset.vitOpen = s.getAttribute('aria-expanded');
+      s.removeAttribute('aria-expanded');
+    }
+    const open = s.dataset.vitOpen ? s.dataset.vitOpen === 'true'
+                                   : s.getBoundingClientRect().right > 1;
+    if (s.inert === open) s.inert = !open;  // closed: out of Tab's way and a reader's
+  }
   for (const [sel, name] of Object.entries(SCROLLERS))
     for (const e of doc.querySelectorAll(sel)) {
       if (!scrolls(e) || e.hasAttribute('tabindex')) continue;
@@ -90,6 +114,13 @@ const fix = () => {
       e.setAttribute('role', 'region');
       e.setAttribute('aria-label', name);
     }
+  // a button's icon is a ligature ("arrow_back"): read aloud it came before every name
+  // ("arrow back Previous"); hidden where the button has words of its own
+  for (const i of doc.querySelectorAll('[data-testid="stIconMaterial"]:not([aria-hidden])')) {
+    const host = i.closest('button, a, summary, label, [role="button"]');
+    if (host && host.textContent.replace(i.textContent, '').trim())
+      i.setAttribute('aria-hidden', 'true');
+  }
   for (const f of doc.querySelectorAll(HIDDEN_FRAMES))
     if (f.getAttribute('tabindex') !== '-1') {
       f.setAttribute('tabindex', '-1');
@@ -102,15 +133,37 @@ const fix = () => {
     if (text) img.setAttribute('alt', text);
   }
 };
+// A popover opened from the keyboard (Enter or Space on its button): Streamlit draws its body
+// at the end of the document and leaves the focus on the button, so Tab went on down the page
+// and never reached what the popover shows; the focus goes to its first control (Escape
+// closes it and gives the focus back to the button).
+const FOCUSABLE = ['input:not([type="hidden"])', 'button', 'a[href]', 'summary', 'select',
+                   'textarea', '[tabindex]'].map(
+                   s => s + ':not([disabled]):not([tabindex="-1"])').join(', ');
+let keyOpened = 0;
+doc.addEventListener('keydown', (e) => {
+  if ((e.key === 'Enter' || e.key === ' ') && e.target.closest &&
+      e.target.closest('[data-testid="stPopover"]')) keyOpened = performance.now();
+}, true);
+const intoPopover = () => {
+  if (!keyOpened || performance.now() - keyOpened > 5000) return;
+  const body = doc.querySelector('[data-testid="stPopoverBody"]');
+  const first = body && body.querySelector(FOCUSABLE);
+  if (!first || body.contains(doc.activeElement)) return;
+  keyOpened = 0;
+  first.focus();
+};
 let queued = false;
 const later = () => {
   if (queued) return;
   queued = true;
-  requestAnimationFrame(() => { queued = false; fix(); });
+  requestAnimationFrame(() => { queued = false; fix(); intoPopover(); });
 };
 new MutationObserver(later).observe(doc.body, {childList: true, subtree: true,
   attributes: true, attributeFilter: ['aria-expanded']});
 window.parent.addEventListener('resize', later);
+// an equation's fonts load after it is drawn: it may scroll only then (no mutation says so)
+if (doc.fonts) doc.fonts.addEventListener('loadingdone', later);
 fix();
 """.replace("%SCROLLERS%", json.dumps(SCROLLERS)).replace(
     "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace(

@@ -1,0 +1,27 @@
+"""Stage 13: why this answer? Six maps say which patches made the model's answer; each claim is
+put to a test (grey the patches it names and watch the answer fall), checked against a model
+with random weights, and traced through the blocks by patching activations.
+
+Every number comes from vit_core.explain (attribution, faithfulness, patching) on the session's
+image, computed once per image on the server's worker (ui/stages/why/compute.py)."""
+
+from __future__ import annotations
+
+from ui.lesson import deck
+from ui.lesson.deck import Step
+from ui.stages.why import compute, maps
+
+STAGE = deck.Stage(
+    slug="why",
+    name="Why this answer?",
+    nav="Why this answer?",
+    icon=":material/psychology_alt:",
+    story=("The model gave an answer; which patches made it? Six methods each draw a map, and "
+           "they do not agree. A map is a claim we can test: grey the patches it names first and "
+           "watch the answer fall."),
+    view=deck.load,
+    steps=(
+        Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
+             applies=compute.applies),
+    ),
+)

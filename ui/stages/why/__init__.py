@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps
+from ui.stages.why import compute, maps, patch_compute, patching, sanity
 
 STAGE = deck.Stage(
     slug="why",
@@ -23,5 +23,11 @@ STAGE = deck.Stage(
     steps=(
         Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
              applies=compute.applies),
+        Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words, sanity.notes,
+             sanity.describe, sanity.question, reads=(patch_compute.sanity_read,),
+             applies=compute.applies, asks=("most_kept", "rho")),
+        Step("patching", patching.title, patching.figure, patching.facts, patching.words,
+             patching.notes, patching.describe, patching.question,
+             reads=(patch_compute.patched_read,), applies=compute.applies, asks=("top",)),
     ),
 )

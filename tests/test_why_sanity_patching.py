@@ -15,8 +15,8 @@ import vit_core
 from tests.support import arr, chart_titled, open_app
 from ui import keys
 from ui.drawing.numbers import pct
+from ui.keys import WHY_PATCH_KIND
 from ui.serving import worker
-from ui.stages.why.keys import WHY_PATCH_KIND
 from vit_core import load_image, preprocess
 from vit_core.explain import patching, targets
 from vit_core.explain.attribution import METHODS

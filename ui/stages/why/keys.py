@@ -5,4 +5,3 @@ presenter share are in ui/keys.py)."""
 WHY_MAPS = "why_maps"  # chart: the six maps side by side, one colour scale
 WHY_SANITY = "why_sanity"  # chart: the maps on the trained model and with random weights
 WHY_PATCH = "why_patch"  # chart: restored shares per block on the patch grid, and per head
-WHY_PATCH_KIND = "why_patch_kind"  # radio: the corrupted copy patched against

@@ -4,6 +4,7 @@ as ui/stages/why/compute.py does for the maps."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,19 +13,20 @@ from ui.selection import inputs
 from ui.serving import state, tour
 from ui.serving.budget import forward_worker, get_model, held
 from ui.serving.tour import Ask
-from ui.stages.training.cls import object_mask
+from ui.stages import choices
 from ui.stages.why import compute
 from vit_core.explain import patching
 from vit_core.explain.attribution import METHODS
 from vit_core.explain.faithfulness_sanity import Sanity, sanity_check
 from vit_core.explain.targets import Target
 from vit_core.explain.training import crop_mask, object_cover
+from vit_core.scenes import world
 
 # exact patching runs one corrupted pass per (block, token): up to this many sites a model is
 # patched exactly (the bundled 6-block, 50-token models: 300); above it (ViT-Ti/16 and ViT-B/16:
 # 12 x 197 = 2364, about 4 minutes on this machine for ViT-Ti) by attribution patching alone
 EXACT_SITES = 400
-KINDS = ("object", "grey", "blur", "other")  # the corruptions a student chooses from
+KINDS = choices.PATCH_AGAINST  # the corruptions a student chooses from
 
 
 # ---------------------------------------------------------------- sanity: the randomised maps
@@ -60,10 +62,25 @@ def exact_fits(config) -> bool:
     return config.depth * config.num_image_tokens <= EXACT_SITES
 
 
+@functools.lru_cache(maxsize=16)
+def _sample_mask(seed: int) -> np.ndarray:
+    return world.make_scene(seed).mask
+
+
+def object_pixels(inp) -> np.ndarray | None:
+    """The object's pixel mask when the image is one of the gallery's sample scenes (its bytes
+    checked against the scene's; found without the session, so the read-ahead's thread finds
+    it too); None for an upload or a composed scene."""
+    if not inp.label.startswith("sample"):
+        return None
+    seed = next((s for s in inputs.sample_seeds() if inputs.sample_bytes(s) == inp.data), None)
+    return None if seed is None else _sample_mask(int(seed))
+
+
 def object_patches(inp, config) -> list[int] | None:
     """The patches the object covers (any of its pixels), when the scene world drew the image;
     None for an upload, whose object is not known."""
-    raw = object_mask(inp)
+    raw = object_pixels(inp)
     if raw is None:
         return None
     cover = object_cover(crop_mask(raw, config), config.grid, config.patch_size)
@@ -139,8 +156,9 @@ def patched(inp, model_name: str, mask: str | None, target: Target, kind: str) -
 
 
 def patched_read(a: Ask) -> list:
-    """The read-ahead's call: patching against the whole image greyed (the default choice)."""
-    if not compute.applies(state.get_model(a.name).config):
+    """The read-ahead's call: patching against the first corruption offered (the default)."""
+    config = state.get_model(a.name).config
+    if not compute.applies(config):
         return []
     return [lambda: patched(a.inp, a.name, a.mask, compute.target(a.inp, a.name, a.mask),
-                            "grey")]
+                            kinds(a.inp, config)[0])]

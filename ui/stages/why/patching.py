@@ -12,15 +12,17 @@ import streamlit as st
 from ui.drawing.figures.parts import panels
 from ui.drawing.figures.tiles import tiles
 from ui.drawing.numbers import pct
+from ui.keys import WHY_PATCH_KIND
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.selection import session
 from ui.stages.why import compute, patch_compute
-from ui.stages.why.keys import WHY_PATCH, WHY_PATCH_KIND
+from ui.stages.why.keys import WHY_PATCH
 from vit_core.explain import why_patch_facts as wf
 
 VALUE = "share of the score difference restored (1: all, red)"
 TOP = "#00a651"  # the outline of the cell that restores most
+TILES, HEADS = (0.0, 0.6), (0.7, 0.92)  # the panels' shares of the width
 KIND_NAMES = {"object": "the object's patches greyed", "grey": "the whole image greyed",
               "blur": "the whole image blurred", "other": "another sample scene"}
 
@@ -102,8 +104,7 @@ def _heads_figure(f: dict) -> go.Figure:
                        " %{z:.3f}<extra></extra>")
     return go.Figure(data=[trace], layout=dict(
         xaxis=dict(title=dict(text="head"), dtick=1, constrain="domain"),
-        yaxis=dict(title=dict(text="block"), dtick=1, autorange="reversed", scaleanchor="x",
-                   constrain="domain")))
+        yaxis=dict(title=dict(text="block"), dtick=1, autorange="reversed")))
 
 
 def figure(x: deck.View, f: dict) -> None:
@@ -122,6 +123,10 @@ def figure(x: deck.View, f: dict) -> None:
     fig = panels([left, _heads_figure(f)], ["one token at a time, each block",
                                              "one head at a time"], coloraxis=True,
                  spacing=0.1)
+    for i, (axis, dom) in enumerate((("xaxis", TILES), ("xaxis2", HEADS))):  # the tiles wider
+        fig.layout[axis].domain = dom
+        fig.layout.annotations[[a.name for a in fig.layout.annotations].index(
+            f"panel:{i}")].x = sum(dom) / 2
     fig.update_layout(title=f"“{f['target']}” against {KIND_NAMES[f['kind']]}: {shown}",
                       coloraxis=dict(colorscale="RdBu_r", cmin=-f["limit"], cmax=f["limit"],
                                      colorbar=dict(title=dict(text=VALUE, side="right"))),

@@ -38,7 +38,7 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
                           showarrow=False, yanchor="bottom", font=dict(size=14)))
         for r, c, colour in (outlines[i] if outlines else ()):
             boxes.append(dict(type="rect", x0=c0 + c - 0.5, x1=c0 + c + 0.5, y0=r0 + r - 0.5,
-                              y1=r0 + r + 0.5, line=dict(color=colour, width=2)))
+                              y1=r0 + r + 0.5, line=dict(color=colour, width=3)))
     trace = go.Heatmap(z=z, text=text, colorscale=colorscale, zmin=zmin, zmax=zmax,
                        hoverongaps=False,
                        hovertemplate=f"%{{text}}<br>{value_name} %{{z:.3f}}<extra></extra>",

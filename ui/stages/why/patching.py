@@ -9,10 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import keys
 from ui.drawing.figures.parts import panels
 from ui.drawing.figures.tiles import tiles
 from ui.drawing.numbers import pct
-from ui.keys import WHY_PATCH_KIND
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.selection import session
@@ -33,7 +33,7 @@ def title(config) -> str:
 
 def chosen_kind(x: deck.View) -> str:
     offered = patch_compute.kinds(x.inp, x.c)
-    kind = st.session_state.get(WHY_PATCH_KIND)
+    kind = st.session_state.get(keys.WHY_PATCH_KIND)
     return kind if kind in offered else offered[0]
 
 
@@ -109,7 +109,7 @@ def _heads_figure(f: dict) -> go.Figure:
 
 def figure(x: deck.View, f: dict) -> None:
     offered = patch_compute.kinds(x.inp, x.c)
-    st.radio("Patch against", offered, format_func=KIND_NAMES.get, key=WHY_PATCH_KIND,
+    st.radio("Patch against", offered, format_func=KIND_NAMES.get, key=keys.WHY_PATCH_KIND,
              index=offered.index(f["kind"]), horizontal=True)
     if f["error"]:
         st.warning(f["error"])

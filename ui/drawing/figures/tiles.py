@@ -14,7 +14,7 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
           value_name: str, zmin: float, zmax: float, hover: list[np.ndarray] | None = None,
           outlines: list[list[tuple[int, int, str]]] | None = None,
           row_names: list[str] | None = None, x_name: str = "patch column (in each tile)",
-          colorscale: str = "RdBu_r", height: int | None = None) -> go.Figure:
+          colorscale: str = "RdBu_r", height: int | None = None, gap: int = GAP) -> go.Figure:
     """Tiles of equal shape [R, C], `cols` to a row, tile i named `labels[i]` above it.
 
     Args:
@@ -22,20 +22,22 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
         outlines: per tile, (row, col, colour) of the cells outlined (prefix tokens, a top
             cell).
         row_names: the y axis's tick per row of tiles (else the axis says "patch row").
+        gap: empty rows above each tile (room for its name; 1 where the tiles are unnamed).
     """
     R, C = grids[0].shape
     rows = -(-len(grids) // cols)
-    step_r, step_c = R + GAP, C + 1
+    step_r, step_c = R + gap, C + 1
     z = np.full((rows * step_r, cols * step_c - 1), np.nan)
     text = np.full(z.shape, "", dtype=object)
     notes, boxes = [], []
     for i, g in enumerate(grids):
-        r0, c0 = (i // cols) * step_r + GAP, (i % cols) * step_c
+        r0, c0 = (i // cols) * step_r + gap, (i % cols) * step_c
         z[r0:r0 + R, c0:c0 + C] = g
         if hover is not None:
             text[r0:r0 + R, c0:c0 + C] = hover[i]
-        notes.append(dict(text=labels[i], x=c0 + (C - 1) / 2, y=r0 - 0.6, xref="x", yref="y",
-                          showarrow=False, yanchor="bottom", font=dict(size=14)))
+        if labels[i]:
+            notes.append(dict(text=labels[i], x=c0 + (C - 1) / 2, y=r0 - 0.6, xref="x", yref="y",
+                              showarrow=False, yanchor="bottom", font=dict(size=14)))
         for r, c, colour in (outlines[i] if outlines else ()):
             boxes.append(dict(type="rect", x0=c0 + c - 0.5, x1=c0 + c + 0.5, y0=r0 + r - 0.5,
                               y1=r0 + r + 0.5, line=dict(color=colour, width=3)))
@@ -46,7 +48,7 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
     y = dict(autorange="reversed", scaleanchor="x", constrain="domain", showgrid=False,
              zeroline=False, title=dict(text="patch row (in each tile)"))
     if row_names:
-        y.update(tickmode="array", tickvals=[k * step_r + GAP + (R - 1) / 2 for k in range(rows)],
+        y.update(tickmode="array", tickvals=[k * step_r + gap + (R - 1) / 2 for k in range(rows)],
                  ticktext=row_names, title=None)
     else:
         y.update(showticklabels=False)

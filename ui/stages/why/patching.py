@@ -23,6 +23,7 @@ from vit_core.explain import why_patch_facts as wf
 VALUE = "share of the score difference restored (1: all, red)"
 TOP = "#00a651"  # the outline of the cell that restores most
 TILES, HEADS = (0.0, 0.6), (0.7, 0.92)  # the panels' shares of the width
+NAMED_UP_TO = 6  # blocks: each tile named above it (more: each row of tiles names its blocks)
 KIND_NAMES = {"object": "the object's patches greyed", "grey": "the whole image greyed",
               "blur": "the whole image blurred", "other": "another sample scene"}
 
@@ -109,16 +110,22 @@ def _heads_figure(f: dict) -> go.Figure:
 
 def figure(x: deck.View, f: dict) -> None:
     offered = patch_compute.kinds(x.inp, x.c)
-    st.radio("Patch against", offered, format_func=KIND_NAMES.get, key=keys.WHY_PATCH_KIND,
-             index=offered.index(f["kind"]), horizontal=True)
+    st.radio("Patch against", offered, format_func=lambda k: f"against {KIND_NAMES[k]}",
+             key=keys.WHY_PATCH_KIND, index=offered.index(f["kind"]), horizontal=True,
+             label_visibility="collapsed")  # each option says "against …": the slide's room
     if f["error"]:
         st.warning(f["error"])
         return
     grids, hover, outlines = _block_tiles(f)
-    cols = -(-f["depth"] // 2)
-    left = tiles(grids, [f"block {i}" for i in range(f["depth"])], cols, title="",
+    L = f["depth"]
+    cols = -(-L // 2)
+    # two rows of tiles; up to NAMED_UP_TO blocks each tile is named above it, beyond that
+    # (small tiles: a name would cover the tile above) each row says its blocks
+    named = L <= NAMED_UP_TO
+    rows = None if named else [f"blocks {a}–{min(a + cols, L) - 1}" for a in range(0, L, cols)]
+    left = tiles(grids, [f"block {i}" if named else "" for i in range(L)], cols, title="",
                  value_name=VALUE, zmin=-f["limit"], zmax=f["limit"], hover=hover,
-                 outlines=outlines, x_name=_tile_axis(f))
+                 outlines=outlines, x_name=_tile_axis(f), row_names=rows, gap=2 if named else 1)
     shown = "exact patching" if f["exact"] else "attribution patching"
     fig = panels([left, _heads_figure(f)], ["one token at a time, each block",
                                              "one head at a time"], coloraxis=True,

@@ -28,6 +28,7 @@ STAGE = deck.Stage(
              applies=compute.applies, asks=("most_kept", "rho")),
         Step("patching", patching.title, patching.figure, patching.facts, patching.words,
              patching.notes, patching.describe, patching.question,
-             reads=(patch_compute.patched_read,), applies=compute.applies, asks=("top",)),
+             reads=(patch_compute.patched_read,), applies=compute.applies,
+             asks=("error", "top", "n_prefix", "grid", "prefix_names", "depth")),
     ),
 )

@@ -45,7 +45,7 @@ def tile(z: np.ndarray, i: int, cols: int, shape: tuple[int, int], gap: int = 2)
     return z[r0:r0 + R, c0:c0 + C]
 
 
-def check_sanity(at, model, pixels, target) -> None:
+def check_sanity(at, model, pixels, target) -> dict:
     g = model.config.grid
     found = {m: sanity_check(model, pixels, target, fn) for m, fn in METHODS.items()}
     rho = {m: s.rho for m, s in found.items()}
@@ -68,6 +68,7 @@ def check_sanity(at, model, pixels, target) -> None:
             own = v / np.abs(v).max()
             assert np.allclose(tile(z, row * len(METHODS) + i, len(METHODS), (g, g)),
                                own.reshape(g, g), atol=1e-5), (m, row)
+    return rho
 
 
 def object_patches(at, config) -> list[int]:
@@ -84,7 +85,7 @@ def token(t: int, c) -> str:
     return f"patch {t - n} (row {(t - n) // g}, column {(t - n) % g})"
 
 
-def check_patching(at, model, pixels, target, bad, exact: bool) -> None:
+def check_patching(at, model, pixels, target, bad, exact: bool) -> tuple | None:
     c = model.config
     try:
         fast = patching.attribute(model, pixels, bad, target)
@@ -120,6 +121,15 @@ def check_patching(at, model, pixels, target, bad, exact: bool) -> None:
         assert np.allclose(cut[0, :n], g[layer, :n], atol=1e-5)
     limit = max(1.0, np.abs(g).max(), np.abs(h).max())
     assert abs(fig["layout"]["coloraxis"]["cmax"] - limit) < 1e-5
+    return b, token(t, c), g[b, t]
+
+
+def revealed(at, step: str) -> str:
+    """The answer the step's Reveal shows."""
+    before = set(infos(at))
+    at.toggle(key=keys.reveal("why", step)).set_value(True).run()
+    assert not at.exception
+    return next(t for t in infos(at) if t not in before)
 
 
 def image(at, model):
@@ -132,10 +142,13 @@ def test_sanity_and_patching_say_the_librarys_numbers(name):
     at = open_app("why", name, no_error=True)
     model = vit_core.load_model(name)
     pixels, target = image(at, model)
-    check_sanity(at, model, pixels, target)
+    rho = check_sanity(at, model, pixels, target)
     c = model.config
     bad = patching.corrupt(pixels, c, "grey", patches=object_patches(at, c))
-    check_patching(at, model, pixels, target, bad, exact=True)
+    block, where, share = check_patching(at, model, pixels, target, bad, exact=True)
+    best = max(METHODS, key=lambda m: rho[m])  # (rho is never nan on these maps)
+    assert revealed(at, "sanity").startswith(f"{SHOWN[best]}: ρ {rho[best]:.2f} between")
+    assert revealed(at, "patching") == f"Block {block}: {where} restores {pct(share)}."
     at.radio(key=WHY_PATCH_KIND).set_value("blur").run()
     assert not at.exception
     check_patching(at, model, pixels, target, patching.corrupt(pixels, c, "blur"), exact=True)

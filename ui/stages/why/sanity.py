@@ -100,17 +100,20 @@ def words(x: deck.View, f: dict) -> str:
 
 def describe(x: deck.View, f: dict) -> str:
     rhos = "; ".join(f"{NAMES[m]} ρ {_rho(f['rho'][m])}" for m in METHODS)
-    return (f"Two rows of six {f['grid']} by {f['grid']} patch maps for “{f['target']}”: the top "
-            f"row on the trained model, the bottom row on the model with {RANDOM}, one method "
-            f"per column, each map scaled to its own largest value (red for the answer, blue "
-            f"against). Rank correlation between the two rows: {rhos}.")
+    return (f"Six pairs of {f['grid']} by {f['grid']} patch maps for “{f['target']}”, one pair "
+            f"per method: the map on the trained model (the top row; on a phone the left one) "
+            f"and on the model with {RANDOM} (the bottom row; on a phone the right one), each "
+            f"map scaled to its own largest value (red for the answer, blue against). Rank "
+            f"correlation between the two maps of each pair: {rhos}.")
 
 
 def notes(x: deck.View, f: dict) -> str:
-    return ("The copy keeps the image and the input layers' shape but re-initialises every "
-            "block and the output layer as the model was first initialised (Adebayo et al. "
-            "2018, cascading randomisation). A low ρ is needed, not enough: a random map has "
-            "one too; the deletion test says whether the map ranks what the model used.")
+    return ("The copy keeps the input layers (patch embedding, positions, the prefix tokens; "
+            "a captioner's word embedding where its word head shares it) and re-initialises "
+            "every block and the output layer as the model was first initialised (Adebayo et "
+            "al. 2018, cascading randomisation, all the way down). A low ρ is needed, not "
+            "enough: a random map has one too; the deletion test says whether the map ranks "
+            "what the model used.")
 
 
 def question(x: deck.View, f: dict) -> Question | None:

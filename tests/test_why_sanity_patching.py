@@ -16,6 +16,7 @@ from tests.support import arr, chart_titled, open_app
 from ui import keys
 from ui.drawing.numbers import pct
 from ui.keys import WHY_PATCH_KIND
+from ui.selection import inputs
 from ui.serving import worker
 from vit_core import load_image, preprocess
 from vit_core.explain import patching, targets
@@ -152,6 +153,16 @@ def test_sanity_and_patching_say_the_librarys_numbers(name):
     at.radio(key=WHY_PATCH_KIND).set_value("blur").run()
     assert not at.exception
     check_patching(at, model, pixels, target, patching.corrupt(pixels, c, "blur"), exact=True)
+    if name != "shapes-classifier":
+        return
+    at.radio(key=WHY_PATCH_KIND).set_value("other").run()  # the gallery's next scene
+    data = at.session_state[keys.INPUT].data
+    seed = next(s for s in inputs.sample_seeds() if inputs.sample_bytes(s) != data)
+    other = preprocess(world.make_scene(seed).image, c)
+    check_patching(at, model, pixels, target, patching.corrupt(pixels, c, "other", other=other),
+                   exact=True)
+    assert f"Putting another sample scene (“{world.scene_spec(seed).caption}”)" in " ".join(
+        infos(at))
 
 
 @pytest.mark.slow  # a random ViT-Ti/16: the six maps twice, ~2 minutes under load

@@ -49,7 +49,9 @@ def facts(x: deck.View) -> dict:
            "score": "log-probability" if target.is_word else "logit",
            "sites": c.depth * c.num_image_tokens, "budget": patch_compute.EXACT_SITES,
            "prefix_names": tuple(f"[{p}]" for p in c.prefix_names),
-           "reads_cls": bool(c.num_classes) and c.global_pool == "token" and not c.has_text}
+           "reads_cls": bool(c.num_classes) and c.global_pool == "token" and not c.has_text,
+           "other": (patch_compute.other_input(x.inp).label.removeprefix("sample: ")
+                     if kind == "other" else None)}
     if p.error:
         return out
     tokens, heads = p.tokens.grid.double().numpy(), p.heads.grid.double().numpy()
@@ -157,7 +159,7 @@ def _corruption(f: dict) -> str:
     if f["kind"] == "object":
         return f"Greying the object's {f['changed']} patches"
     return {"grey": "Greying the whole image", "blur": "Blurring the whole image",
-            "other": "Putting another sample scene in its place"}[f["kind"]]
+            "other": f"Putting another sample scene (“{f['other']}”) in its place"}[f["kind"]]
 
 
 def _cls(f: dict) -> str:

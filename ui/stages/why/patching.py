@@ -48,7 +48,7 @@ def facts(x: deck.View) -> dict:
            "exact": p.exact, "error": p.error, "changed": len(p.changed), "depth": c.depth,
            "score": "log-probability" if target.is_word else "logit",
            "sites": c.depth * c.num_image_tokens, "budget": patch_compute.EXACT_SITES,
-           "prefix_names": tuple(f"[{p}]" for p in c.prefix_names),
+           "prefix_names": tuple(f"[{n}]" for n in c.prefix_names),
            "reads_cls": bool(c.num_classes) and c.global_pool == "token" and not c.has_text,
            "other": (patch_compute.other_input(x.inp).label.removeprefix("sample: ")
                      if kind == "other" else None)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps
+from ui.stages.why import compute, maps, word_compute, words
 
 STAGE = deck.Stage(
     slug="why",
@@ -23,5 +23,8 @@ STAGE = deck.Stage(
     steps=(
         Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
              applies=compute.applies),
+        Step("words", words.TITLE, words.figure, words.facts, words.words, describe=words.describe,
+             question=words.question, asks=words.ASKS, reads=(word_compute.words_read,),
+             applies=words.applies),
     ),
 )

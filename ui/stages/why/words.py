@@ -14,17 +14,18 @@ from PIL import Image, ImageDraw
 
 from ui.drawing import figures
 from ui.drawing.figures.parts import panels
-from ui.drawing.numbers import pct, points
+from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.selection import session
 from ui.stages.why import compute, word_compute
 from ui.stages.why.keys import WHY_WORD, WHY_WORD_FIGURE, WHY_WORD_K, WHY_WORD_METHOD
-from ui.stages.why.maps import NAMES, VALUE
+from ui.stages.why.maps import NAMES
 from vit_core.explain.attribution import METHODS
 
 TITLE = "A caption's words"
 MARK = "✱"  # after a word of the new caption that is not the old caption's word at its place
+SCALE = "share of the map's largest |value|"  # the colour bar's title; its ends say for / against
 GREY = (128, 128, 128)  # the grey baseline's pixels (0.5), as the picture shows them
 
 
@@ -81,8 +82,10 @@ def word_figure(crop: Image.Image, f: dict) -> go.Figure:
     """Two panels: the word's map over the image (the top k framed), and the image with those k
     patches grey, each numbered by its rank."""
     g, P, chosen = f["grid"], f["P"], f["chosen"]
-    left = figures.map_over_image(crop, f["map"].reshape(g, g), "", value_name=VALUE,
-                                  colorscale="RdBu_r", zmin=-1, zmax=1, opacity=0.65)
+    left = figures.map_over_image(crop, f["map"].reshape(g, g), "", value_name=SCALE,
+                                  colorscale="RdBu_r", zmin=-1, zmax=1, opacity=0.6)
+    left.update_traces(colorbar=dict(tickvals=[-1, 0, 1], ticktext=[
+        "−1: against", "0", f"1: for “{f['word']}”"]), selector=dict(type="heatmap"))
     frames = [dict(type="rect", x0=c * P - 0.5, x1=(c + 1) * P - 0.5, y0=r * P - 0.5,
                    y1=(r + 1) * P - 0.5, line=dict(color="#ffd60a", width=3))
               for r, c in (divmod(p, g) for p in chosen)]
@@ -144,10 +147,11 @@ def _fate(f: dict) -> str:
 
 
 def _moved(f: dict) -> str:
-    d = f["p_after"] - f["p_before"]
-    how = "fell" if d < 0 else "rose"
-    return (f"fed the caption's words before it, P(“{f['word']}”) {how} from "
-            f"{pct(f['p_before'])} to {pct(f['p_after'])} ({points(d)})")
+    a, b = pct(f["p_before"]), pct(f["p_after"])
+    said = f"fed the caption's words before it, P(“{f['word']}”)"
+    if a == b:
+        return f"{said} stayed at {a}"
+    return f"{said} {'fell' if f['p_after'] < f['p_before'] else 'rose'} from {a} to {b}"
 
 
 def words(x: deck.View, f: dict | None) -> str | None:

@@ -185,3 +185,14 @@ def test_the_step_is_absent_on_a_classifier():
     at = open_app("why", "shapes-classifier", no_error=True)
     assert not [p for p in at.get("button_group") if p.key == WHY_WORD]
     assert "A caption's words" not in [s.value for s in at.subheader]
+
+
+def test_the_library_docs_example_runs_and_prints_what_it_says(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "library.md").read_text()
+    section = text.split("**A caption's word, greyed**", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"^```python\n(.*?)^```", section, re.S | re.M).group(1)
+    exec(compile(code, "docs/library.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert re.findall(r"^# (.*)$", code, re.M) == lines, "the comments say what it prints"

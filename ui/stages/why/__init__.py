@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps, patch_compute, patching, sanity
+from ui.stages.why import compute, maps, patch_compute, patching, sanity, word_compute, words
 
 STAGE = deck.Stage(
     slug="why",
@@ -23,12 +23,16 @@ STAGE = deck.Stage(
     steps=(
         Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
              applies=compute.applies),
-        Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words, sanity.notes,
-             sanity.describe, sanity.question, reads=(patch_compute.sanity_read,),
-             applies=compute.applies, asks=("most_kept", "rho")),
+        Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words,
+             notes=sanity.notes, describe=sanity.describe, question=sanity.question,
+             reads=(patch_compute.sanity_read,), applies=compute.applies,
+             asks=("most_kept", "rho")),
         Step("patching", patching.title, patching.figure, patching.facts, patching.words,
-             patching.notes, patching.describe, patching.question,
+             notes=patching.notes, describe=patching.describe, question=patching.question,
              reads=(patch_compute.patched_read,), applies=compute.applies,
              asks=("error", "top", "n_prefix", "grid", "prefix_names", "depth")),
+        Step("words", words.TITLE, words.figure, words.facts, words.words, describe=words.describe,
+             question=words.question, asks=words.ASKS, reads=(word_compute.words_read,),
+             applies=words.applies),
     ),
 )

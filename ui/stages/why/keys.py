@@ -5,3 +5,7 @@ presenter share are in ui/keys.py)."""
 WHY_MAPS = "why_maps"  # chart: the six maps side by side, one colour scale
 WHY_SANITY = "why_sanity"  # chart: the maps on the trained model and with random weights
 WHY_PATCH = "why_patch"  # chart: restored shares per block on the patch grid, and per head
+WHY_WORD = "why_word"  # pills: the caption's words, the one whose maps are shown
+WHY_WORD_METHOD = "why_word_method"  # selectbox: the map whose top patches are greyed
+WHY_WORD_K = "why_word_k"  # slider: how many of the word's top patches are greyed
+WHY_WORD_FIGURE = "why_word_figure"  # chart: the word's map, and the image with its top k greyed

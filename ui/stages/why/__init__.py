@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps
+from ui.stages.why import compute, guess, guess_compute, maps
 
 STAGE = deck.Stage(
     slug="why",
@@ -21,6 +21,9 @@ STAGE = deck.Stage(
            "watch the answer fall."),
     view=deck.load,
     steps=(
+        Step("guess", guess.TITLE, guess.figure, guess.facts, guess.words, guess.notes,
+             guess.describe, guess.question, reads=(guess_compute.table_read,),
+             applies=compute.applies, holds=guess.holds, asks=guess.ASKS),
         Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
              applies=compute.applies),
     ),

@@ -3,3 +3,10 @@ AppTest tests address the widgets by these values (keys several stages, the side
 presenter share are in ui/keys.py)."""
 
 WHY_MAPS = "why_maps"  # chart: the six maps side by side, one colour scale
+WHY_GUESS_PICK = "why_guess_pick"  # multiselect: the patches of the guess (list[int]; clicks too)
+WHY_GUESS_GRID = "why_guess_grid"  # chart: the clickable patch grid (a click toggles a patch)
+WHY_GUESS_SENT = "why_guess_sent"  # chart: the guess sent to the class, outlined (not clickable)
+WHY_GUESS_TEST = "why_guess_test"  # button: "Test my guess" (alone)
+WHY_GUESS_TESTED = "_why_guess_tested"  # tuple[int, ...] | None: the guess tested (alone)
+WHY_GUESS_AGAIN = "why_guess_again"  # button: "Guess again" (alone, after a test)
+WHY_GUESS_SCORES = "why_guess_scores"  # chart: the guess's deletion AUC beside the methods'

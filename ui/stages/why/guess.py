@@ -46,6 +46,7 @@ class Facts:
     n: int  # patches of the image
     grid: int
     answer: str  # what the model answers (the class, or the caption's first word)
+    word: bool  # the answer is a caption's first word (a captioner)
     chosen: tuple[int, ...]  # the session's choice so far
     in_class: bool  # a student of a live class
     sent: tuple[int, ...] | None  # in a class: the guess sent
@@ -79,8 +80,8 @@ def facts(x: deck.View) -> Facts:
     if shown:
         rows = guess_compute.rows(x.inp, x.name, mask)
         verdict = guess_compute.verdict(x.inp, x.name, mask, guess) if guess else None
-    return Facts(k, n, c.grid, target.label, tuple(pick), asked is not None, sent, shown,
-                 verdict, tuple(rows or ()))
+    return Facts(k, n, c.grid, target.label, target.is_word, tuple(pick), asked is not None,
+                 sent, shown, verdict, tuple(rows or ()))
 
 
 # ---------------------------------------------------------------- the figure
@@ -125,11 +126,19 @@ def figure(x: deck.View, f: Facts) -> None:
         deck.chart(figures.labelled_patches(x.prep.crop, P, f"Your guess, sent: {_listed(f.sent)}",
                                             outlined=f.sent), key=WHY_GUESS_SENT)
         return
-    deck.chart(figures.patch_set_grid(
-        x.prep.crop, P, f.chosen, show_index=f.grid <= 16,
-        title=f"Click the {f.k} patches the model relies on ({len(f.chosen)} of {f.k} chosen)"),
-        key=WHY_GUESS_GRID, on_select=_toggle(f.k), selection_mode="points",
-        config={"displayModeBar": False})
+    grid, side = st.columns([2, 1]) if deck.presenting() else (st.container(),) * 2
+    with grid:
+        deck.chart(figures.patch_set_grid(
+            x.prep.crop, P, f.chosen, show_index=f.grid <= 16,
+            title=f"Click the {f.k} patches the model relies on ({len(f.chosen)} of {f.k} "
+                  f"chosen)"), key=WHY_GUESS_GRID, on_select=_toggle(f.k),
+            selection_mode="points", config={"displayModeBar": False})
+    with side:
+        _pick(f)
+
+
+def _pick(f: Facts) -> None:
+    """The keyboard's way to choose (the grid's cells are not tab stops), and Test (alone)."""
     st.multiselect(f"…or choose the {f.k} patches by number (0 to {f.n - 1}, row by row)",
                    list(range(f.n)), key=WHY_GUESS_PICK, max_selections=f.k,
                    placeholder="Patch numbers")
@@ -174,6 +183,11 @@ def _name(method: str) -> str:
     return "random orders" if method == "random" else NAMES.get(method, method)
 
 
+def _answers(f: Facts) -> str:
+    return (f"The model's caption begins with “{f.answer}”" if f.word else
+            f"The model answers “{f.answer}”")
+
+
 def _listed(patches) -> str:
     return "patches " + ", ".join(str(p) for p in sorted(patches))
 
@@ -206,7 +220,7 @@ def words(x: deck.View, f: Facts) -> str:
         return ("Your guess is sent. Its score, beside the six methods', appears here when the "
                 "teacher reveals the answer.")
     how = ("Send it with the box below" if f.in_class else "Then press Test my guess")
-    return (f"The model answers “{f.answer}”. Before you see any map: which {f.k} of the "
+    return (f"{_answers(f)}. Before you see any map: which {f.k} of the "
             f"{f.n} patches do you think it relies on most? Click them ({len(f.chosen)} of "
             f"{f.k} chosen). {how}: they are greyed first, then the rest in a fixed random "
             f"order, and the answer's probability is read after each, as each map's order is "
@@ -245,8 +259,8 @@ def question(x: deck.View, f: Facts) -> deck.Question:
         said = ("Each guess is scored on its own image: its deletion AUC beside the six "
                 "methods' and random orders' (lower: the answer fell faster).")
     return deck.Question(
-        f"Which {f.k} patches of your image does the model rely on most to answer "
-        f"“{f.answer}”? Guess before you see any map.", said,
+        f"Which {f.k} patches of your image does the model rely on most to "
+        f"{'write' if f.word else 'answer'} “{f.answer}”? Guess before you see any map.", said,
         PatchSet(f.k, f.chosen, scores=scores, summary=class_words,
                  prompt="Your guess, chosen on the grid above"))
 

@@ -176,7 +176,7 @@ def scores_figure(f: Facts) -> go.Figure:
 
 
 # ---------------------------------------------------------------- the words
-SPREAD = f"{gf.RANDOM_SPREADS:g} × their spread (std over the seeds)"
+SPREAD = f"{gf.RANDOM_SPREADS:g} × their spread, the std over the seeds"
 
 
 def _name(method: str) -> str:
@@ -188,6 +188,9 @@ def _answers(f: Facts) -> str:
             f"The model answers “{f.answer}”")
 
 
+ATT = _name(gf.ATTENTION)
+
+
 def _listed(patches) -> str:
     return "patches " + ", ".join(str(p) for p in sorted(patches))
 
@@ -197,9 +200,9 @@ def _verdict_words(f: Facts) -> str:
     att = v.methods.get(gf.ATTENTION)
     said = (f"Your guess ({_listed(v.patches)}) has a deletion AUC of {v.auc:.3f}; "
             f"random orders {v.random_mean:.3f} ± {v.random_spread:.3f}")
-    said += f", CLS attention {att:.3f}. " if att is not None else ". "
-    said += ("It removed the answer faster than CLS attention (a lower AUC)" if
-             v.better_than_attention else "CLS attention's order removed it at least as fast")
+    said += f", {ATT} {att:.3f}. " if att is not None else ". "
+    said += (f"It removed the answer faster than {ATT} (a lower AUC)" if
+             v.better_than_attention else f"{ATT}'s order removed it at least as fast")
     said += (f" and faster than random orders (below their mean by more than {SPREAD})."
              if v.better_than_random else
              f"; it was not below random orders' mean by more than {SPREAD}.")
@@ -242,7 +245,7 @@ def notes(x: deck.View, f: Facts) -> str:
     return (f"A guess names {f.k} patches (half a row), not an order of all {f.n}: the deletion "
             f"test greys the guessed ones first (in index order), then the rest in a fixed "
             f"random order (seed {gf.REST_SEED}), one patch a step on a grey baseline, as the "
-            f"table tests each map. Better than CLS attention: a lower deletion AUC; better "
+            f"table tests each map. Better than {ATT}: a lower deletion AUC; better "
             f"than random: below random orders' mean by more than {SPREAD}. No map is shown "
             f"on this step.")
 
@@ -272,6 +275,6 @@ def class_words(found: list) -> str:
     if not s.guesses:
         return "No guess scored yet."
     return (f"Of {s.guesses} guesses, each scored on its sender's own image: "
-            f"**{s.better_than_attention}** removed the answer faster than CLS attention (a "
+            f"**{s.better_than_attention}** removed the answer faster than {ATT} (a "
             f"lower deletion AUC), **{s.better_than_random}** faster than random orders (below "
             f"their mean AUC by more than {SPREAD}). Best guess: AUC {s.best:.3f}.")

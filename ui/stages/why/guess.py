@@ -126,22 +126,29 @@ def figure(x: deck.View, f: Facts) -> None:
         deck.chart(figures.labelled_patches(x.prep.crop, P, f"Your guess, sent: {_listed(f.sent)}",
                                             outlined=f.sent), key=WHY_GUESS_SENT)
         return
-    grid, side = st.columns([2, 1]) if deck.presenting() else (st.container(),) * 2
-    with grid:
-        deck.chart(figures.patch_set_grid(
-            x.prep.crop, P, f.chosen, show_index=f.grid <= 16,
-            title=f"Click the {f.k} patches the model relies on ({len(f.chosen)} of {f.k} "
-                  f"chosen)"), key=WHY_GUESS_GRID, on_select=_toggle(f.k),
-            selection_mode="points", config={"displayModeBar": False})
-    with side:
-        _pick(f)
+    deck.chart(figures.patch_set_grid(
+        x.prep.crop, P, f.chosen, show_index=f.grid <= 16,
+        title=f"Click the {f.k} patches the model relies on ({len(f.chosen)} of {f.k} chosen)"),
+        key=WHY_GUESS_GRID, on_select=_toggle(f.k), selection_mode="points",
+        config={"displayModeBar": False})
+    _pick(f)
 
 
 def _pick(f: Facts) -> None:
-    """The keyboard's way to choose (the grid's cells are not tab stops), and Test (alone)."""
-    st.multiselect(f"…or choose the {f.k} patches by number (0 to {f.n - 1}, row by row)",
-                   list(range(f.n)), key=WHY_GUESS_PICK, max_selections=f.k,
-                   placeholder="Patch numbers")
+    """The keyboard's way to choose (the grid's cells are not tab stops), and Test (alone); on
+    a slide in one row of buttons under the grid (the numbers in a popover), so that the grid
+    keeps the slide's height."""
+    slide = deck.presenting()
+    with st.container(horizontal=True) if slide else st.container():
+        with st.popover("Choose by number", icon=":material/dialpad:") if slide else \
+                st.container():
+            st.multiselect(f"…or choose the {f.k} patches by number (0 to {f.n - 1}, row by "
+                           f"row)", list(range(f.n)), key=WHY_GUESS_PICK, max_selections=f.k,
+                           placeholder="Patch numbers")
+        _test_button(f)
+
+
+def _test_button(f: Facts) -> None:
     if not f.in_class:
         st.button("Test my guess", key=WHY_GUESS_TEST, on_click=_test, type="primary",
                   disabled=len(f.chosen) != f.k, icon=":material/science:")
@@ -163,6 +170,7 @@ def scores_figure(f: Facts) -> go.Figure:
         go.Bar(y=["Random orders"], x=[float(rand.deletion_auc)], orientation="h",
                error_x=dict(type="data", array=[spread], color="#333"),
                text=[f"{rand.deletion_auc:.3f} ± {spread:.3f}"], textposition="inside",
+               insidetextanchor="start",
                marker_color="#9e9e9e", showlegend=False)])
     edge = float(rand.deletion_auc) - gf.RANDOM_SPREADS * spread
     fig.add_vline(x=edge, line=dict(dash="dash", color="#333"),
@@ -198,14 +206,13 @@ def _listed(patches) -> str:
 def _verdict_words(f: Facts) -> str:
     v = f.verdict
     att = v.methods.get(gf.ATTENTION)
-    said = (f"Your guess ({_listed(v.patches)}) has a deletion AUC of {v.auc:.3f}; "
-            f"random orders {v.random_mean:.3f} ± {v.random_spread:.3f}")
-    said += f", {ATT} {att:.3f}. " if att is not None else ". "
-    said += (f"It removed the answer faster than {ATT} (a lower AUC)" if
-             v.better_than_attention else f"{ATT}'s order removed it at least as fast")
-    said += (f" and faster than random orders (below their mean by more than {SPREAD})."
-             if v.better_than_random else
-             f"; it was not below random orders' mean by more than {SPREAD}.")
+    said = (f"Your guess ({_listed(v.patches)}) has a deletion AUC of {v.auc:.3f} (lower: the "
+            f"answer fell faster). ")
+    if att is not None:
+        said += (f"Against {ATT} ({att:.3f}): "
+                 f"{'faster' if v.better_than_attention else 'not faster'}. ")
+    said += (f"Against random orders ({v.random_mean:.3f} ± {v.random_spread:.3f}): "
+             f"{'faster' if v.better_than_random else 'not faster'} by more than {SPREAD}.")
     return said + f" It beat {len(v.beaten)} of the {len(v.methods)} methods."
 
 

@@ -186,9 +186,10 @@ def test_three_students_guess_and_see_their_own_scores_on_reveal():
                attention_order(seeds[2])[:3]]  # CLS attention's first, last, first
     students = [open_app("why", params={keys.LIVE_JOIN: code, keys.SAMPLE: str(s)})
                 for s in seeds]
+    silent = open_app("why", params={keys.LIVE_JOIN: code, keys.SAMPLE: str(seeds[0])})
     # the teacher moves on to the maps: a student who has not sent sees no map, here or alone
     teacher_does(teacher, keys.PRESENTER_NEXT, code)
-    for s in students:
+    for s in [*students, silent]:
         s.run()
         assert not s.exception, [e.value for e in s.exception]
         assert not maps_on(s), "a map before the guess was sent"
@@ -227,3 +228,10 @@ def test_three_students_guess_and_see_their_own_scores_on_reveal():
     assert 0 < a < 3 and 0 < r < 3, "these guesses no longer tell the counts apart"
     assert f"**{a}** removed the answer faster than CLS attention" in said, said
     assert f"**{r}** faster than random orders" in said, said
+    # Reveal lets a student who never sent see the maps when the class moves on
+    silent.run()
+    assert "No guess was scored" in " ".join(i.value for i in silent.info)
+    assert not maps_on(silent)
+    teacher_does(teacher, keys.PRESENTER_NEXT, code)
+    silent.run()
+    assert maps_on(silent), "revealed, following the teacher on the maps: no map shown"

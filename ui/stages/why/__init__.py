@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps, patch_compute, patching, sanity, word_compute, words
+from ui.stages.why import (
+    compute,
+    guess,
+    guess_compute,
+    maps,
+    patch_compute,
+    patching,
+    sanity,
+    word_compute,
+    words,
+)
 
 STAGE = deck.Stage(
     slug="why",
@@ -21,6 +31,9 @@ STAGE = deck.Stage(
            "watch the answer fall."),
     view=deck.load,
     steps=(
+        Step("guess", guess.TITLE, guess.figure, guess.facts, guess.words, notes=guess.notes,
+             describe=guess.describe, question=guess.question, reads=(guess_compute.table_read,),
+             applies=compute.applies, holds=guess.holds, asks=guess.ASKS),
         Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
              applies=compute.applies),
         Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words,

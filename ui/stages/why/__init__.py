@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ui.lesson import deck
 from ui.lesson.deck import Step
-from ui.stages.why import compute, maps
+from ui.stages.why import compute, maps, test
+from ui.stages.why.waiting import waits
 
 STAGE = deck.Stage(
     slug="why",
@@ -21,7 +22,11 @@ STAGE = deck.Stage(
            "watch the answer fall."),
     view=deck.load,
     steps=(
-        Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
-             applies=compute.applies),
+        waits(Step("maps", maps.title, maps.figure, maps.facts, maps.words,
+                   describe=maps.describe, question=maps.question, reads=(compute.maps_read,),
+                   asks=maps.ASKS)),
+        waits(Step("test", test.TITLE, test.figure, test.facts, test.words,
+                   describe=test.describe, question=test.question, reads=(compute.table_read,),
+                   applies=compute.applies, asks=test.ASKS)),
     ),
 )

@@ -3,3 +3,6 @@ AppTest tests address the widgets by these values (keys several stages, the side
 presenter share are in ui/keys.py)."""
 
 WHY_MAPS = "why_maps"  # chart: the six maps side by side, one colour scale
+WHY_RACE = "why_race"  # chart: the image greyed, the deletion and insertion curves
+WHY_PLAY = "why_play"  # button: Play / Pause the greying
+WHY_FRAME = "why_frame"  # slider: how many groups of patches are greyed

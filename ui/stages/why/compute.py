@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import threading
 
+import streamlit as st
+
 from ui.drawing.numbers import pct
 from ui.serving import state
 from ui.serving.budget import forward_worker, get_model, held, shared_cache
@@ -165,11 +167,12 @@ def computed(key: tuple) -> bool:
 
 def ready(kind: str, inp, model_name: str, mask: str | None, target: Target):
     """`maps` or `table` for a page, which must not freeze: the value when it is computed or the
-    model is small; else raises NotReady (its computation started on a background thread, once;
+    model is small (or no server runs: a script, a bare-mode test, where no one sees a page);
+    else raises NotReady (its computation started on a background thread, once;
     the table's first part is the maps) or the background computation's error."""
     call = {"maps": maps, "table": table}[kind]
     key = held_key(kind, inp, model_name, mask, target)
-    if small(get_model(model_name)) or computed(key):
+    if small(get_model(model_name)) or computed(key) or not st.runtime.exists():
         return call(inp, model_name, mask, target)
     with _lock:
         error = _failed.pop(key, None)

@@ -73,7 +73,7 @@ def test_the_maps_share_one_colour_scale_and_are_the_librarys(shown):
     assert len(heat) == 6 and all(t.get("coloraxis") == "coloraxis" for t in heat)
     axis = fig["layout"]["coloraxis"]
     assert (axis["cmin"], axis["cmax"]) == (-1, 1)  # one scale, one bar, it says what it means
-    assert "largest |value|" in axis["colorbar"]["title"]["text"]
+    assert "peak |value|" in axis["colorbar"]["title"]["text"]
     g = model.config.grid
     for t, m in zip(heat, attribution.METHODS, strict=True):
         v = ref["maps"][m]
@@ -95,8 +95,9 @@ def test_the_fastest_method_and_the_aucs_are_the_tests_own(shown):
     assert float(said.group(4)) == pytest.approx(rd.auc_std, abs=6e-4)
     legend = {t["name"] for t in _race(at)["data"] if t.get("showlegend", True) and t.get("name")}
     for m in attribution.METHODS:
-        entry = next(n for n in legend if n.startswith(NAMES[m] + " ·"))
-        d, i = map(float, re.findall(r"AUC ([0-9.]+), insertion ([0-9.]+)", entry)[0])
+        entry = next(n for n in legend if re.fullmatch(re.escape(NAMES[m]) + r" [0-9.]+ / [0-9.]+",
+                                                       n))
+        d, i = map(float, re.findall(r"([0-9.]+) / ([0-9.]+)", entry)[0])
         assert d == pytest.approx(ref["deletion"][m].auc, abs=6e-4)
         assert i == pytest.approx(ref["insertion"][m].auc, abs=6e-4)
 

@@ -11,11 +11,13 @@ from ui.drawing.figures.heatmaps import grid_heatmap
 from ui.drawing.figures.images import labelled_patches
 from ui.drawing.figures.parts import _colorbar, _title, panels
 
-MAP_VALUE = "share of the map's largest |value| (red: for the answer, blue: against)"
+MAP_VALUE = "÷ the map's peak |value| (red: for, blue: against)"  # short: a phone's width
 # a style per method, so the lines differ in dash as well as in colour (colour never alone)
 DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 RANDOM = "#7f7f7f"
+LEGEND_TITLE = "area under the curve (AUC), deletion / insertion:"
+LEGEND_PX = 150  # the legend's room under the curves (a phone's lines are short)
 
 
 def six_maps(maps: dict[str, np.ndarray], names: dict[str, str], grid: int, title: str,
@@ -25,7 +27,7 @@ def six_maps(maps: dict[str, np.ndarray], names: dict[str, str], grid: int, titl
     its `tops` (row, column) outlined."""
     figs = [grid_heatmap(v.reshape(grid, grid), "", value_name=MAP_VALUE, zmin=scale[0],
                          zmax=scale[1], dtick_up_to=8, selected=tops[m]) for m, v in maps.items()]
-    fig = panels(figs, [names[m] for m in maps], coloraxis=True, spacing=0.03)
+    fig = panels(figs, [names[m] for m in maps], coloraxis=True, spacing=0.05)
     fig.update_layout(title=_title(title), height=height, margin=dict(l=0, r=0, t=70, b=0),
                       coloraxis=dict(colorscale="RdBu_r", cmin=scale[0], cmax=scale[1],
                                      colorbar=_colorbar(MAP_VALUE)))
@@ -80,7 +82,8 @@ def race(crop: Image.Image, patch_size: int, greyed_patches, curves: dict, title
     figs = [image, _curves("deletion", *curves["deletion"], marker),
             _curves("insertion", *curves["insertion"], None)]
     fig = panels(figs, list(panel_titles), spacing=0.07)
-    fig.update_layout(title=_title(title), height=height, margin=dict(l=0, r=0, t=70, b=0),
-                      legend=dict(orientation="h", x=0, y=-0.22, yanchor="top",
-                                  font=dict(size=12)))
+    legend = dict(orientation="h", x=0, y=0, yref="container", yanchor="bottom",
+                  font=dict(size=12), title=dict(text=LEGEND_TITLE, font=dict(size=14)))
+    fig.update_layout(title=_title(title), height=height, legend=legend,
+                      margin=dict(l=0, r=0, t=70, b=LEGEND_PX))
     return fig

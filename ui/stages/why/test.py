@@ -73,12 +73,11 @@ def _named_curves(f: Facts) -> dict:
     ri, rs = f.random_insertion
     out = {}
     for kind, (lines, band) in f.curves.items():
-        named_lines = [{**ln, "name": f"{NAMES[ln['method']]} · deletion AUC "
-                                      f"{f.deletion[ln['method']]:.3f}, insertion "
+        named_lines = [{**ln, "name": f"{NAMES[ln['method']]} {f.deletion[ln['method']]:.3f} / "
                                       f"{f.insertion[ln['method']]:.3f}"} for ln in lines]
         out[kind] = (named_lines, {**band, "name": (
-            f"random orders (mean of {band['seeds']}) · deletion AUC {f.random_mean:.3f} ± "
-            f"{f.random_spread:.3f}, insertion {ri:.3f} ± {rs:.3f}")})
+            f"{band['seeds']} random orders {f.random_mean:.3f} ± {f.random_spread:.3f} / "
+            f"{ri:.3f} ± {rs:.3f}")})
     return out
 
 

@@ -15,6 +15,7 @@ import torch
 from tests.independent import pixels_of
 from tests.support import HUB, arr, charts, note, open_app
 from ui import keys
+from ui.stages.why.keys import WHY_FRAME
 from vit_core import load_model
 from vit_core.explain import attribution, faithfulness, targets
 
@@ -124,3 +125,18 @@ def test_the_question_names_the_fastest_method(shown):
     at.toggle(key=keys.reveal("why", "test")).set_value(True).run()
     answers = [i.value for i in at.info if i.value.startswith(NAMES[min(dele, key=dele.get)])]
     assert answers, note(at)
+
+
+def test_the_play_greys_the_fastest_orders_patches_as_the_probability_falls(shown):
+    """The last frame (where Play ends) has every patch greyed and says the probability this
+    test's own deletion curve of the fastest order reads there; frame 0 the image as it is."""
+    at, model, ref = shown
+    dele = ref["deletion"][min(ref["deletion"], key=lambda m: ref["deletion"][m].auc)]
+    slider = at.slider(key=WHY_FRAME)
+    assert slider.value == 0
+    first = _race(at)["layout"]["annotations"][0]["text"]
+    assert first == f"0 patches greyed: P = {float(dele.y[0]):.2f}"
+    slider.set_value(slider.max).run()
+    last = _race(at)["layout"]["annotations"][0]["text"]
+    N = model.config.num_patches
+    assert last == f"{N} patches greyed: P = {float(dele.y[-1]):.2f}"

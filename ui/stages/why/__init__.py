@@ -24,7 +24,7 @@ STAGE = deck.Stage(
     steps=(
         waits(Step("maps", maps.title, maps.figure, maps.facts, maps.words,
                    describe=maps.describe, question=maps.question, reads=(compute.maps_read,),
-                   asks=maps.ASKS)),
+                   asks=maps.ASKS), before=maps.equation),
         waits(Step("test", test.TITLE, test.figure, test.facts, test.words,
                    describe=test.describe, question=test.question, reads=(compute.table_read,),
                    applies=compute.applies, asks=test.ASKS)),

@@ -57,8 +57,12 @@ def named(f: Facts) -> str:
     return f"the word “{f.target}”" if f.word else f"the class “{f.target}”"
 
 
+def equation(x: deck.View) -> None:
+    """How every map is put on one scale, with this model's patch count."""
+    st.latex(SCALED_TEX + rf",\quad i, j = 1, \dots, N = {x.c.num_patches}\ \text{{patches}}")
+
+
 def figure(x: deck.View, f: Facts) -> None:
-    st.latex(SCALED_TEX + rf",\quad i, j = 1, \dots, N = {f.grid * f.grid}\ \text{{patches}}")
     if f.m is None:
         return
     where = (f"the same patch ({f.common})" if f.places == 1 else

@@ -23,8 +23,9 @@ class Pending:
     waiting: compute.NotReady
 
 
-def waits(step: Step) -> Step:
-    """`step` with facts that may be Pending: its figure a progress bar, nothing else said."""
+def waits(step: Step, before=None) -> Step:
+    """`step` with facts that may be Pending: its figure a progress bar, its words what is being
+    computed, no question. `before(view)` is drawn above the figure either way (an equation)."""
     def facts(view):
         try:
             return step.facts(view)
@@ -32,6 +33,8 @@ def waits(step: Step) -> Step:
             return Pending(e)
 
     def figure(view, f):
+        if before is not None:
+            before(view)
         if isinstance(f, Pending):
             _progress(f.waiting)
         else:
@@ -40,7 +43,13 @@ def waits(step: Step) -> Step:
     def unless_pending(fn):
         return lambda view, f: None if isinstance(f, Pending) else fn(view, f)
 
-    return replace(step, facts=facts, figure=figure, words=unless_pending(step.words),
+    def words(view, f):
+        if isinstance(f, Pending):
+            return (f"{f.waiting.now()[0]} for this image: the step shows them as soon as they "
+                    f"are ready.")
+        return step.words(view, f)
+
+    return replace(step, facts=facts, figure=figure, words=words,
                    notes=unless_pending(step.notes), describe=unless_pending(step.describe),
                    question=unless_pending(step.question))
 

@@ -27,6 +27,6 @@ STAGE = deck.Stage(
                    asks=maps.ASKS), before=maps.equation),
         waits(Step("test", test.TITLE, test.figure, test.facts, test.words,
                    describe=test.describe, question=test.question, reads=(compute.table_read,),
-                   applies=compute.applies, asks=test.ASKS)),
+                   applies=compute.applies, asks=test.ASKS), meanwhile=test.equation),
     ),
 )

@@ -81,6 +81,13 @@ def _named_curves(f: Facts) -> dict:
     return out
 
 
+def equation(x: deck.View) -> None:
+    """What the areas in the legend are, with this model's patch count."""
+    st.latex(r"\mathrm{AUC} = \int_0^1 p\big(\text{answer} \mid \text{a fraction } x "
+             r"\text{ of the } N = " + str(x.c.num_patches) + r"\text{ patches greyed}\big)"
+             r"\,dx")
+
+
 def frame(f: Facts) -> int:
     """The Play's frame this session shows (kept within this image's frames)."""
     return min(int(st.session_state.get(WHY_FRAME, 0)), len(f.frames) - 1)

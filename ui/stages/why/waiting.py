@@ -23,9 +23,10 @@ class Pending:
     waiting: compute.NotReady
 
 
-def waits(step: Step, before=None) -> Step:
+def waits(step: Step, before=None, meanwhile=None) -> Step:
     """`step` with facts that may be Pending: its figure a progress bar, its words what is being
-    computed, no question. `before(view)` is drawn above the figure either way (an equation)."""
+    computed, no question. `before(view)` is drawn above the figure either way (an equation);
+    `meanwhile(view)` under the progress bar only (what the figure will show)."""
     def facts(view):
         try:
             return step.facts(view)
@@ -37,6 +38,8 @@ def waits(step: Step, before=None) -> Step:
             before(view)
         if isinstance(f, Pending):
             _progress(f.waiting)
+            if meanwhile is not None:
+                meanwhile(view)
         else:
             step.figure(view, f)
 

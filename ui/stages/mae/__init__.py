@@ -60,7 +60,7 @@ STAGE = deck.Stage(
         Step("hide", "Hide patches", _hide_figure, measure, _hide_words,
              question=_hide_question, asks=("N",)),
         Step("shapes", "The encoder reads fewer tokens; the decoder all of them", _shapes_figure,
-             measure, _shapes_words, _shapes_notes, _shapes_question,
+             measure, _shapes_words, _shapes_notes, question=_shapes_question,
              asks=("N", "S_dec", "n_hidden", "n_visible")),
         Step("reconstruction", "The reconstruction", _reconstruction_figure, measure,
              _reconstruction_words, question=_reconstruction_question,

@@ -17,9 +17,11 @@ from ui.stages.why import (
     patch_compute,
     patching,
     sanity,
+    test,
     word_compute,
     words,
 )
+from ui.stages.why.waiting import waits
 
 STAGE = deck.Stage(
     slug="why",
@@ -34,8 +36,12 @@ STAGE = deck.Stage(
         Step("guess", guess.TITLE, guess.figure, guess.facts, guess.words, notes=guess.notes,
              describe=guess.describe, question=guess.question, reads=(guess_compute.table_read,),
              applies=compute.applies, holds=guess.holds, asks=guess.ASKS),
-        Step("maps", maps.title, maps.figure, maps.facts, maps.words, reads=(compute.maps_read,),
-             applies=compute.applies),
+        waits(Step("maps", maps.title, maps.figure, maps.facts, maps.words,
+                   describe=maps.describe, question=maps.question, reads=(compute.maps_read,),
+                   asks=maps.ASKS), before=maps.equation),
+        waits(Step("test", test.TITLE, test.figure, test.facts, test.words,
+                   describe=test.describe, question=test.question, reads=(compute.table_read,),
+                   applies=compute.applies, asks=test.ASKS), meanwhile=test.equation),
         Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words,
              notes=sanity.notes, describe=sanity.describe, question=sanity.question,
              reads=(patch_compute.sanity_read,), applies=compute.applies,

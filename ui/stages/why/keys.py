@@ -16,3 +16,6 @@ WHY_GUESS_TEST = "why_guess_test"  # button: "Test my guess" (alone)
 WHY_GUESS_TESTED = "_why_guess_tested"  # tuple[int, ...] | None: the guess tested (alone)
 WHY_GUESS_AGAIN = "why_guess_again"  # button: "Guess again" (alone, after a test)
 WHY_GUESS_SCORES = "why_guess_scores"  # chart: the guess's deletion AUC beside the methods'
+WHY_RACE = "why_race"  # chart: the image greyed, the deletion and insertion curves
+WHY_PLAY = "why_play"  # button: Play / Pause the greying
+WHY_FRAME = "why_frame"  # slider: how many groups of patches are greyed

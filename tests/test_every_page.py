@@ -136,6 +136,8 @@ def shows_this_models_geometry(page: str, at, model_name: str) -> bool:
 
         return (f"The sidebar's model, {model_name}, is not a masked autoencoder" in notice
                 or NO_MAE in notice or "N_vis" in notice)
+    if page == "why":  # the maps' scaling names this model's patch count
+        return any(f"N = {N}" in lat.value for lat in at.get("latex"))
     assert page == "experiments", page
     return at.title[0].value.startswith("10 · Experiments")
 

@@ -25,7 +25,7 @@ TEACHER = {
     "temperature": 0.7, "top_k": 5, "gen_seed": 7, "caption": "a ball", "experiment":
     "Grey out patches", "heads_off": [1, 3], "greyed": [0, 1, 48], "shuffle_seed": 3,
     "other_mask": "window:2:shifted", "mae_mode": "click", "mae_ratio": 0.5, "mae_seed": 4,
-    "mae_hidden": [0, 1, 2]}
+    "mae_hidden": [0, 1, 2], "why_patch_kind": "blur"}
 AT = classes.Position("experiments", "change", 5, 3, 48, TEACHER)
 
 

@@ -296,3 +296,32 @@ def test_calls_made_behind_wait_for_every_page_call_and_leave_the_quiet_clock_al
     assert worker.last_pass == page_ended  # ... is not a page's: the quiet clock runs on
     assert worker.run(threading.current_thread) is not threading.current_thread()
     assert worker.last_pass > page_ended
+
+
+def test_a_long_job_lets_waiting_calls_run_between_its_batches():
+    """A job of many batches that calls between() after each (the why stage's maps): a page's
+    call made while it runs is served before it ends, on the worker thread; between() off the
+    worker thread does nothing."""
+    worker = w.Worker()
+    started, log = threading.Event(), []
+
+    def long_job():
+        started.set()
+        for batch in range(2000):
+            log.append(("batch", batch))
+            worker.between()
+            if ("page", True) in log:
+                return batch  # the page's call ran between two of its batches
+            time.sleep(0.005)
+        return None
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            done = pool.submit(worker.run, long_job)
+            started.wait(10)
+            assert worker.run(lambda: log.append(
+                ("page", threading.current_thread() is worker.thread)) or "served") == "served"
+            assert done.result(60) is not None  # the job saw the call served, then ended
+        worker.between()  # on this thread: nothing to do, returns at once
+    finally:
+        worker.stop()

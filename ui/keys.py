@@ -253,6 +253,9 @@ def qkv(matrix: str) -> str:
     return f"{QKV_PREFIX}{matrix}"
 
 
+# ---- ui/stages/why (followed by a live class: ui/live/follow.FOLLOWED)
+WHY_PATCH_KIND = "why_patch_kind"  # str: the corrupted copy patched against (radio)
+
 # ---- ui/stages/mae
 MAE_MODE = "mae_mode"  # str: how patches are hidden, at random or by clicks (radio)
 MAE_RATIO = "mae_ratio"  # float: share of patches hidden at random (select_slider)

@@ -10,10 +10,9 @@ order; its number ("4 · …") is its place in ui/stages.STAGES, the one list of
 - `words(view, facts)`: the sentence(s) said with the figure, worded from those facts;
 - `notes(view, facts)`: the longer explanation (under the figure on the page; in presenter mode
   the speaker notes, so it never pushes the figure off the slide);
-- `describe(view, facts)`: the figure's text alternative, worded from the same facts as its
-  words (what the axes are, where the maximum is, the range): under the figure on the page, for
-  a screen reader on a slide (visually hidden there) and in the speaker notes, for a teacher to
-  read aloud (docs/accessibility.md);
+- `describe(view, facts)`: the figure's text alternative, worded from its facts (the axes, the
+  range, where the maximum is): under the figure on the page, visually hidden on a slide and
+  said in its speaker notes (docs/accessibility.md);
 - `question(view, facts)`: the question to ask, with its answer worded from `facts` alone (it
   computes no number of its own);
 - `asks`: the facts its question reads, by name (fields of what `facts` returns); each one that
@@ -23,13 +22,15 @@ order; its number ("4 · …") is its place in ui/stages.STAGES, the one list of
 - `reads`: what it asks ui/state for beyond the trace, as the functions that ask it (each
   `(ui/tour.Ask) -> [calls]`; ui/ahead.plan calls them for the read-ahead);
 - `applies(config)`: False for the model families it does not apply to.
+- `holds(view)`: True while the steps after it must not be shown (a question asked before the
+  answer is seen: the stage's later steps would give it away); the page stops under it, and a
+  session following a class shows it in place of a later step.
 
 `run(STAGE)` is a whole page. Normally it draws the stage's controls once, then every step
 one after another (the page a student scrolls); in presenter mode it draws the current step
 alone, as a slide: controls, the figure filling the screen that is left, the words, the question.
 The header (ui/lesson/presenter.py), the step count, the link's ?step=, the read-ahead and the
-tests all
-read the same list: nothing counts positions by hand.
+tests all read the same list: nothing counts positions by hand.
 
 The deck knows nothing of a live class: a lesson joins in at the points `Lesson` names (does the
 page show one step, a question's box, the header's own controls, the stages Next walks, the
@@ -88,6 +89,7 @@ class Step:
     reads: tuple[Read, ...] = ()  # what the read-ahead computes for it (ui/ahead.plan calls each)
     applies: Callable[[Any], bool] = _always
     asks: tuple[str, ...] = ()  # the facts `question` reads; `figure` draws each number of them
+    holds: Callable[[Any], bool] = lambda view: False  # True: no later step is shown yet
     # the figure's text alternative; last, so that a stage passing the fields before it by
     # position (ui/stages/mae: figure, facts, words, notes, question) keeps its meaning
     describe: Callable[[Any, Any], str | None] = _none
@@ -212,7 +214,10 @@ def run(stage: Stage) -> None:
     st.title(stage.title)
     steps = stage.steps_for(view.c)
     if view.presenting or one_step():
-        step = steps[position.index_in(stage.slug, len(steps))]
+        at = position.index_in(stage.slug, len(steps))
+        step = next((s for s in steps[:at] if s.holds(view)), steps[at])
+        if step is not steps[at]:
+            st.caption(HELD_HERE)
         names = [n for n in CONTROLS if n in step.controls]
         draw_controls(view, names)
         facts = step.facts(view)
@@ -243,6 +248,15 @@ def run(stage: Stage) -> None:
         if notes:
             st.caption(notes)
         _ask(stage, step, view, facts)
+        if step.holds(view):
+            st.caption(HELD_BELOW)
+            break
+
+
+HELD_HERE = ("The class has moved on to a later step; this step's question comes first: what "
+             "the later steps show would give its answer away.")
+HELD_BELOW = ("The next steps appear once you have answered this step's question (or the "
+              "teacher reveals its answer): they would give the answer away.")
 
 
 def speaker_notes(texts: list[str]) -> None:
@@ -359,6 +373,19 @@ class Lesson:
     def address(self) -> dict[str, str]:
         """The session's place in the lesson, kept in its own address (never a shared link)."""
         return {}
+
+    def asked(self, stage: str, step: str) -> Asked | None:
+        """This session's own answer to a step's question in the lesson, and whether it was
+        revealed; None when the session answers no lesson's questions (alone, or teaching)."""
+        return None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A student's side of a step's question in a lesson."""
+
+    sent: Any  # their answer (ui/live/classes.Answer), None before they send one
+    revealed: bool  # the teacher revealed the answer to the class
 
 
 _joined: list[Lesson] = [Lesson()]  # the one lesson this process's deck runs with

@@ -7,7 +7,8 @@ numbers as its answer, so each student is marked against their own image and mod
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,25 @@ class PatchPick:
 
 
 @dataclass(frozen=True)
+class PatchSet:
+    """Answered by choosing `k` patches of the image's grid on the step's own figure (`chosen`:
+    the session's choice so far). Nobody is marked: `scores(patches)` gives the numbers kept with
+    the answer (computed for the student's own image when they send it), and `summary(answers)`
+    words the class's answers for the teacher."""
+
+    k: int
+    chosen: tuple[int, ...] = ()
+    scores: Callable[[tuple[int, ...]], dict] | None = field(default=None, compare=False)
+    summary: Callable[[list], str] | None = field(default=None, compare=False)
+    prompt: str = "Choose the patches on the grid above"
+
+
+@dataclass(frozen=True)
 class Words:
     """Answered in the student's own words (the teacher reads them; nobody else does)."""
 
 
-Reply = Choice | Number | PatchPick | Words
+Reply = Choice | Number | PatchPick | PatchSet | Words
 
 
 def judge(reply, value) -> bool | None:
@@ -69,4 +84,6 @@ def shown(reply, value) -> str:
         return f"{text} {reply.unit}".strip()
     if isinstance(reply, PatchPick):
         return f"patch {int(value)}"
+    if isinstance(reply, PatchSet):
+        return "patches " + ", ".join(str(int(p)) for p in sorted(value))
     return str(value)

@@ -81,10 +81,11 @@ class Answer:
     stage: str
     step: str
     question: str
-    kind: str  # "choice", "number", "patch", "words"
+    kind: str  # "choice", "number", "patch", "patches", "words"
     value: str  # the option, number, patch or text as shown
     right: bool | None  # against the student's own image and model; None: nobody is marked
     at: float  # seconds after the class started
+    scores: dict = field(default_factory=dict)  # numbers computed with it (a guess's AUCs)
 
 
 def step_id(stage: str, step: str) -> str:
@@ -219,11 +220,21 @@ def to_csv(found: list[Answer]) -> str:
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["seconds", "stage", "step", "question", "student", "nickname", "kind",
-                "answer", "right"])
+                "answer", "right", "scores"])
     for a in found:
         w.writerow([f"{a.at:.1f}", a.stage, a.step, a.question, a.student, a.nickname, a.kind,
-                    a.value, "" if a.right is None else ("yes" if a.right else "no")])
+                    a.value, "" if a.right is None else ("yes" if a.right else "no"),
+                    scores_text(a.scores)])
     return out.getvalue()
+
+
+def scores_text(scores: dict) -> str:
+    """An answer's scores in one CSV cell: "guess_auc=0.2143; better_than_random=yes"."""
+    def cell(v):
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return " ".join(str(x) for x in v) if isinstance(v, list) else str(v)
+    return "; ".join(f"{k}={cell(v)}" for k, v in scores.items())
 
 
 # ---------------------------------------------------------------- the students
@@ -255,12 +266,14 @@ def seen(store, code: str, student: str) -> None:
 
 
 def answer(store, c: Class, student: str, nickname: str, stage: str, step: str,
-           question: str, kind: str, value: str, right: bool | None) -> bool:
-    """Record a student's answer to a step; False when they already answered it."""
+           question: str, kind: str, value: str, right: bool | None,
+           scores: dict | None = None) -> bool:
+    """Record a student's answer to a step (with the `scores` computed for it, plain JSON
+    values); False when they already answered it."""
     if kind == "words":
         value = value.strip()[:MAX_WORDS]
     a = Answer(student, nickname.strip()[:30], stage, step, question, kind, value, right,
-               round(time.time() - c.started, 1))
+               round(time.time() - c.started, 1), dict(scores or {}))
     return store.hsetnx(_key("answers", c.code), f"{student}|{step_id(stage, step)}",
                         json.dumps(asdict(a)), LIFETIME)
 

@@ -217,6 +217,8 @@ FOLLOWED = (
     Setting("mae_ratio", keys.MAE_RATIO, _one_of(lambda m: choices.RATIO_CHOICES), ("mae",)),
     Setting("mae_seed", keys.MAE_SEED, _between(0, 2**31 - 1), ("mae",)),
     Setting("mae_hidden", keys.MAE_HIDDEN, _indices(_mae_patches, one_left=True), ("mae",)),
+    Setting("why_patch_kind", keys.WHY_PATCH_KIND, _only(lambda m: choices.PATCH_AGAINST),
+            ("why",)),
 )
 FIELDS = ("layer", "head", "patch")  # kept as the position's own fields
 BY_NAME = {s.name: s for s in FOLLOWED}

@@ -34,5 +34,8 @@ class LiveClass(deck.Lesson):
     def address(self) -> dict[str, str]:
         return session.params()
 
+    def asked(self, stage: str, step: str) -> deck.Asked | None:
+        return student.asked(stage, step) if session.role() == "student" else None
+
 
 LESSON = LiveClass()

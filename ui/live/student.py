@@ -18,10 +18,11 @@ import streamlit as st
 
 from ui import keys, stages
 from ui.drawing import figures
-from ui.lesson import replies, share
+from ui.lesson import deck, replies, share
 from ui.live import classes, push, session
 from ui.live import follow as follow_settings
 from ui.live.store import StoreDown
+from ui.serving.worker import Busy
 
 
 # ---------------------------------------------------------------- following
@@ -131,9 +132,13 @@ def _send(stage: str, step: str, q, kind: str, value) -> None:
     if c is None or value is None or (kind == "words" and not str(value).strip()):
         return
     try:
+        scores = _scores(q.reply, value)
         took = classes.answer(session.store(), c, ss[keys.LIVE_ME], ss.get(keys.LIVE_NICK, ""),
                               stage, step, q.question, kind, replies.shown(q.reply, value),
-                              replies.judge(q.reply, value))
+                              replies.judge(q.reply, value), scores)
+    except Busy as e:
+        ss[keys.LIVE_NOTICE] = f"Your answer was not sent: {e}"
+        return
     except StoreDown:
         ss[keys.LIVE_NOTICE] = ("The class store is not answering, so your answer was not "
                                 "saved: send it again in a moment.")
@@ -145,8 +150,15 @@ def _send(stage: str, step: str, q, kind: str, value) -> None:
     st.toast(f"Your answer to “{q.question}” was saved.", icon=":material/check:")
 
 
+def _scores(reply, value) -> dict:
+    """The numbers a reply computes for an answer on this student's own image (a guess's
+    AUCs: ui/lesson/replies.PatchSet), kept with it in the class's store and CSV."""
+    scorer = getattr(reply, "scores", None)
+    return scorer(tuple(value)) if callable(scorer) else {}
+
+
 KINDS = {replies.Choice: "choice", replies.Number: "number", replies.PatchPick: "patch",
-         replies.Words: "words"}
+         replies.PatchSet: "patches", replies.Words: "words"}
 
 
 def answer_box(stage: str, step: str, q, view) -> bool:
@@ -190,6 +202,19 @@ def _answer(stage: str, step: str, q, view) -> None:
                    "reveals it.")
 
 
+def asked(stage: str, step: str) -> deck.Asked | None:
+    """The student's own answer to a step and whether it was revealed (None: in no class)."""
+    c = session.current()
+    if c is None:
+        return None
+    try:
+        mine = classes.answered(session.store(), c.code, st.session_state[keys.LIVE_ME], stage,
+                                step)
+    except StoreDown:
+        mine = None
+    return deck.Asked(mine, c.is_revealed(stage, step))
+
+
 def _input(stage: str, step: str, q, view) -> None:
     reply, key = q.reply, keys.answer(stage, step)
     kind = KINDS[type(reply)]
@@ -201,6 +226,10 @@ def _input(stage: str, step: str, q, view) -> None:
     elif isinstance(reply, replies.PatchPick):
         value = _patch_input(view, key, keys.answer_grid(stage, step), reply.prompt,
                              keys.answer_typed(stage, step))
+    elif isinstance(reply, replies.PatchSet):  # chosen on the step's own figure
+        value = reply.chosen if len(reply.chosen) == reply.k else None
+        st.caption(f"{reply.prompt}: {len(reply.chosen)} of {reply.k} chosen"
+                   + (f" ({replies.shown(reply, reply.chosen)})." if reply.chosen else "."))
     else:
         value = st.text_input("Your answer", key=key, max_chars=classes.MAX_WORDS)
     st.button("Send", key=keys.answer_send(stage, step), on_click=_send,

@@ -182,11 +182,11 @@ def question_box(stage: str, step: str, q) -> None:
                          s, code, secret, stage, step)),
                      help="Shows the answer on every screen, each computed for that student's "
                           "own image.")
-    _tally(stage, step)
+    _tally(stage, step, q.reply)
 
 
 @st.fragment(run_every=TALLY_EVERY)
-def _tally(stage: str, step: str) -> None:
+def _tally(stage: str, step: str, reply=None) -> None:
     found = _act(lambda s, code, secret: classes.counts(s, code, secret, stage, step))
     if found is None:
         return
@@ -197,6 +197,14 @@ def _tally(stage: str, step: str) -> None:
                     for a in found)
     st.caption(f"{len(found)} answered: " + ", ".join(
         f"{marks[m]} {m}" for m in (RIGHT, WRONG, UNMARKED) if marks[m]) + ".")
+    worded = getattr(reply, "summary", None)
+    if callable(worded):  # answers with scores (a guess): the reply words the class's
+        st.markdown(worded(found))
+        with st.popover("Answers", icon=":material/table:"):
+            st.dataframe([{"student": a.nickname or a.student, "answer": a.value, **{
+                k: v for k, v in a.scores.items() if k != "patches"}} for a in found],
+                hide_index=True, key=keys.tally(stage, step))
+        return
     with st.popover("Answers", icon=":material/bar_chart:"):
         if found[0].kind == "words":
             for a in found:

@@ -7,7 +7,9 @@ first view waits at most for the pass in progress, and after FRESH_IN_A_ROW of t
 next. A small model's pass (~10 ms) runs at once on its caller's thread. Past LIMIT_S (or
 `timeout=`) a wait raises `Busy` (its message one sentence for the page) and an unstarted job
 is dropped. Calls made inside `behind()` (the read-ahead's) wait behind every page's call and
-word and are no pass for `wait_idle`. The server's one worker: ui/state.forward_worker().
+word and are no pass for `wait_idle`. A long job of many batches (the why stage's maps on a big
+model) calls `between()` after each batch: the calls waiting then run before its next batch.
+The server's one worker: ui/state.forward_worker().
 """
 
 from __future__ import annotations
@@ -85,6 +87,23 @@ class Worker:
         finally:
             self._behind.on = False
 
+    def between(self) -> None:
+        """Called between two batches of a long job (a `progress` callback): on the worker
+        thread, run the pages' calls and captions' words waiting now (not the read-ahead's), so
+        a job of many batches keeps nobody waiting longer than one batch; elsewhere nothing."""
+        if threading.current_thread() is not self.thread:
+            return
+        while True:
+            with self.lock:
+                if not (self.fresh or self.steps):
+                    return
+                job, call, later = (self.fresh or self.steps).popleft()
+            self._serve(job, call)
+            with self.lock:
+                if not later:
+                    self.last_pass = time.monotonic()
+                self.lock.notify_all()
+
     def wait_idle(self, quiet: float = 0.0, timeout: float | None = None) -> bool:
         """Wait until nothing is queued or running and no page's pass has run for `quiet` s;
         False if `timeout` s pass first."""
@@ -126,16 +145,21 @@ class Worker:
                     return
                 self.running = True
             job, call, later = nxt
-            if job.set_running_or_notify_cancel():  # False: its caller gave up waiting
-                try:
-                    job.set_result(call())
-                except BaseException as e:  # handed to the caller, never kills the worker
-                    job.set_exception(e)
+            self._serve(job, call)
             with self.lock:
                 self.running = False
                 if not later:
                     self.last_pass = time.monotonic()
                 self.lock.notify_all()  # wait_idle
+
+
+    @staticmethod
+    def _serve(job: Future, call) -> None:
+        if job.set_running_or_notify_cancel():  # False: its caller gave up waiting
+            try:
+                job.set_result(call())
+            except BaseException as e:  # handed to the caller, never kills the worker
+                job.set_exception(e)
 
 
 class Stepwise:

@@ -28,6 +28,7 @@ from ui.stages import (
     segmentation,
     shape_trace,
     training,
+    why,
 )
 
 
@@ -50,6 +51,7 @@ STAGES = numbered(
     experiments.STAGE,
     training.STAGE,
     mae.STAGE,
+    why.STAGE,
 )
 BY_SLUG = {stage.slug: stage for stage in STAGES}
 

@@ -22,6 +22,10 @@ KINDS = {
     "Apply another attention mask": "mask",
 }
 
+# Why this answer?, where the answer is formed: what the image is patched against (the
+# object's patches greyed, the whole image greyed or blurred, another sample scene)
+PATCH_AGAINST = ("object", "grey", "blur", "other")
+
 
 def mask_options(c, run_mask: str) -> list[str]:
     """The masks the run after may use: the other plain masks, then M x M windows (plain, and

@@ -21,7 +21,7 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
         hover: per tile, [R, C] strings said on hover before the value.
         outlines: per tile, (row, col, colour) of the cells outlined (prefix tokens, a top
             cell).
-        row_names: the y axis's tick per row of tiles (else the axis says "patch row").
+        row_names: the y axis's tick per row of tiles (its title says "patch row" either way).
         gap: empty rows above each tile (room for its name; 1 where the tiles are unnamed).
     """
     R, C = grids[0].shape
@@ -49,7 +49,7 @@ def tiles(grids: list[np.ndarray], labels: list[str], cols: int, *, title: str,
              zeroline=False, title=dict(text="patch row (in each tile)"))
     if row_names:
         y.update(tickmode="array", tickvals=[k * step_r + gap + (R - 1) / 2 for k in range(rows)],
-                 ticktext=row_names, title=None)
+                 ticktext=row_names)
     else:
         y.update(showticklabels=False)
     x = dict(constrain="domain", showgrid=False, zeroline=False, showticklabels=False,

@@ -23,7 +23,7 @@ import torch
 from ui import keys, stages
 from ui.drawing.numbers import pct
 from ui.lesson import deck
-from ui.lesson.replies import Choice, Number, PatchPick, Words
+from ui.lesson.replies import Choice, Number, PatchPick, PatchSet, Words
 from ui.selection import inputs, session
 from ui.serving import state
 from ui.stages import BY_SLUG as STAGES
@@ -114,6 +114,10 @@ def test_every_reply_is_well_formed(asked):
             elif isinstance(r, Number):
                 assert r.value is None or math.isfinite(r.value), (where, r)
                 assert math.isfinite(r.tolerance) and r.tolerance >= 0, (where, r)
+            elif isinstance(r, PatchSet):  # a guess: k patches, scored on Send, not marked
+                N = a.view.c.num_patches
+                assert 1 <= r.k <= N and r.scores is not None and r.summary is not None, where
+                assert all(0 <= p < N for p in r.chosen), (where, r)
             elif isinstance(r, PatchPick):
                 N = a.view.c.num_patches
                 assert list(r.right) == sorted(set(r.right)), (where, r)
@@ -295,7 +299,19 @@ def _by_right(**said):
 NOT_MARKED = ("no head", "single head", "one head", "all spread almost evenly", "no CLS token",
               "single patch", "one class everywhere", "No patch is greyed out yet",
               "does not apply")
+def _starts_with_right(r, answer: str) -> bool:
+    """The answer opens with the right option's words (capitalised), then a colon."""
+    said = r.options[r.right]
+    return answer.startswith(said[:1].upper() + said[1:] + ":")
+
+
 SAYS = {  # (stage, step) -> does the answer say the reply's right value?
+    ("why", "maps"): lambda r, answer: answer.startswith(
+        "On one:" if r.value == 1 else f"On {r.value:g}:"),
+    ("why", "test"): _starts_with_right,
+    ("why", "sanity"): _starts_with_right,
+    ("why", "patching"): lambda r, answer: answer.startswith(f"Block {r.value:g}:"),
+    ("why", "words"): _by_right(o0="Yes: ", o1="No: "),
     ("patches", "matrix"): lambda r, answer: f"= {r.value:,} patches" in answer,
     ("embeddings", "vector"): _by_right(o1="read the same way wherever"),
     ("embeddings", "sum"): _by_right(o1="could not tell the picture from its patches shuffled",
@@ -369,6 +385,8 @@ def test_the_answer_says_the_right_value(asked):
     for family, questions in asked.items():
         for a in questions:
             r, where = a.question.reply, (family, a.slug, a.step)
+            if isinstance(r, PatchSet):  # a guess is scored on its own image, never marked
+                continue
             assert (a.slug, a.step) in SAYS, f"{where}: say how its answer gives the reply"
             if getattr(r, "right", getattr(r, "value", None)) is None:  # nobody is marked
                 assert any(s in a.question.answer for s in NOT_MARKED), (where, r)

@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         page = context_for(browser, *size(args.size)).new_page()
         for where in args.steps:
             slug, k = where.split(":")
-            title = stages.get(slug).steps_for(config)[int(k) - 1].title_for(config)
+            title = dict(enumerate(stages.titles(slug, config), 1))[int(k)]  # slide k, as ?step=k
             mode = f"&presenter=1&step={k}" if args.presenter else ""
             page.goto(f"{server.url}/?page={slug}{mode}{extra}")
             wait_idle(page)

@@ -18,6 +18,21 @@ from vit_core.explain.attribution import METHODS
 NAMES = {"cls_attention": "CLS attention", "rollout": "Rollout", "grad_rollout":
          "Gradient rollout", "gradcam": "Grad-CAM", "integrated_gradients":
          "Integrated Gradients", "occlusion": "Occlusion"}
+CHOICES = 4  # a question's options at most (a live class's answer buttons on a phone)
+
+
+def method_choice(values: dict[str, float], right: str, prompt: str = "The method") -> deck.Choice:
+    """A Choice of CHOICES methods for a question whose answer is `right`: it and the methods
+    whose `values` lie nearest its own (an undefined value farthest), in METHODS' order."""
+    def gap(m: str) -> float:
+        d = abs(values[m] - values[right])
+        return d if d == d else float("inf")
+
+    near = [m for _, m in sorted((gap(m), m) for m in values if m != right)][:CHOICES - 1]
+    kept = [m for m in METHODS if m == right or m in near]
+    return deck.Choice(tuple(NAMES[m] for m in kept), kept.index(right), prompt=prompt)
+
+
 HEADLESS = ("This model has no class head and no text head: it gives no answer, so there is "
             "nothing for a map to explain. Pick a classifier or a captioner in the sidebar.")
 

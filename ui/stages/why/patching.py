@@ -14,7 +14,7 @@ from ui.drawing.figures.parts import panels
 from ui.drawing.figures.tiles import tiles
 from ui.drawing.numbers import pct
 from ui.lesson import deck
-from ui.lesson.deck import Choice, Question
+from ui.lesson.deck import Number, Question
 from ui.selection import session
 from ui.stages.why import compute, patch_compute
 from ui.stages.why.keys import WHY_PATCH
@@ -226,4 +226,4 @@ def question(x: deck.View, f: dict) -> Question | None:
                     "most of the answer?",
                     f"Block {top.block}: {token_name(top.column, f)} "
                     f"restores {pct(top.share)}.",
-                    Choice(tuple(f"block {i}" for i in range(f["depth"])), top.block))
+                    Number(top.block, prompt="The block (its number)"))

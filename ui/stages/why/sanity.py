@@ -11,11 +11,11 @@ from ui.drawing import phone
 from ui.drawing.figures.tiles import tiles
 from ui.drawing.readable import readable
 from ui.lesson import deck
-from ui.lesson.deck import Choice, Question
+from ui.lesson.deck import Question
 from ui.selection import session
 from ui.stages.why import compute, patch_compute
 from ui.stages.why.keys import WHY_SANITY
-from ui.stages.why.maps import NAMES
+from ui.stages.why.maps import NAMES, method_choice
 from vit_core.explain import why_patch_facts as wf
 from vit_core.explain.attribution import METHODS
 
@@ -120,8 +120,7 @@ def question(x: deck.View, f: dict) -> Question | None:
     best = f["most_kept"]
     if best is None:
         return None
-    options = tuple(NAMES[m] for m in METHODS)
     return Question("Which method's map changed least when the weights were randomised?",
                     f"{NAMES[best]}: ρ {_rho(f['rho'][best])} between its map on the trained "
                     f"model and on the random one.",
-                    Choice(options, list(METHODS).index(best)))
+                    method_choice(f["rho"], best))

@@ -14,7 +14,7 @@ from ui.lesson import deck, player
 from ui.selection import session
 from ui.stages.why import compute
 from ui.stages.why.keys import WHY_FRAME, WHY_PLAY, WHY_RACE
-from ui.stages.why.maps import NAMES
+from ui.stages.why.maps import NAMES, method_choice
 from vit_core.explain import why_facts
 from vit_core.explain.attribution import METHODS
 
@@ -160,14 +160,12 @@ def describe(x: deck.View, f: Facts) -> str:
 
 
 def question(x: deck.View, f: Facts) -> deck.Question:
-    options = tuple(NAMES[m] for m in METHODS)
     auc = f.deletion[_key(f.fastest)]
     how = ("clearly faster than random" if f.clearly else "but not clearly faster than random")
     answer = (f"{f.fastest}: its order's deletion AUC was the lowest, {auc:.3f}, "
               f"{how} ({f.random_mean:.3f} ± {f.random_spread:.3f}).")
     return deck.Question("Which method's order removed the answer fastest on your image?",
-                         answer, deck.Choice(options, options.index(f.fastest),
-                                             prompt="The method"))
+                         answer, method_choice(f.deletion, _key(f.fastest)))
 
 
 ASKS = ("fastest", "deletion", "random_mean", "random_spread", "clearly")

@@ -1,18 +1,14 @@
 """The why stage on the ViT-B/16-size preset (slow: its maps take minutes cold): the page does not
-wait for them (a progress bar, no exception), another session's pass asked for meanwhile is
-served while they are computed (the worker runs it between the long job's batches), and once
-they are there the page draws them."""
+wait for them (a progress bar, no exception), and once they are there the page draws them."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
 from tests.support import charts, open_app
 from ui import keys
-from ui.serving import budget
 from ui.stages.why import compute
 
 pytestmark = pytest.mark.slow
@@ -30,18 +26,12 @@ def test_vit_b16_shows_progress_then_its_maps_and_keeps_the_worker_serving():
     inp = at.session_state[keys.INPUT]
     target = compute.target(inp, B16)
     maps_key = compute.held_key("maps", inp, B16, None, target)
-    assert not compute.computed(maps_key)
-
-    served = []  # another session's one-pass call, asked for while the maps are computed
-    ask = threading.Thread(target=lambda: served.append(
-        (budget.forward_worker().run(lambda: "done"), compute.computed(maps_key))))
-    ask.start()
+    # the other sessions' passes run between the long job's batches: tests/test_worker.py
+    # (`between`, deterministic); timing it here raced the maps on a fast machine
     end = time.monotonic() + WAIT_S
     while not compute.computed(maps_key) and time.monotonic() < end:
         time.sleep(2)
     maps_wait = time.perf_counter() - started
-    ask.join(60)
-    assert served and served[0] == ("done", False), served  # served before the maps were done
     assert compute.computed(maps_key), "the maps were not computed in time"
     at.run()
     assert not at.exception

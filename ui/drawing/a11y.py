@@ -54,6 +54,8 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 /* a figure's text alternative (ui/lesson/deck._describe): a caption's look under the figure;
    on a slide visually hidden, still read by a screen reader */
 .figure-alt {{ font-size: 0.9rem; color: inherit; opacity: {CAPTION_OPACITY}; margin: 0.2rem 0; }}
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] .figure-alt.sr-only) {{
+  position: absolute !important; width: 1px; height: 1px; overflow: hidden; margin: 0; }}
 .sr-only {{ position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
   overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }}
 [data-testid="stCaptionContainer"] {{ opacity: {CAPTION_OPACITY} !important; }}

@@ -2,12 +2,12 @@
 
 The methods' settings trade accuracy for passes: Integrated Gradients' steps, occlusion's window,
 the curves' patches a step and the random orders' count. On the bundled models (a pass is a few
-milliseconds) the defaults are the fine ones; on a model whose pass costs more than HEAVY_GFLOPS
-(ViT-S/16 and up: ViT-B/16 is 35 GFLOPs a 224-px image, ~0.25 s on two CPU cores) they are the
-coarse ones, so that a map with its deletion and insertion curves stays near 20 s there
-(docs/performance.md, "Why this answer?"). Each is only a default: every function takes its
-setting by name, and what was used is recorded with the result (`Attribution.settings`, the
-curve's x).
+milliseconds) the defaults are the fine ones; on a model whose pass costs more than
+HEAVY_GFLOPS (ViT-Ti/16, 2.5 GFLOPs, and up; ViT-B/16 is 35 GFLOPs a 224-px image, ~0.25 s on
+two CPU cores) they are the coarse ones, so that a map with its deletion and insertion curves
+stays near 20 s there (docs/performance.md, "Why this answer?"). Each is only a default: every
+function takes its setting by name, and what was used is recorded with the result
+(`Attribution.settings`, the curve's x).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 from ..config import ViTConfig
 from .flops import total_flops
 
-HEAVY_GFLOPS = 5.0  # one pass costing more than this (2 per multiply-add) is heavy
+HEAVY_GFLOPS = 2.0  # one pass costing more than this (2 per multiply-add) is heavy
 FINE_UP_TO = 64  # patches: a grid this small loses one patch a curve step, a larger one a row
 IG_STEPS = {False: 32, True: 8}  # Integrated Gradients' points on the path, light / heavy
 OCCLUSION_WINDOW = {False: 1, True: 2}  # occlusion's square of patches taken away at once

@@ -37,7 +37,7 @@ from vit_core.explain import why_guess_facts as gf
 STAGE, STEP = "why", "guess"
 TITLE = "Guess first: which patches?"
 AXIS = "deletion AUC (lower: the answer fell faster)"
-ASKS = ("answer", "chosen", "k", "shown", "verdict", "rows")  # what `question` reads
+ASKS = ("answer", "word", "chosen", "k", "shown", "verdict", "rows")  # what `question` reads
 
 
 @dataclass(frozen=True)

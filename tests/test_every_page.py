@@ -23,6 +23,7 @@ from ui import keys, stages
 from ui.stages import BY_SLUG as STAGES
 from ui.stages.mlp import MLP_GELU
 from ui.stages.training.keys import TRAIN_DISTANCE
+from ui.stages.why.keys import WHY_OPEN
 from vit_core import load_model
 
 PAGES = list(STAGES)
@@ -249,11 +250,12 @@ def matrix():
 
 @pytest.mark.parametrize("page,model,mask", matrix())
 def test_every_page_on_every_model(request, page, model, mask):
+    state = {WHY_OPEN: True} if page == "why" else None  # alone: as after "Skip guessing"
     if model.startswith("hf:"):
         request.getfixturevalue("offline_hub_models")  # fetched, then the Hub stopped
-        at = open_app(page, params={keys.MODEL: model}, mask=mask, no_error=True)
+        at = open_app(page, params={keys.MODEL: model}, mask=mask, no_error=True, state=state)
     else:
-        at = open_app(page, model, mask, no_error=True)  # fails if another model ran
+        at = open_app(page, model, mask, no_error=True, state=state)  # fails if another ran
     assert at.session_state[keys.MODEL] == model
     if mask:
         assert at.session_state[keys.MASK] == mask

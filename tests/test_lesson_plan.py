@@ -8,6 +8,7 @@ import pytest
 
 from tests.support import open_app
 from ui.stages import BY_SLUG as STAGES
+from ui.stages.why.keys import WHY_OPEN
 from vit_core import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +53,8 @@ def test_the_plans_questions_are_the_apps():
     assert planned, "no questions in docs/teaching.md"
     asked = {}
     for slug, title in ((s, st.nav_title) for s, st in STAGES.items()):
-        at = open_app(page=slug, model=PLAN_MODEL)
+        at = open_app(page=slug, model=PLAN_MODEL,  # the why stage: as after "Skip guessing"
+                      state={WHY_OPEN: True} if slug == "why" else None)
         qs = [m.value.removeprefix(ASK) for m in at.markdown if m.value.startswith(ASK)]
         if qs:
             asked[title] = qs

@@ -179,6 +179,15 @@ def test_hsetnx_keeps_the_first_answer_and_refreshes_the_ttl(store):
     assert store.hget("answers", "s3|patches/2") is None and store.hget("nothing", "x") is None
 
 
+def test_hset_overwrites_a_field_and_refreshes_the_ttl(store):
+    store.hsetnx("answers", "s1|why/guess", "pending", TTL)
+    time.sleep(0.6 * TTL)
+    store.hset("answers", "s1|why/guess", "scored", TTL)  # a guess scored after it was sent
+    store.hset("answers", "s2|why/guess", "new", TTL)
+    time.sleep(0.6 * TTL)  # 1.2 TTL after the first write, 0.6 TTL after the overwrite
+    assert store.hgetall("answers") == {"s1|why/guess": "scored", "s2|why/guess": "new"}
+
+
 def test_zcount_counts_inclusive_windows(store):
     for member, score in [("a", 1.0), ("b", 2.0), ("c", 3.0), ("a", 5.0)]:  # a moves to 5
         store.zadd("seen", member, score, 60)

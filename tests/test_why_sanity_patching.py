@@ -18,12 +18,15 @@ from ui.drawing.numbers import pct
 from ui.keys import WHY_PATCH_KIND
 from ui.selection import inputs
 from ui.serving import worker
+from ui.stages.why.keys import WHY_OPEN
 from vit_core import load_image, preprocess
 from vit_core.explain import patching, targets
 from vit_core.explain.attribution import METHODS
 from vit_core.explain.faithfulness_sanity import sanity_check
 from vit_core.explain.training import crop_mask, object_cover
 from vit_core.scenes import world
+
+OPEN = {WHY_OPEN: True}  # alone, the steps after the guess shown (as after "Skip guessing")
 
 SHOWN = {"cls_attention": "CLS attention", "rollout": "Rollout", "grad_rollout":
          "Gradient rollout", "gradcam": "Grad-CAM", "integrated_gradients":
@@ -140,7 +143,7 @@ def image(at, model):
 
 @pytest.mark.parametrize("name", ["shapes-classifier", "shapes-captioner-causal"])
 def test_sanity_and_patching_say_the_librarys_numbers(name):
-    at = open_app("why", name, no_error=True)
+    at = open_app("why", name, no_error=True, state=OPEN)
     model = vit_core.load_model(name)
     pixels, target = image(at, model)
     rho = check_sanity(at, model, pixels, target)
@@ -168,7 +171,7 @@ def test_sanity_and_patching_say_the_librarys_numbers(name):
 @pytest.mark.slow  # a random ViT-Ti/16: the six maps twice, ~2 minutes under load
 def test_a_random_vit_ti_is_patched_by_attribution(monkeypatch):
     monkeypatch.setattr(worker, "LIMIT_S", 1800.0)  # integrated gradients and occlusion, loaded
-    at = open_app("why", "vit-ti16", no_error=True)
+    at = open_app("why", "vit-ti16", no_error=True, state=OPEN)
     model = vit_core.load_model("vit-ti16")
     pixels, target = image(at, model)
     check_sanity(at, model, pixels, target)

@@ -15,9 +15,11 @@ import torch
 from tests.independent import pixels_of
 from tests.support import HUB, arr, charts, note, open_app
 from ui import keys
-from ui.stages.why.keys import WHY_FRAME
+from ui.stages.why.keys import WHY_FRAME, WHY_OPEN
 from vit_core import load_model
 from vit_core.explain import attribution, faithfulness, targets
+
+OPEN = {WHY_OPEN: True}  # alone, the steps after the guess shown (as after "Skip guessing")
 
 CLF, CAUSAL = "shapes-classifier", "shapes-captioner-causal"
 FIXTURE = str(HUB / "tiny-org/vit-1block-1head-p14")
@@ -47,7 +49,7 @@ def own(model, pixels) -> dict:
                                                                      "fixture-vit"])
 def shown(request):
     model_name = request.param
-    at = open_app("why", model_name, no_error=True)
+    at = open_app("why", model_name, no_error=True, state=OPEN)
     model = load_model(model_name)
     return at, model, own(model, pixels_of(at, model))
 

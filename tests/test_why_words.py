@@ -19,11 +19,13 @@ import torch
 
 from tests.support import open_app, softmax64
 from ui import keys
-from ui.stages.why.keys import WHY_WORD, WHY_WORD_FIGURE, WHY_WORD_K, WHY_WORD_METHOD
+from ui.stages.why.keys import WHY_OPEN, WHY_WORD, WHY_WORD_FIGURE, WHY_WORD_K, WHY_WORD_METHOD
 from vit_core import load_image, load_model, preprocess
 from vit_core.explain import attribution, why_word_facts
 from vit_core.explain.targets import word_targets
 from vit_core.scenes import world
+
+OPEN = {WHY_OPEN: True}  # alone, the steps after the guess shown (as after "Skip guessing")
 
 CAPTIONERS = ("shapes-captioner-causal", "shapes-captioner-prefix")
 
@@ -149,7 +151,7 @@ def marked_words(at) -> list[str]:
 
 @pytest.mark.parametrize("name", CAPTIONERS)
 def test_a_clicked_word_shows_its_map_and_greying_rewrites_the_caption(name):
-    at = open_app("why", name, no_error=True)
+    at = open_app("why", name, no_error=True, state=OPEN)
     model = load_model(name).eval()
     x = preprocess(load_image(at.session_state[keys.INPUT].data), model.config)
     words = word_targets(model, x)
@@ -182,7 +184,7 @@ def test_a_clicked_word_shows_its_map_and_greying_rewrites_the_caption(name):
 
 
 def test_the_step_is_absent_on_a_classifier():
-    at = open_app("why", "shapes-classifier", no_error=True)
+    at = open_app("why", "shapes-classifier", no_error=True, state=OPEN)
     assert not [p for p in at.get("button_group") if p.key == WHY_WORD]
     assert "A caption's words" not in [s.value for s in at.subheader]
 

@@ -22,9 +22,9 @@ order; its number ("4 · …") is its place in ui/stages.STAGES, the one list of
 - `reads`: what it asks ui/state for beyond the trace, as the functions that ask it (each
   `(ui/tour.Ask) -> [calls]`; ui/ahead.plan calls them for the read-ahead);
 - `applies(config)`: False for the model families it does not apply to.
-- `holds(view)`: True while the steps after it must not be shown (a question asked before the
-  answer is seen: the stage's later steps would give it away); the page stops under it, and a
-  session following a class shows it in place of a later step.
+- `holds(view)`: true while the steps after it must not be shown (a question asked before the
+  answer is seen: the later steps would give it away); the page stops under it (a string: the
+  sentence said there), a session following a class shows it in place of a later step.
 
 `run(STAGE)` is a whole page. Normally it draws the stage's controls once, then every step
 one after another (the page a student scrolls); in presenter mode it draws the current step
@@ -89,7 +89,7 @@ class Step:
     reads: tuple[Read, ...] = ()  # what the read-ahead computes for it (ui/ahead.plan calls each)
     applies: Callable[[Any], bool] = _always
     asks: tuple[str, ...] = ()  # the facts `question` reads; `figure` draws each number of them
-    holds: Callable[[Any], bool] = lambda view: False  # True: no later step is shown yet
+    holds: Callable[[Any], bool | str] = lambda view: False  # true: no later step shown yet
     # the figure's text alternative; last, so that a stage passing the fields before it by
     # position (ui/stages/mae: figure, facts, words, notes, question) keeps its meaning
     describe: Callable[[Any, Any], str | None] = _none
@@ -248,8 +248,8 @@ def run(stage: Stage) -> None:
         if notes:
             st.caption(notes)
         _ask(stage, step, view, facts)
-        if step.holds(view):
-            st.caption(HELD_BELOW)
+        if held := step.holds(view):
+            st.caption(held if isinstance(held, str) else HELD_BELOW)
             break
 
 

@@ -42,16 +42,22 @@ class PatchPick:
     prompt: str = "Click a patch of your image"
 
 
+PENDING = "pending"  # in an answer's scores: sent before they could be computed (PatchSet.later)
+
+
 @dataclass(frozen=True)
 class PatchSet:
     """Answered by choosing `k` patches of the image's grid on the step's own figure (`chosen`:
     the session's choice so far). Nobody is marked: `scores(patches)` gives the numbers kept with
-    the answer (computed for the student's own image when they send it), and `summary(answers)`
-    words the class's answers for the teacher."""
+    the answer (computed for the student's own image when they send it, without holding the
+    page: marked {PENDING: True} when they take longer, and then `later(patches)`, which
+    waits for them, is run on a thread of its own and its numbers replace those), and
+    `summary(answers)` words the class's answers for the teacher."""
 
     k: int
     chosen: tuple[int, ...] = ()
     scores: Callable[[tuple[int, ...]], dict] | None = field(default=None, compare=False)
+    later: Callable[[tuple[int, ...]], dict] | None = field(default=None, compare=False)
     summary: Callable[[list], str] | None = field(default=None, compare=False)
     prompt: str = "Choose the patches on the grid above"
 

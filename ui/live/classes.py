@@ -278,6 +278,18 @@ def answer(store, c: Class, student: str, nickname: str, stage: str, step: str,
                         json.dumps(asdict(a)), LIFETIME)
 
 
+def rescore(store, code: str, student: str, stage: str, step: str, scores: dict) -> bool:
+    """Replace the scores of a student's answer with `scores` (computed after it was sent: a
+    guess on a big model); False when there is no such answer."""
+    field = f"{student}|{step_id(stage, step)}"
+    text = store.hget(_key("answers", code), field)
+    if text is None:
+        return False
+    store.hset(_key("answers", code), field, json.dumps({**json.loads(text),
+                                                         "scores": dict(scores)}), LIFETIME)
+    return True
+
+
 def answered(store, code: str, student: str, stage: str, step: str) -> Answer | None:
     """The student's own answer to a step (they see theirs, nobody else's)."""
     text = store.hget(_key("answers", code), f"{student}|{step_id(stage, step)}")

@@ -97,6 +97,12 @@ class MemoryStore:
             entry.value[field] = value
             return True
 
+    def hset(self, key: str, field: str, value: str, ttl: float) -> None:
+        with self._lock:
+            entry = self._entry(key, "hash") or self._new(key, "hash", {}, ttl)
+            entry.deadline = time.monotonic() + _seconds(ttl)
+            entry.value[field] = value
+
     def hget(self, key: str, field: str) -> str | None:
         with self._lock:
             entry = self._entry(key, "hash")

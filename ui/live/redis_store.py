@@ -115,6 +115,10 @@ class RedisStore:
             was_set, _ = pipe.hsetnx(key, field, value).pexpire(key, _ms(ttl)).execute()
         return bool(was_set)
 
+    def hset(self, key: str, field: str, value: str, ttl: float) -> None:
+        with self._answering(), self._client.pipeline(transaction=True) as pipe:
+            pipe.hset(key, field, value).pexpire(key, _ms(ttl)).execute()
+
     def hget(self, key: str, field: str) -> str | None:
         with self._answering():
             return self._client.hget(key, field)

@@ -14,6 +14,9 @@ shows), and marks the student as still there while the page is open: nothing on 
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import streamlit as st
 
 from ui import keys, stages
@@ -146,6 +149,8 @@ def _send(stage: str, step: str, q, kind: str, value) -> None:
     if not took:
         ss[keys.LIVE_NOTICE] = "You already answered this question: the first answer counts."
         return
+    if scores.get(replies.PENDING) and callable(getattr(q.reply, "later", None)):
+        _score_later(q.reply.later, tuple(value), c.code, ss[keys.LIVE_ME], stage, step)
     # said apart from the page: if the class moved meanwhile, the page shows the next step
     st.toast(f"Your answer to “{q.question}” was saved.", icon=":material/check:")
 
@@ -155,6 +160,20 @@ def _scores(reply, value) -> dict:
     AUCs: ui/lesson/replies.PatchSet), kept with it in the class's store and CSV."""
     scorer = getattr(reply, "scores", None)
     return scorer(tuple(value)) if callable(scorer) else {}
+
+
+def _score_later(later, value: tuple, code: str, student: str, stage: str, step: str) -> None:
+    """On a thread of its own (the page goes on): wait for the answer's scores (`later`) and
+    put them in place of the pending ones, in the store the teacher's tally and CSV read."""
+    store = session.store()
+
+    def go() -> None:
+        try:
+            classes.rescore(store, code, student, stage, step, later(value))
+        except Exception:  # (the store down) the answer stays pending, as the tally says
+            logging.getLogger(__name__).exception("scoring %s/%s later failed", stage, step)
+
+    threading.Thread(target=go, name="score-later", daemon=True).start()
 
 
 KINDS = {replies.Choice: "choice", replies.Number: "number", replies.PatchPick: "patch",

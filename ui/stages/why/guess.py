@@ -6,8 +6,13 @@ order) and its AUC is shown beside theirs and random orders'.
 Alone, "Test my guess" scores it. In a live class the student sends it (the question box's Send:
 ui/live/student.py, its scores computed then on their own image and kept with the answer); the
 scores appear when the teacher reveals, and the teacher's box counts how many guessed better than
-attention and than random. Until a student in a class has sent a guess or the teacher revealed,
-the step `holds`: the stage's later steps, which show the maps, are not drawn (ui/lesson/deck)."""
+attention and than random. On a big model the scores take a while (the table, ~70 s on ViT-B/16):
+Send keeps the guess marked pending and a thread of the class's scores it behind the pages'
+passes (ui/live/student.py); Test and Reveal show a progress bar meanwhile (ui/stages/why/jobs).
+
+The step `holds`: the stage's later steps, which show the maps, are not drawn until a student in
+a class has sent a guess or the teacher revealed, and alone until the student tested a guess,
+revealed or chose to skip guessing (ui/lesson/deck); a teacher's slides are never held."""
 
 from __future__ import annotations
 
@@ -21,15 +26,17 @@ from ui.drawing import figures
 from ui.lesson import deck
 from ui.lesson.replies import PatchSet
 from ui.selection import session
-from ui.stages.why import compute, guess_compute
+from ui.stages.why import compute, guess_compute, jobs
 from ui.stages.why.keys import (
     WHY_GUESS_AGAIN,
     WHY_GUESS_GRID,
     WHY_GUESS_PICK,
     WHY_GUESS_SCORES,
     WHY_GUESS_SENT,
+    WHY_GUESS_SKIP,
     WHY_GUESS_TEST,
     WHY_GUESS_TESTED,
+    WHY_OPEN,
 )
 from ui.stages.why.maps import NAMES
 from vit_core.explain import why_guess_facts as gf
@@ -55,10 +62,23 @@ class Facts:
     rows: tuple = ()  # compute.table's rows, when shown
 
 
-def holds(view) -> bool:
-    """A student in a class sees no later step (they show maps) until they sent or Reveal."""
+HELD = ("The maps and tests below stay hidden until you test your guess (or skip guessing): "
+        "seeing them first would give the guess away.")
+
+
+def opened() -> bool:
+    """Alone: the student tested a guess, revealed the scores or skipped guessing."""
+    ss = st.session_state
+    return bool(ss.get(WHY_OPEN) or ss.get(WHY_GUESS_TESTED) or ss.get(keys.reveal(STAGE, STEP)))
+
+
+def holds(view) -> bool | str:
+    """No later step (they show maps) for a student in a class until they sent or Reveal; for
+    a student alone (HELD, said under the step) until `opened`; never on a teacher's slides."""
     asked = deck.lesson().asked(STAGE, STEP)
-    return asked is not None and asked.sent is None and not asked.revealed
+    if asked is not None:
+        return asked.sent is None and not asked.revealed
+    return False if view.presenting or opened() else HELD
 
 
 def facts(x: deck.View) -> Facts:
@@ -77,9 +97,9 @@ def facts(x: deck.View) -> Facts:
         guess, shown = sent, asked.revealed
     target = compute.target(x.inp, x.name, mask)
     verdict = rows = None
-    if shown:
-        rows = guess_compute.rows(x.inp, x.name, mask)
-        verdict = guess_compute.verdict(x.inp, x.name, mask, guess) if guess else None
+    if shown:  # on a big model: NotReady until computed (the step shows a progress bar)
+        verdict = jobs.ready("guess", x.inp, x.name, mask, target, guess) if guess else None
+        rows = jobs.ready("table", x.inp, x.name, mask, target)
     return Facts(k, n, c.grid, target.label, target.is_word, tuple(pick), asked is not None,
                  sent, shown, verdict, tuple(rows or ()))
 
@@ -107,6 +127,11 @@ def _toggle(k: int):
 
 def _test() -> None:
     st.session_state[WHY_GUESS_TESTED] = tuple(sorted(st.session_state[WHY_GUESS_PICK]))
+    st.session_state[WHY_OPEN] = True
+
+
+def _skip() -> None:
+    st.session_state[WHY_OPEN] = True
 
 
 def _again() -> None:
@@ -149,9 +174,13 @@ def _pick(f: Facts) -> None:
 
 
 def _test_button(f: Facts) -> None:
-    if not f.in_class:
-        st.button("Test my guess", key=WHY_GUESS_TEST, on_click=_test, type="primary",
-                  disabled=len(f.chosen) != f.k, icon=":material/science:")
+    if f.in_class:
+        return
+    st.button("Test my guess", key=WHY_GUESS_TEST, on_click=_test, type="primary",
+              disabled=len(f.chosen) != f.k, icon=":material/science:")
+    if not deck.presenting() and not opened():
+        st.button("Skip guessing: show the maps", key=WHY_GUESS_SKIP, on_click=_skip,
+                  icon=":material/skip_next:")
 
 
 def scores_figure(f: Facts) -> go.Figure:
@@ -261,7 +290,10 @@ def question(x: deck.View, f: Facts) -> deck.Question:
     inp, name, mask = x.inp, x.name, session.chosen_mask()
 
     def scores(patches) -> dict:  # on Send: the guess scored on this student's own image
-        return guess_compute.verdict(inp, name, mask, patches).scores()
+        return guess_compute.scores_now(inp, name, mask, patches)
+
+    def later(patches) -> dict:  # after Send, when `scores` had to mark it pending
+        return guess_compute.scores_later(inp, name, mask, patches)
 
     if f.shown:
         said = _verdict_words(f) if f.verdict else _methods_words(f)
@@ -271,7 +303,7 @@ def question(x: deck.View, f: Facts) -> deck.Question:
     return deck.Question(
         f"Which {f.k} patches of your image does the model rely on most to "
         f"{'write' if f.word else 'answer'} “{f.answer}”? Guess before you see any map.", said,
-        PatchSet(f.k, f.chosen, scores=scores, summary=class_words,
+        PatchSet(f.k, f.chosen, scores=scores, later=later, summary=class_words,
                  prompt="Your guess, chosen on the grid above"))
 
 
@@ -279,9 +311,14 @@ def class_words(found: list) -> str:
     """The teacher's line: how many of the class's guesses beat attention and random, each on
     its sender's own image."""
     s = gf.summary([a.scores for a in found])
+    waiting = sum(1 for a in found if a.scores.get(guess_compute.PENDING))
+    failed = sum(1 for a in found if guess_compute.UNSCORED in a.scores)
+    still = (f" {waiting} more {'is' if waiting == 1 else 'are'} still being scored (the model "
+             f"is large: each guess is scored once its image's maps are tested)." if waiting
+             else "") + (f" {failed} could not be scored (Answers says why)." if failed else "")
     if not s.guesses:
-        return "No guess scored yet."
+        return "No guess scored yet." + still
     return (f"Of {s.guesses} guesses, each scored on its sender's own image: "
             f"**{s.better_than_attention}** removed the answer faster than {ATT} (a "
             f"lower deletion AUC), **{s.better_than_random}** faster than random orders (below "
-            f"their mean AUC by more than {SPREAD}). Best guess: AUC {s.best:.3f}.")
+            f"their mean AUC by more than {SPREAD}). Best guess: AUC {s.best:.3f}." + still)

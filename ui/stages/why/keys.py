@@ -19,3 +19,5 @@ WHY_GUESS_SCORES = "why_guess_scores"  # chart: the guess's deletion AUC beside 
 WHY_RACE = "why_race"  # chart: the image greyed, the deletion and insertion curves
 WHY_PLAY = "why_play"  # button: Play / Pause the greying
 WHY_FRAME = "why_frame"  # slider: how many groups of patches are greyed
+WHY_GUESS_SKIP = "why_guess_skip"  # button: "Skip guessing" (alone: shows the later steps)
+WHY_OPEN = "_why_open"  # bool: alone, the later steps are shown (a guess tested, or skipped)

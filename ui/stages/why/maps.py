@@ -10,7 +10,7 @@ import streamlit as st
 from ui.drawing.figures import why as draw
 from ui.lesson import deck
 from ui.selection import session
-from ui.stages.why import compute
+from ui.stages.why import compute, jobs
 from ui.stages.why.keys import WHY_MAPS
 from vit_core.explain import why_facts
 from vit_core.explain.attribution import METHODS
@@ -61,7 +61,7 @@ def facts(x: deck.View) -> Facts:
         return Facts("", False, x.c.grid, None)
     mask = session.chosen_mask()
     target = compute.target(x.inp, x.name, mask)
-    found = compute.ready("maps", x.inp, x.name, mask, target)
+    found = jobs.ready("maps", x.inp, x.name, mask, target)
     m = why_facts.map_facts({k: found[k] for k in METHODS}, x.c.grid)
     r, c = m.common
     return Facts(target.label, target.is_word, x.c.grid, m, m.places, f"row {r}, column {c}",

@@ -14,7 +14,7 @@ from ui.serving import state, tour
 from ui.serving.budget import forward_worker, get_model, held
 from ui.serving.tour import Ask
 from ui.stages import choices
-from ui.stages.why import compute
+from ui.stages.why import compute, jobs
 from vit_core.explain import patching
 from vit_core.explain.attribution import METHODS
 from vit_core.explain.faithfulness_sanity import Sanity, sanity_check
@@ -34,10 +34,21 @@ KINDS = choices.PATCH_AGAINST  # the corruptions a student chooses from
 def _sanity(key: str, model_name: str, mask: str | None, target: Target, method: str, _pixels,
             _trained) -> Sanity:
     model = get_model(model_name)
-    return forward_worker().run(sanity_check, model, _pixels, target, METHODS[method],
-                                trained=_trained, model=model)
+    k = ("_sanity", key, model_name, mask, target, method)
+    try:
+        return forward_worker().run(sanity_check, model, _pixels, target, METHODS[method],
+                                    trained=_trained, progress=jobs.ticker(k), model=model,
+                                    timeout=jobs.LONG_S)
+    finally:
+        jobs.finished(k)
 
 
+def _sanity_keys(inp, model_name: str, mask: str | None, target: Target) -> list[tuple]:
+    return [jobs.held_key("_sanity", inp, model_name, mask, target, m) for m in METHODS]
+
+
+@jobs.kind("sanity", "Computing the maps on the model with random weights", _sanity_keys,
+           after="maps")
 def sanity(inp, model_name: str, mask: str | None, target: Target) -> dict[str, Sanity]:
     """{method: faithfulness_sanity.Sanity}: each map of the maps step (compute.maps, the
     methods' defaults) against the same method on the randomised copy (every block and the

@@ -13,7 +13,7 @@ from ui.drawing.readable import readable
 from ui.lesson import deck
 from ui.lesson.deck import Question
 from ui.selection import session
-from ui.stages.why import compute, patch_compute
+from ui.stages.why import compute, jobs, patch_compute  # noqa: F401 (registers "sanity")
 from ui.stages.why.keys import WHY_SANITY
 from ui.stages.why.maps import NAMES, method_choice
 from vit_core.explain import why_patch_facts as wf
@@ -30,7 +30,7 @@ def title(config) -> str:
 def facts(x: deck.View) -> dict:
     mask = session.chosen_mask()
     target = compute.target(x.inp, x.name, mask)
-    found = patch_compute.sanity(x.inp, x.name, mask, target)
+    found = jobs.ready("sanity", x.inp, x.name, mask, target)
     rhos = {m: found[m].rho for m in METHODS}
     return {"target": target.label, "grid": x.c.grid, "rho": rhos,
             "trained": {m: wf.scaled(found[m].trained.numpy()) for m in METHODS},

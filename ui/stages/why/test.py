@@ -12,7 +12,7 @@ import streamlit as st
 from ui.drawing.figures import why as draw
 from ui.lesson import deck, player
 from ui.selection import session
-from ui.stages.why import compute
+from ui.stages.why import compute, jobs
 from ui.stages.why.keys import WHY_FRAME, WHY_PLAY, WHY_RACE
 from ui.stages.why.maps import NAMES, method_choice
 from vit_core.explain import why_facts
@@ -44,7 +44,7 @@ class Facts:
 def facts(x: deck.View) -> Facts:
     mask = session.chosen_mask()
     target = compute.target(x.inp, x.name, mask)
-    rows = compute.ready("table", x.inp, x.name, mask, target)
+    rows = jobs.ready("table", x.inp, x.name, mask, target)
     t = why_facts.test_facts(rows)
     by = {r.method: r for r in rows}
     curves = {kind: _lines(by, kind) for kind in ("deletion", "insertion")}

@@ -1,7 +1,8 @@
-"""A step whose facts wait for the maps or the table (ui/stages/why/compute.ready): while they are
-computed on a big model, the step shows a progress bar in place of its figure (and no words,
-no question), which follows the computation every POLL_S seconds and reruns the page when it
-is done. `waits(Step(...))` wraps a step's functions; on a small model nothing changes."""
+"""A step whose facts wait for a long computation (ui/stages/why/jobs.ready: the maps, the table,
+the randomised maps, a guess's score): while it is computed on a big model, the step shows a
+progress bar in place of its figure (and no words, no question), which follows the computation
+every POLL_S seconds and reruns the page when it is done. `waits(Step(...))` wraps a step's
+functions; on a small model nothing changes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import streamlit as st
 
 from ui.drawing.numbers import pct
 from ui.lesson.deck import Step
-from ui.stages.why import compute
+from ui.stages.why import jobs
 
 POLL_S = 1.0  # seconds between two looks at a computation in progress
 
@@ -20,7 +21,7 @@ POLL_S = 1.0  # seconds between two looks at a computation in progress
 class Pending:
     """The facts of a step whose numbers are being computed."""
 
-    waiting: compute.NotReady
+    waiting: jobs.NotReady
 
 
 def waits(step: Step, before=None, meanwhile=None) -> Step:
@@ -30,7 +31,7 @@ def waits(step: Step, before=None, meanwhile=None) -> Step:
     def facts(view):
         try:
             return step.facts(view)
-        except compute.NotReady as e:
+        except jobs.NotReady as e:
             return Pending(e)
 
     def figure(view, f):
@@ -57,7 +58,7 @@ def waits(step: Step, before=None, meanwhile=None) -> Step:
                    question=unless_pending(step.question))
 
 
-def _progress(waiting: compute.NotReady) -> None:
+def _progress(waiting: jobs.NotReady) -> None:
     st.caption("The model is large: these numbers take a while the first time (they are "
                "computed once for this image and kept). The page continues when they are "
                "ready.")
@@ -65,7 +66,7 @@ def _progress(waiting: compute.NotReady) -> None:
 
 
 @st.fragment(run_every=POLL_S)
-def _bar(waiting: compute.NotReady) -> None:
+def _bar(waiting: jobs.NotReady) -> None:
     if waiting.over():
         st.rerun()
     label, fraction = waiting.now()

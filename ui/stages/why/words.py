@@ -3,7 +3,8 @@ the k patches that map ranks highest and the caption is written again from that 
 changed words marked, the word's probability before and after.
 
 The numbers come from vit_core.explain (targets.word_targets, attribution through
-ui/stages/why/compute.maps, why_word_facts.grey_top), cached in ui/stages/why/word_compute.py."""
+ui/stages/why/compute.maps: on a big model a progress bar until they are there, jobs.ready;
+why_word_facts.grey_top), cached in ui/stages/why/word_compute.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.selection import session
-from ui.stages.why import compute, word_compute
+from ui.stages.why import jobs, word_compute
 from ui.stages.why.keys import WHY_WORD, WHY_WORD_FIGURE, WHY_WORD_K, WHY_WORD_METHOD
 from ui.stages.why.maps import NAMES
 from vit_core.explain.attribution import METHODS
@@ -49,10 +50,10 @@ def facts(x: deck.View) -> dict | None:
         return None
     place = _chosen(WHY_WORD, range(1, len(found) + 1), 1)
     method = _chosen(WHY_WORD_METHOD, METHODS, word_compute.METHOD)
-    most = max(1, x.c.num_patches // 2)
+    most = max(1, x.c.num_patches // 2)  # the slider's end (`choices`)
     k = _chosen(WHY_WORD_K, range(1, most + 1), min(word_compute.K, most))
     target = found[place - 1]
-    values = compute.maps(x.inp, x.name, mask, target)[method].patches.double().numpy()
+    values = jobs.ready("maps", x.inp, x.name, mask, target)[method].patches.double().numpy()
     g = word_compute.greyed(x.inp, x.name, mask, target, method, k)
     peak = float(np.abs(values).max())
     top = int(np.argmax(values))
@@ -121,15 +122,23 @@ def marked(f: dict) -> str:
     return f"“{said}”" + (f" (and {lost} word{'s' if lost != 1 else ''} fewer)" if lost else "")
 
 
+def choices(x: deck.View) -> None:
+    """The word, the map and k, above the figure (also while a word's maps are computed, so
+    that the choice stays: facts set their values before they are drawn)."""
+    labels = [t.label for t in word_compute.words(x.inp, x.name, session.chosen_mask())]
+    if not labels:
+        return
+    st.pills("The caption: click a word to see its map", list(range(1, len(labels) + 1)),
+             format_func=lambda i: labels[i - 1], key=WHY_WORD)
+    left, right = st.columns(2, vertical_alignment="bottom")
+    left.selectbox("Map", list(METHODS), format_func=NAMES.get, key=WHY_WORD_METHOD)
+    right.slider("Grey its top k patches", 1, max(1, x.c.num_patches // 2), key=WHY_WORD_K)
+
+
 def figure(x: deck.View, f: dict | None) -> None:
     if f is None:
         st.markdown("The model wrote no word for this image: there is no word to trace.")
         return
-    st.pills("The caption: click a word to see its map", list(range(1, len(f["labels"]) + 1)),
-             format_func=lambda i: f["labels"][i - 1], key=WHY_WORD)
-    left, right = st.columns(2, vertical_alignment="bottom")
-    left.selectbox("Map", list(METHODS), format_func=NAMES.get, key=WHY_WORD_METHOD)
-    right.slider("Grey its top k patches", 1, f["most"], key=WHY_WORD_K)
     deck.chart(word_figure(x.prep.crop, f), key=WHY_WORD_FIGURE)
     st.markdown(f"Written again from the greyed image: {marked(f)} — {f['n_changed']} of "
                 f"{f['places']} places changed ({MARK} and bold: not the word written there "

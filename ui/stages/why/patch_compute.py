@@ -1,6 +1,7 @@
 """What the why stage's Sanity and patching steps compute, once per (image, model, mask, target,
 corruption), kept in the app's shared byte budget (`held`) and run on the server's one worker,
-as ui/stages/why/compute.py does for the maps."""
+as ui/stages/why/compute.py does for the maps; the randomised maps are the kind "sanity" of
+ui/stages/why/jobs.py (on a big model computed in the background, with a progress bar)."""
 
 from __future__ import annotations
 

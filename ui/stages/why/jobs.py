@@ -84,10 +84,14 @@ class NotReady(Exception):
         super().__init__(f"{label}: {pct(fraction)}")
 
     def now(self) -> tuple[str, float]:
-        """(what is computed now, the fraction of it done)."""
+        """(what is computed now, the fraction of it done: of its own keys, not an earlier
+        part's)."""
+        earlier: set[tuple] = set()
         for i, (label, keys) in enumerate(self.parts):
             if not all(computed(k) for k in keys):
-                return f"{label} ({i + 1} of {len(self.parts)})", _fraction(keys)
+                own = [k for k in keys if k not in earlier] or keys
+                return f"{label} ({i + 1} of {len(self.parts)})", _fraction(own)
+            earlier.update(keys)
         return self.parts[-1][0], 1.0
 
     def over(self) -> bool:

@@ -11,9 +11,12 @@ grid it showed before is kept in alt_text.GUESS_GRID."""
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 
 import numpy as np
+from PIL import Image
 
 from tests.alt_text import GUESS_GRID, NUM, close
 from tests.support import arr
@@ -117,6 +120,15 @@ def maps(page, alt: str) -> None:
         assert int(p) == int(r) * g + int(c) and z[int(r), int(c)] == z.max(), (name, p)
 
 
+def _grey_patches(image: dict, P: int) -> int:
+    """How many patches of a drawn picture are all mid-grey (a JPEG: within a few levels)."""
+    data = base64.b64decode(image["source"].split(",", 1)[1])
+    px = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.int16)
+    g = px.shape[0] // P
+    cells = px[:g * P, :g * P].reshape(g, P, g, P, 3)
+    return int((np.abs(cells - 128).max(axis=(1, 3, 4)) <= 6).sum())
+
+
 def _trapezoid(t: dict) -> float:
     x, y = arr(t["x"]).astype(np.float64), arr(t["y"]).astype(np.float64)
     return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2))
@@ -144,6 +156,7 @@ def test(page, alt: str) -> None:
     close(now, float(_titles(spec)[0].rsplit("= ", 1)[1]), "now")
     marker, = [t for t in _on(spec, "x2") if t.get("mode") == "markers"]
     close(now, marker["y"][0], "the marker")
+    assert _grey_patches(_on(spec, "x", "image")[0], page.config.patch_size) == int(removed)
     bands = re.findall(rf"\(their area ({NUM}) ± ({NUM})\)", alt)
     lowest = re.search(rf"the lowest area is (.+?)'s, ({NUM})", alt).groups()
     highest = re.search(rf"the highest area is (.+?)'s, ({NUM})", alt).groups()

@@ -44,7 +44,7 @@ from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
 from ui.stages.overview import OVERVIEW_MAP, OVERVIEW_OUTPUT, OVERVIEW_TOPK, OVERVIEW_WORDS
 from ui.stages.why import compute as why_compute
 from ui.stages.why import maps as why_maps
-from ui.stages.why.keys import WHY_GUESS_PICK, WHY_GUESS_TEST
+from ui.stages.why.keys import WHY_FRAME, WHY_GUESS_PICK, WHY_GUESS_TEST
 from vit_core import load_model
 from vit_core.explain.why_guess_facts import guess_size
 
@@ -502,3 +502,17 @@ def test_a_wrong_number_in_a_why_description_is_caught(step):
         other = next(n for n in why_maps.NAMES.values() if n != fastest)
         with pytest.raises(AssertionError):
             check(page, alt.replace(f"is {fastest}'s", f"is {other}'s"))
+
+
+def test_the_play_frame_shown_is_the_one_described():
+    """The curves' description follows the Play: at a middle frame it says the patches greyed
+    (the picture's grey patches, counted here) and their probability (the marker's)."""
+    page = open_page("why", MODELS[0])
+    slider = page.at.slider(key=WHY_FRAME)
+    try:
+        slider.set_value(slider.max // 2).run()
+        moved = Page(page.at, page.model, "why", alternatives(page.at, "why"))
+        assert not moved.alts["test"].startswith("Left: the image with 0 patches")
+        alt_why.test(moved, moved.alts["test"])
+    finally:
+        page.at.slider(key=WHY_FRAME).set_value(0).run()

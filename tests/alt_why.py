@@ -75,6 +75,13 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float((ra * rb).sum() / norm) if norm > 0 else float("nan")
 
 
+def _patches_in(shapes: list[dict], P: int, g: int) -> set[int]:
+    """The patches (row-major) whose cells these rectangles outline, from where their centres
+    fall on the picture's pixels."""
+    return {int((s["y0"] + s["y1"]) / 2 // P) * g + int((s["x0"] + s["x1"]) / 2 // P)
+            for s in shapes if s.get("type") == "rect"}
+
+
 # ---------------------------------------------------------------- the steps
 def guess(page, alt: str) -> None:
     """The tested guess: each bar's AUC, random orders' mean ± spread, the dashed line; and the
@@ -99,9 +106,7 @@ def guess(page, alt: str) -> None:
     assert sorted(cells) == list(range(n))  # a clickable cell per patch, each its number
     said = [int(p) for p in re.search(r"outlined: patches ([\d, ]+)\.", grid_alt)
             .group(1).split(", ")]
-    boxes = {int((s["y0"] + s["y1"]) / 2 // P) * page.config.grid + int((s["x0"] + s["x1"]) / 2
-                                                                           // P)
-             for s in grid["layout"].get("shapes", []) if s.get("type") == "rect"}
+    boxes = _patches_in(grid["layout"].get("shapes", []), P, page.config.grid)
     assert sorted(boxes) == said == list(range(gf.guess_size(page.config.grid))), (boxes, said)
 
 
@@ -244,8 +249,8 @@ def words(page, alt: str) -> None:
     r, c = map(int, re.search(r"strongest patch is at row (\d+), column (\d+)", alt).groups())
     assert z[r, c] == z.max()
     k = int(re.search(r"its top (\d+) patches are framed", alt).group(1))
-    framed = {int((s["y0"] + s["y1"]) / 2 // P) * g + int((s["x0"] + s["x1"]) / 2 // P)
-              for s in spec["layout"]["shapes"] if s.get("line", {}).get("color") == FRAME}
+    framed = _patches_in([s for s in spec["layout"]["shapes"]
+                          if s.get("line", {}).get("color") == FRAME], P, g)
     assert len(framed) == k and z.reshape(-1)[sorted(framed)].min() >= np.sort(
         z.reshape(-1))[-k], (framed, k)
     labels = next(t for t in _on(spec, "x2") if t.get("mode") == "text")["text"]

@@ -6,9 +6,13 @@ ui/drawing/describe.py's."""
 from __future__ import annotations
 
 import html
+import json
 import re
 
 from tests.support import open_app
+from ui.stages.why.keys import WHY_GUESS_GRID, WHY_GUESS_PICK, WHY_GUESS_TEST
+from vit_core import load_model
+from vit_core.explain.why_guess_facts import guess_size
 
 ALT = re.compile(r"<p class='figure-alt[^']*' id='alt-([a-z_0-9]+)-([\w-]+)'>"
                  r"<strong>Figure:</strong> (.*?)</p>", re.S)
@@ -18,14 +22,34 @@ NUM = r"[<>]?-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?%?"
 STATED = re.compile(r"(?<![\w.<>])([-+−]?\d[\d,]*(?:\.\d+)?(?:\s?%)?)(?![\w.]*×)")
 
 _pages: dict = {}
+GUESS_GRID: dict = {}  # model -> the why page's guess step before the test: (its alt, its grid)
 
 
 def page_of(slug: str, model: str):
     """The app's page `slug` on `model` under AppTest, opened once for every test that reads it
-    (no st.error allowed)."""
+    (no st.error allowed). The why page with a guess tested (`_guess_tested`)."""
     if (slug, model) not in _pages:
-        _pages[(slug, model)] = open_app(slug, model, no_error=True)
+        if slug == "why":
+            _pages[(slug, model)] = _guess_tested(model)
+        else:
+            _pages[(slug, model)] = open_app(slug, model, no_error=True)
     return _pages[(slug, model)]
+
+
+def _guess_tested(model: str):
+    """The why page as a student alone has it after a guess: the first k patches chosen (the
+    grid it draws then kept in GUESS_GRID) and "Test my guess" pressed, so that the guess step
+    shows its scores and no later step is held back."""
+    k = guess_size(load_model(model).config.grid)
+    at = open_app("why", model, no_error=True, state={WHY_GUESS_PICK: list(range(k))})
+    grid = [json.loads(e.proto.spec) for e in at.get("plotly_chart")
+            if e.proto.id.endswith("-" + WHY_GUESS_GRID)]
+    if not grid:  # no guess on this model (a headless encoder: no answer to explain)
+        return at
+    GUESS_GRID[model] = (alternatives(at, "why")["guess"], grid[0])
+    at.button(key=WHY_GUESS_TEST).click().run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    return at
 
 
 def alternatives(at, slug: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests import alt_why
 from tests.alt_text import NUM, alternatives, close, page_of, printed
 from tests.independent import trace_of
 from tests.support import arr, open_app
@@ -41,7 +42,11 @@ from ui.stages.input_patches import PATCH_MATRIX, PATCH_VECTOR, WHAT_IF_GRID
 from ui.stages.masks.keys import CLF_CAUSAL, MASK_LIVE, MASK_VISIBLE, MASK_WINDOWS, MASKS_THREE
 from ui.stages.mlp import MLP_GELU, MLP_RESID, MLP_TOP
 from ui.stages.overview import OVERVIEW_MAP, OVERVIEW_OUTPUT, OVERVIEW_TOPK, OVERVIEW_WORDS
+from ui.stages.why import compute as why_compute
+from ui.stages.why import maps as why_maps
+from ui.stages.why.keys import WHY_FRAME, WHY_GUESS_PICK, WHY_GUESS_TEST
 from vit_core import load_model
+from vit_core.explain.why_guess_facts import guess_size
 
 MODELS = ("shapes-classifier", "shapes-captioner-causal", "vit-ti16")
 HUB = "tests/fixtures/hub"
@@ -378,7 +383,16 @@ STAGES: list[tuple[str, dict]] = [
                "scores": table, "classifier": bars(CLF_CAUSAL, panels=2),
                "windows": windows}),
     ("mlp", {"gelu": gelu, "units": bars(MLP_TOP), "stream": stream}),
+    ("why", alt_why.CHECKS),
 ]
+# a step that draws no figure on some models (only its sentence): no text alternative there
+WORDS_ONLY = {("why", "maps"): lambda config: not why_compute.applies(config)}  # no answer
+# ViT-Ti/16 is heavy (not worker.small): its why page computes on a background job behind a
+# progress bar, and the maps (3.4 s) and the table (17 s) take ~20 s at load 2 here, far over
+# a quick page: a big model's why page is tests/test_why_big.py's (slow)
+HEAVY = {("why", "vit-ti16")}
+CASES = [pytest.param(slug, checks, model, id=f"{slug}-{model}") for slug, checks in STAGES
+         for model in MODELS + FAMILIES if (slug, model) not in HEAVY]
 
 
 def open_page(slug: str, model: str) -> Page:
@@ -388,12 +402,12 @@ def open_page(slug: str, model: str) -> Page:
     return Page(at, model, slug, alternatives(at, slug))
 
 
-@pytest.mark.parametrize("model", MODELS + FAMILIES)
-@pytest.mark.parametrize("slug, checks", STAGES, ids=[s for s, _ in STAGES])
+@pytest.mark.parametrize("slug, checks, model", CASES)
 def test_every_figure_has_a_text_alternative_with_its_numbers(slug, checks, model):
     stage = next(s for s in ALL_STAGES if s.slug == slug)
     page = open_page(slug, model)
-    steps = [s.key for s in stage.steps_for(page.config)]
+    steps = [s.key for s in stage.steps_for(page.config) if not (
+        (slug, s.key) in WORDS_ONLY and WORDS_ONLY[(slug, s.key)](page.config))]
     assert set(checks) >= {s.key for s in stage.steps}, "a step of the stage has no check"
     missing = [k for k in steps if not page.alts.get(k, "").strip()]
     assert not missing, f"{slug} on {model}: no text alternative for {missing}"
@@ -428,7 +442,77 @@ def test_a_slide_says_the_same_description_hidden_and_in_the_speaker_notes():
     on_page = open_page(slug, model).alts["entropy"]
     at = open_app(params={"page": slug, "presenter": "1", "step": str(steps.index("entropy") + 1)},
                   model=model)
-    hidden = [b for b in (e.proto.body for e in at.get("html")) if f"id='alt-{slug}-entropy'" in b]
-    assert hidden and "figure-alt sr-only" in hidden[0]
-    assert alternatives(at, slug) == {"entropy": on_page}
+    _slide_says(at, slug, "entropy", on_page)
+
+
+def test_each_why_slide_says_its_description_hidden_and_in_the_speaker_notes():
+    """The same for every step of the why stage on the captioner (its six steps), the guess
+    tested on the slide as on the page: each slide's description is the page's."""
+    model = MODELS[1]
+    page = open_page("why", model)
+    config = load_model(model).config
+    steps = [s.key for s in next(s for s in ALL_STAGES if s.slug == "why").steps_for(config)]
+    at = open_app(params={"page": "why", "presenter": "1", "step": "1"}, model=model,
+                  state={WHY_GUESS_PICK: list(range(guess_size(config.grid)))})
+    at.button(key=WHY_GUESS_TEST).click().run()
+    for i, key in enumerate(steps):
+        at.session_state[keys.PRESENTER_STEP] = i
+        at.run()
+        _slide_says(at, "why", key, page.alts[key])
+
+
+def _slide_says(at, slug: str, key: str, on_page: str) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    hidden = [b for b in (e.proto.body for e in at.get("html")) if f"id='alt-{slug}-{key}'" in b]
+    assert hidden and "figure-alt sr-only" in hidden[0], (slug, key)
+    assert alternatives(at, slug) == {key: on_page}
     assert any(on_page in m.value for m in at.markdown if "Describe the figure" in m.value)
+
+
+def _nudged(text: str, pattern: str) -> str:
+    """`text` with the first number `pattern`'s group 1 finds moved by four of its last digits."""
+    m = re.search(pattern, text)
+    value, tol = printed(m.group(1))
+    return text[:m.start(1)] + f"{value + 8 * tol:.{len(m.group(1).split('.')[-1])}f}" + text[
+        m.end(1):]
+
+
+WRONG_WHY = {  # step -> a number of its description to nudge (the model, the pattern)
+    "guess": (MODELS[0], rf"Rollout ({NUM})"),
+    "maps": (MODELS[0], rf"CLS attention from ({NUM})"),
+    "test": (MODELS[0], rf"the lowest area is .+?'s, ({NUM})"),
+    "sanity": (MODELS[0], rf"Rollout ρ ({NUM})"),
+    "patching": (MODELS[0], rf"heads across, from ({NUM})"),
+    "words": (MODELS[1], rf"P\(“.+?”\) ({NUM})"),
+}
+
+
+@pytest.mark.parametrize("step", list(WRONG_WHY))
+def test_a_wrong_number_in_a_why_description_is_caught(step):
+    """The why stage's checks can fail: each step's description with one number off (an AUC, a
+    range's end, a ρ, a probability) is refused; so is the fastest order named wrong."""
+    model, pattern = WRONG_WHY[step]
+    page = open_page("why", model)
+    alt, check = page.alts[step], alt_why.CHECKS[step]
+    check(page, alt)
+    with pytest.raises(AssertionError):
+        check(page, _nudged(alt, pattern))
+    if step == "test":
+        fastest = re.search(r"the lowest area is (.+?)'s", alt).group(1)
+        other = next(n for n in why_maps.NAMES.values() if n != fastest)
+        with pytest.raises(AssertionError):
+            check(page, alt.replace(f"is {fastest}'s", f"is {other}'s"))
+
+
+def test_the_play_frame_shown_is_the_one_described():
+    """The curves' description follows the Play: at a middle frame it says the patches greyed
+    (the picture's grey patches, counted here) and their probability (the marker's)."""
+    page = open_page("why", MODELS[0])
+    slider = page.at.slider(key=WHY_FRAME)
+    try:
+        slider.set_value(slider.max // 2).run()
+        moved = Page(page.at, page.model, "why", alternatives(page.at, "why"))
+        assert not moved.alts["test"].startswith("Left: the image with 0 patches")
+        alt_why.test(moved, moved.alts["test"])
+    finally:
+        page.at.slider(key=WHY_FRAME).set_value(0).run()

@@ -40,11 +40,20 @@ from ui.stages.training.keys import (
     TRAIN_POSITIONS,
     TRAIN_PREDICTION,
 )
+from ui.stages.why.keys import (
+    WHY_GUESS_SCORES,
+    WHY_MAPS,
+    WHY_PATCH,
+    WHY_RACE,
+    WHY_SANITY,
+    WHY_WORD_FIGURE,
+)
 from vit_core import load_image, load_model, preprocess, run_trace
 from vit_core.explain.segmentation import class_map
 
 MODELS = ("shapes-classifier", "shapes-captioner-causal", "vit-ti16")
-SLUGS = ("logits", "shapes", "segmentation", "experiments", "training", "mae")
+SLUGS = ("logits", "shapes", "segmentation", "experiments", "training", "mae", "why")
+HEAVY = {("why", "vit-ti16")}  # its maps on a background job: tests/test_figure_alt.py's HEAVY
 FIGURE = {  # (stage, step) -> the keys of what its figure draws ("metrics": st.metric's)
     ("logits", "answer"): (LOGITS_TOPK,), ("logits", "raw"): (LOGITS_RAW,),
     ("logits", "lens"): (LOGITS_LENS,), ("logits", "caption"): (GEN_DIST,),
@@ -61,6 +70,9 @@ FIGURE = {  # (stage, step) -> the keys of what its figure draws ("metrics": st.
     ("mae", "hide"): (MAE_GRID, MAE_INPUT), ("mae", "shapes"): (MAE_TOKENS, "table:shape"),
     ("mae", "reconstruction"): (MAE_IMAGES,), ("mae", "error"): (MAE_ERROR,),
     ("mae", "loss"): (MAE_LOSS,),
+    ("why", "guess"): (WHY_GUESS_SCORES,), ("why", "maps"): (WHY_MAPS,),
+    ("why", "test"): (WHY_RACE,), ("why", "sanity"): (WHY_SANITY,),
+    ("why", "patching"): (WHY_PATCH,), ("why", "words"): (WHY_WORD_FIGURE,),
 }
 PICTURES = {("logits", "similar"), ("segmentation", "tokens"), ("segmentation", "map"),
             ("segmentation", "edges")}  # a picture, not a chart: its numbers computed here
@@ -137,7 +149,8 @@ def picture_numbers(at, step: str, model_name: str) -> list[float]:
 
 # ---------------------------------------------------------------- the tests
 HEADLESS = str(HUB / "tiny-org/vit-headless")  # a model without a head (a fixture folder)
-CASES = ([pytest.param(s, m, id=f"{s}-{m}") for s in SLUGS for m in MODELS]
+CASES = ([pytest.param(s, m, id=f"{s}-{m}") for s in SLUGS for m in MODELS
+          if (s, m) not in HEAVY]
          + [pytest.param("logits", HEADLESS, id="logits-headless")])
 
 

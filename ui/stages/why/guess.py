@@ -268,10 +268,15 @@ def words(x: deck.View, f: Facts) -> str:
 
 def describe(x: deck.View, f: Facts) -> str:
     if f.shown:
-        said = ", ".join(f"{_name(r.method)} {r.deletion_auc:.3f}" for r in f.rows)
+        rand = next(r for r in f.rows if r.method == "random")
+        spread = float(rand.deletion_spread or 0.0)
+        said = ", ".join(f"{_name(r.method)} {r.deletion_auc:.3f}" + (
+            f" ± {spread:.3f}" if r is rand else "") for r in f.rows)
         mine = f"your guess {f.verdict.auc:.3f}, " if f.verdict else ""
         return (f"Horizontal bars of deletion AUC from 0 to 1 (lower: the answer fell faster): "
-                f"{mine}{said}; a dashed line marks random orders' mean minus {SPREAD}.")
+                f"{mine}{said}; a dashed line at "
+                f"{rand.deletion_auc - gf.RANDOM_SPREADS * spread:.3f} marks random orders' "
+                f"mean minus {SPREAD}.")
     patches = f.sent if f.sent is not None else f.chosen
     return (f"Your image with its {f.grid}×{f.grid} grid of patches, numbered row by row from 0 "
             f"to {f.n - 1}; outlined: " + (_listed(patches) if patches else "none yet") + ".")

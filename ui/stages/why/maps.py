@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from ui.drawing.describe import span, two
 from ui.drawing.figures import why as draw
 from ui.lesson import deck
 from ui.selection import session
@@ -14,6 +15,7 @@ from ui.stages.why import compute, jobs
 from ui.stages.why.keys import WHY_MAPS
 from vit_core.explain import why_facts
 from vit_core.explain.attribution import METHODS
+from vit_core.explain.extremes import extremes
 
 NAMES = {"cls_attention": "CLS attention", "rollout": "Rollout", "grad_rollout":
          "Gradient rollout", "gradcam": "Grad-CAM", "integrated_gradients":
@@ -105,11 +107,17 @@ def words(x: deck.View, f: Facts) -> str:
 def describe(x: deck.View, f: Facts) -> str | None:
     if f.m is None:
         return None
-    tops = "; ".join(f"{NAMES[k]} row {r}, column {c}" for k, (r, c) in f.m.tops.items())
-    return (f"Six {f.grid}×{f.grid} patch grids side by side, one per method, coloured on one "
-            f"scale from {why_facts.SCALE[0]:g} (blue, against the answer) to "
-            f"{why_facts.SCALE[1]:g} (red, for it); the values drawn run from {f.m.lo:.2f} to "
-            f"{f.m.hi:.2f}. Each map's strongest patch: {tops}.")
+    g = f.grid
+
+    def one(k: str) -> str:  # a map's range as drawn, and its strongest patch (outlined)
+        r, c = f.m.tops[k]
+        return (f"{NAMES[k]} {span(extremes(f.m.scaled[k]), two)}, the largest at patch "
+                f"{r * g + c} (row {r}, column {c})")
+
+    return (f"Six {g}×{g} patch grids side by side, one per method, each divided by its own "
+            f"largest |value| and coloured on one scale from {why_facts.SCALE[0]:g} (blue, "
+            f"against the answer) to {why_facts.SCALE[1]:g} (red, for it); each map's strongest "
+            f"patch outlined. " + "; ".join(one(k) for k in f.m.tops) + ".")
 
 
 def question(x: deck.View, f: Facts) -> deck.Question | None:

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import keys
+from ui.drawing.describe import span, two
 from ui.drawing.figures.parts import panels
 from ui.drawing.figures.tiles import tiles
 from ui.drawing.numbers import pct
@@ -19,6 +20,7 @@ from ui.selection import session
 from ui.stages.why import compute, patch_compute
 from ui.stages.why.keys import WHY_PATCH
 from vit_core.explain import why_patch_facts as wf
+from vit_core.explain.extremes import extremes
 
 VALUE = "share of the score difference restored (1: all, red)"
 TOP = "#00a651"  # the outline of the cell that restores most
@@ -196,16 +198,17 @@ def words(x: deck.View, f: dict) -> str:
 def describe(x: deck.View, f: dict) -> str | None:
     if f["error"]:
         return None
-    top, g = f["top"], f["grid"]
-    h = f["head_top"]
+    top, g, h = f["top"], f["grid"], f["head_top"]
     above = " and ".join(f["prefix_names"]) or "no prefix token"
+    tokens, heads = extremes(f["tokens"]), extremes(f["heads"])
     return (f"Left: {f['depth']} tiles, one per block, each the {g} by {g} patch grid with "
             f"{above} above it, coloured by the share of the {f['score']} difference "
-            f"restored when that token's input to the block is taken from the clean image "
-            f"(red up to {f['limit']:.2f}, blue below zero). The largest, {top.share:.2f}, is "
-            f"{token_name(top.column, f)} in block {top.block}, outlined green. Right: the "
-            f"same share per head, blocks down and heads across; the largest is head "
-            f"{h.column} of block {h.block}, {h.share:.2f}.")
+            f"restored when that token's input to the block is taken from the clean image; "
+            f"both panels on one colour scale from {-f['limit']:.2f} (blue) through 0 (white) "
+            f"to {f['limit']:.2f} (red). The shares run {span(tokens, two)}, the largest in "
+            f"block {top.block} at {token_name(top.column, f)} (outlined green). Right: the "
+            f"same share per head, blocks down and heads across, {span(heads, two)}, the "
+            f"largest at head {h.column} of block {h.block}.")
 
 
 def notes(x: deck.View, f: dict) -> str:

@@ -149,14 +149,15 @@ def _key(name: str) -> str:
 def describe(x: deck.View, f: Facts) -> str:
     now = f.frames[frame(f)]
     best_ins = max(f.insertion, key=f.insertion.get)
+    ri, rs = f.random_insertion
     return (f"Left: the image with {now.removed} patches greyed in {f.fastest}'s order; the "
             f"probability of {named_of(f)} is {now.probability:.2f} there (it was "
             f"{f.frames[0].probability:.2f} with none greyed). Middle: the probability as "
-            f"patches are greyed, one line per map, and a grey band for random orders (area "
+            f"patches are greyed, one line per map, and a grey band for random orders (their area "
             f"{f.random_mean:.3f} ± {f.random_spread:.3f}); the lowest area is {f.fastest}'s, "
             f"{f.deletion[_key(f.fastest)]:.3f}. Right: the probability as patches are put "
-            f"back on grey; the highest area is {NAMES[best_ins]}'s, "
-            f"{f.insertion[best_ins]:.3f}.")
+            f"back on grey, the same lines and band (their area {ri:.3f} ± {rs:.3f}); the highest "
+            f"area is {NAMES[best_ins]}'s, {f.insertion[best_ins]:.3f}.")
 
 
 def question(x: deck.View, f: Facts) -> deck.Question:

@@ -184,7 +184,8 @@ def describe(x: deck.View, f: dict | None) -> str | None:
             f"the map's largest |value| from −1 (blue, against the word) to 1 (red, for it); "
             f"its strongest patch is at row {r}, column {c}; its top {f['k']} patches are "
             f"framed. Right: the image with those {f['k']} patches grey, numbered 1 to "
-            f"{f['k']} from the highest. Written again from it, the caption reads "
+            f"{f['k']} from the highest; P(“{f['word']}”) {pct(f['p_before'])} before, "
+            f"{pct(f['p_after'])} with them grey. Written again from it, the caption reads "
             f"{quoted(f['after'])}" + (f"; the words not at their old place: {', '.join(changed)}."
                                  if changed else "."))
 

@@ -33,7 +33,7 @@ def test_a_guess_is_k_patches_chosen_with_the_figures_multiselect_then_sent():
 
 def student(i: int, seen: dict, waited: dict, joined: float = 0.0) -> dict:
     return {"student": i, "me": f"s{i}", "replica": None, "joined": joined, "seen": seen,
-            "waited": waited, "took": {w: 0.1 for w in seen}, "answers": {},
+            "waited": waited, "took": {w: 0.1 for w in seen}, "answers": {}, "sends": {},
             "problems": {k: [] for k in PROBLEMS}}
 
 
@@ -56,10 +56,10 @@ def test_a_step_computed_after_the_class_got_there_is_timed_apart_until_drawn():
     assert len(summarize(moves, results, [], {})["problems"]["missed moves"]) == 1
 
 
-def test_the_teacher_holds_while_a_page_computes_the_step_or_a_send_is_in_progress():
-    lesson = Lesson()
-    assert not lesson.busy(WHERE[1])
-    lesson.computing[3] = WHERE[0]
-    assert not lesson.busy(WHERE[1]) and lesson.busy(WHERE[0])
-    lesson.answering.add(4)
-    assert lesson.busy(WHERE[1])
+def test_the_teacher_holds_until_every_page_drew_the_step_and_no_send_is_in_progress():
+    lesson = Lesson(following={3, 4})
+    lesson.drawn[WHERE[0]] = {3, 4, 5}  # 5 has left the class
+    lesson.drawn[WHERE[1]] = {3}  # 4's page still runs, or shows a progress bar
+    assert not lesson.busy(WHERE[0]) and lesson.busy(WHERE[1])
+    lesson.answering.add(3)
+    assert lesson.busy(WHERE[0])

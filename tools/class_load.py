@@ -177,13 +177,14 @@ class Lesson:
     code: str = ""
     moves: list[tuple[float, tuple]] = field(default_factory=list)  # (click sent, where)
     over: asyncio.Event = field(default_factory=asyncio.Event)
-    computing: dict[int, tuple] = field(default_factory=dict)  # student -> the step its page
-    #                                                            shows a progress bar for now
+    following: set[int] = field(default_factory=set)  # students in the class now
+    drawn: dict[tuple, set[int]] = field(default_factory=dict)  # step -> students that drew it
     answering: set[int] = field(default_factory=set)  # students whose Send is in progress
 
     def busy(self, at: tuple) -> bool:
-        """A student's page still computes step `at`, or a student is sending an answer."""
-        return bool(self.answering) or at in self.computing.values()
+        """A student's page has not drawn step `at` yet (its run or the numbers it shows are
+        still being computed), or a student is sending an answer."""
+        return bool(self.answering or self.following - self.drawn.get(at, set()))
 
 
 async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
@@ -201,6 +202,7 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     took: dict[tuple, float] = {}  # where -> that run's own seconds (request -> its end)
     answers: dict[str, tuple[bool, str | None]] = {}  # answer key -> (Send clicked, the
     #                                                   answer the page acknowledged)
+    sends: dict[str, float] = {}  # answer key -> Send's run (the click to its end), seconds
 
     def note(run: Run, where: str) -> bool:
         check(run, i, where, fid, problems)
@@ -212,9 +214,8 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
             return True
         if run.progress:  # shown computing: drawn later
             waited.setdefault(at, run.ended)
-            lesson.computing[i] = at
             return True
-        lesson.computing.pop(i, None)
+        lesson.drawn.setdefault(at, set()).add(i)
         if at not in seen:
             seen[at], took[at] = run.ended, run.seconds
         return True
@@ -230,6 +231,8 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
             if reply is None:
                 return
             answers[reply.key] = (reply.after is not None, reply.acknowledged)
+            if reply.after is not None:
+                sends[reply.key] = reply.after.seconds
             run = reply.after or reply.chosen
             if not run.full:  # the box alone ran: the page still shows this step
                 check(run, i, where, None, problems)
@@ -239,6 +242,7 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         run = await tab.open(f"{keys.LIVE_JOIN}={lesson.code}&{keys.MODEL}={model}")
         check(run, i, "open", None, problems)
         run = await tab.upload(run.uploaders[0], f"student-{i}.png", raw, "image/png")
+        lesson.following.add(i)
         await look(run, "first view")
         while not lesson.over.is_set():
             for run in await tab.wait(0.25):
@@ -246,20 +250,20 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     except Exception as e:  # a timeout or a refused request fails this student, not the run
         problems["failed sessions"].append(f"student {i}: {type(e).__name__}: {e}"[:300])
     finally:
-        lesson.computing.pop(i, None)
+        lesson.following.discard(i)
         lesson.answering.discard(i)
         with contextlib.suppress(Exception):
             await tab.close()
     return {"student": i, "me": query(tab, keys.LIVE_ME), "replica": tab.cookies.get(COOKIE),
             "joined": joined, "seen": seen, "waited": waited, "took": took, "answers": answers,
-            "problems": problems}
+            "sends": sends, "problems": problems}
 
 
 async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves: int,
                 model: str, arrive: float, timeout: float, hold: float = 0.0) -> list[dict]:
     """Start the class, wait for the students (`arrive` s), make the moves (each `every` s
-    after the last, or later while a student's page shows the step computing, up to `hold` s
-    after the click); the CSV's rows."""
+    after the last, or later until every student's page has drawn the step and no Send is in
+    progress, up to `hold` s after the click); the CSV's rows."""
     tab = Tab(url, timeout=timeout)
     run = await tab.open(f"{keys.PRESENTER}=1&page={stages[0]}&{keys.MODEL}={model}")
     if not any(w.key == keys.LIVE_START for w in run.widgets):
@@ -352,9 +356,9 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=5.0, help="seconds between the moves")
     ap.add_argument("--stages", default=",".join(LESSON), help="the lesson's stages, in order")
     ap.add_argument("--moves", type=int, default=1000, help="stop after this many moves")
-    ap.add_argument("--hold", type=float, default=0.0, help="the teacher stays on a step while "
-                    "a student's page shows it computing, up to this many seconds after the "
-                    "click (0: moves every --every s regardless)")
+    ap.add_argument("--hold", type=float, default=0.0, help="the teacher stays on a step until "
+                    "every student's page has drawn it and no Send is in progress, up to this "
+                    "many seconds after the click (0: moves every --every s regardless)")
     ap.add_argument("--within", type=float, help="students arrive within (default 1 s each)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
     ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")

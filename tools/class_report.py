@@ -91,6 +91,8 @@ def summarize(moves: list, results: list[dict], rows: list[dict], run: dict) -> 
             "from_join": spread([w["from_join_s"] for w in drawn]),
             "never_drawn": len(every_wait) - len(drawn), "moves_table": table,
             "waiting": every_wait, "answers_sent": len(clicked),
+            "send": {k: spread([r["sends"][k] for r in results if k in r.get("sends", {})])
+                     for k in sorted({k for r in results for k in r.get("sends", {})})},
             "answers_acknowledged": sum(c[2] is not None for c in clicked),
             "answers_in_csv": len(rows),
             "students_per_replica": {k: sum(r["replica"] == k for r in results)
@@ -121,7 +123,10 @@ def report(s: dict) -> str:
            f"({s['server_cpu_share']:.0%} of the cores) · server peak RSS "
            f"{' + '.join(map(str, s['server_peak_rss_mb']))} MB · client CPU "
            f"{s['client_cpu_s']} s · students per replica "
-           f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}"]
+           f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}",
+           "", "Send clicked → its run finished, p50 / p95 / max (s): " + (" · ".join(
+               f"{k.removeprefix(keys.ANSWER_PREFIX)} {shown(v)}" for k, v in s["send"].items())
+               or "no answer sent")]
     out += ["", "| move | stage · step | runs | click → run p50 / p95 / max (s) | the run "
             "itself p50 (s) | computing when the class got there | until drawn p50 / p95 / max"
             " (s) | from the join p50 / p95 / max (s) |", "|---|---|---|---|---|---|---|---|"]

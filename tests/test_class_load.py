@@ -49,6 +49,8 @@ def test_a_step_computed_after_the_class_got_there_is_timed_apart_until_drawn():
     assert [(w["student"], w["from_click_s"], w["from_join_s"]) for w in s["waiting"]] == [
         (1, 30.0, 48.0), (2, None, None)]
     assert s["until_drawn"]["n"] == 1 and s["never_drawn"] == 1
+    assert s["per_student"][1]["drawn_from_join_s"] == {"Why this answer? · 1": 8.7,
+                                                        "Why this answer? · 2": 48.0}
     assert [m["computing"] for m in s["moves_table"]] == [0, 2]
     assert s["moves_table"][1]["n"] == 1  # student 0's run only
     assert not any(s["problems"].values())  # waiting is no missed move

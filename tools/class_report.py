@@ -90,7 +90,12 @@ def summarize(moves: list, results: list[dict], rows: list[dict], run: dict) -> 
             "until_drawn": spread([w["from_click_s"] for w in drawn]),
             "from_join": spread([w["from_join_s"] for w in drawn]),
             "never_drawn": len(every_wait) - len(drawn), "moves_table": table,
-            "waiting": every_wait, "answers_sent": len(clicked),
+            "waiting": every_wait, "per_student": [{  # every step drawn: s from the join
+                "student": r["student"], "drawn_from_join_s": {
+                    f"{w[0]} · {w[1]}": round(t - r["joined"], 2) for w, t in r["seen"].items()},
+                "send_s": {k: round(v, 2) for k, v in r.get("sends", {}).items()}}
+                for r in results],
+            "answers_sent": len(clicked),
             "send": {k: spread([r["sends"][k] for r in results if k in r.get("sends", {})])
                      for k in sorted({k for r in results for k in r.get("sends", {})})},
             "answers_acknowledged": sum(c[2] is not None for c in clicked),

@@ -146,3 +146,48 @@ def test_a_photo_replaced_at_once_has_its_read_ahead_dropped(read_ahead_on, monk
     assert any(k[0] == "_attention_summary" and k[1] == second.key for k in held)
     assert readahead.shared().skipped - skipped >= len(
         ahead.plan(first, "shapes-classifier", None, 0))
+
+
+# ---------------------------------------------------------------- a class on the Why stage
+def test_a_class_gets_every_students_maps_before_anyones_table(monkeypatch):
+    """Three students of a class whose lesson is the Why stage: the read-ahead's long jobs (the six
+    maps ~18 s, the whole table ~80 s more on ViT-B/16) in the order it starts them: every
+    student's maps first, then the tables (the table's first part is the maps: a table started
+    first would make the last student wait for everyone's tables before its maps)."""
+    from ui.selection import inputs
+    from ui.stages.why import compute, patch_compute
+
+    started: list[tuple[str, str]] = []  # (what, whose image), as the read-ahead starts it
+    done: set[tuple[str, str]] = set()
+
+    def maps(inp, name, mask, target):
+        if ("maps", inp.key) not in done:  # computed once (the shared cache), as the app does
+            started.append(("maps", inp.label))
+            done.add(("maps", inp.key))
+
+    def table(inp, name, mask, target):
+        maps(inp, name, mask, target)  # compute._table reads the cached maps first
+        if ("table", inp.key) not in done:
+            started.append(("table", inp.label))
+            done.add(("table", inp.key))
+
+    monkeypatch.setattr(compute, "maps", maps)
+    monkeypatch.setattr(compute, "table", table)
+    monkeypatch.setattr(compute, "target", lambda inp, name, mask=None: "circle")
+    for name in ("sanity", "patched", "kinds"):  # the later steps' reads: not what is tested
+        monkeypatch.setattr(patch_compute, name, lambda *a, **k: ("x",))
+    gate = threading.Event()
+    ra = readahead.ReadAhead(idle=gate.wait)
+    plans = []
+    for who in "abc":
+        inp = inputs.make_input(who, photo_bytes(w=600 + ord(who)))
+        plans.append(ahead.plan(inp, "shapes-classifier", None, None, start="why",
+                                lesson=("why",)))
+        ra.add(readahead._Interest((who, "shapes-classifier", None, "why")), plans[-1])
+    gate.set()
+    deadline = time.monotonic() + 60
+    while ra.done + ra.failed + ra.skipped < sum(map(len, plans)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ra.failed == 0
+    assert started == [("maps", "a"), ("maps", "b"), ("maps", "c"),
+                       ("table", "a"), ("table", "b"), ("table", "c")]

@@ -325,3 +325,37 @@ def test_a_long_job_lets_waiting_calls_run_between_its_batches():
         worker.between()  # on this thread: nothing to do, returns at once
     finally:
         worker.stop()
+
+
+def test_a_call_served_between_a_long_jobs_batches_runs_with_autograd_as_on_its_own():
+    """A long job's batches run under no_grad or inference mode (the curves, occlusion); a page's
+    call served between two of them (a class's guess sent: another student's maps, whose
+    gradient maps need autograd) must not inherit it: it ran under the outer job's no_grad and
+    raised 'element 0 of tensors does not require grad'."""
+    worker = w.Worker()
+    started, seen = threading.Event(), []
+
+    def long_job():
+        started.set()
+        with torch.inference_mode(), torch.no_grad():
+            for _ in range(2000):
+                worker.between()
+                if seen:
+                    return torch.is_grad_enabled()  # the job's own mode is back afterwards
+                time.sleep(0.005)
+        return None
+
+    def page_call():
+        x = torch.ones(2, requires_grad=True)
+        seen.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return torch.autograd.grad((x * x).sum(), [x])[0].tolist()
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            done = pool.submit(worker.run, long_job)
+            started.wait(10)
+            assert worker.run(page_call) == [2.0, 2.0]
+            assert done.result(60) is False
+        assert seen == [(True, False)]
+    finally:
+        worker.stop()

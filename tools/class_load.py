@@ -2,7 +2,8 @@
 
     python tools/class_load.py [--students 30] [--model vit-b16] [--replicas 1] [--redis]
                                [--every 5] [--stages overview,attention,masks,logits]
-                               [--moves N] [--within 30] [--threads N] [--json out.json]
+                               [--moves N] [--within 30] [--threads N] [--hold S]
+                               [--json out.json]
 
 Every tab speaks Streamlit's protocol (tools/st_protocol.Tab), as tools/load_test.py does. The
 teacher opens presenter mode and starts a class; the students arrive evenly within --within
@@ -11,14 +12,20 @@ is --stages (the teacher picks them under "Today's stages" before starting it); 
 makes a move every --every seconds: Next, through each step of each of those stages. A student
 learns of a move the way its browser does: the server reruns its page (ui/live/push.py) and
 the tab reads the run (tools/st_protocol.Tab.wait). Every question a student
-is shown, it answers (the first option, a number, a patch of the grid, a word) and sends.
+is shown, it answers (the first option, a number, a patch of the grid, a word, k patches chosen
+on the step's own figure: the Why stage's guess) and sends.
 
 Measured, per student and move: the teacher's click sent -> that student's full run showing
-the new step finished (a move a student never showed is missed). Checked: every run of every
-student shows its own picture's fingerprint; every answer sent is in the teacher's CSV download
-once, as the page acknowledged it ("Your answer: … (sent)"; an answer sent as the class moved
-on is not acknowledged on the page but must be in the CSV too): else it is lost; an answer
-there twice or never sent is extra. With --redis a redis-server is started with
+the new step finished (a move a student never showed is missed). A step whose numbers are still
+being computed shows a progress bar first (the Why stage's maps and table on a big model): for
+those, the time until the step is drawn, from the click and from the student's join, is
+reported apart (tools/class_report.py); with --hold S the teacher stays on a step until every
+student's page draws it and no Send is in progress, or S seconds after the click (a page that
+shows an earlier step's question in its place has not shown the step). Checked: every run of
+every student shows its own picture's fingerprint; every answer sent is in the teacher's CSV
+download once, as the page acknowledged it ("Your answer: … (sent)"; an answer sent as the
+class moved on is not acknowledged on the page but must be in the CSV too): else it is lost; an
+answer there twice or never sent is extra. With --redis a redis-server is started with
 deploy/redis.conf in a temporary folder and every replica shares the class through it (without
 it the class lives in one process's memory; replicas then refuse to start one). Prints a table;
 exits non-zero on any problem.
@@ -36,9 +43,6 @@ import json
 import os
 import platform
 import re
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,23 +52,22 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools.browser import ROOT, free_port  # noqa: E402
+from tools.class_report import PROBLEMS, report, summarize  # noqa: E402
 from tools.load_test import (  # noqa: E402
     _own_cpu_s,
     check,
-    pct,
     session_image,
     start_servers,
     teacher,
 )
+from tools.local_redis import redis_server  # noqa: E402
 from tools.st_protocol import Run, Tab  # noqa: E402
 from ui import keys  # noqa: E402
+from ui.lesson.deck import HELD_HERE  # noqa: E402
 from ui.stages import BY_SLUG as STAGES  # noqa: E402
 
 LESSON = ["overview", "attention", "masks", "logits"]
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"  # ui/live/store.ENV
-PROBLEMS = ["wrong images", "exceptions", "error sentences", "failed sessions", "missed moves",
-            "answers lost", "answers extra"]
 CSV_BUTTON = "Download the answers (CSV)"
 
 # what the pages say (ui/presenter.header, ui/live/student.banner, ui/live/student.answer_box)
@@ -72,6 +75,7 @@ TEACHER_WHERE = re.compile(r"^\*\*.+ · step (\d+)/(\d+)\*\* · (.+): \*(.+)\*$"
 STUDENT_WHERE = re.compile(r"\*\*Following class [A-Z0-9-]+\*\* · on your own image · "
                            r"(.+), step (\d+)/(\d+): \*(.+)\*$")
 SENT = re.compile(r"^Your answer: \*\*(.+)\*\* \(sent\)$")
+CHOSEN = re.compile(r"(\d+) of (\d+) chosen")  # a PatchSet's caption (ui/live/student._input)
 
 
 # ---------------------------------------------------------------- reading the pages
@@ -94,6 +98,12 @@ def student_at(run: Run) -> tuple | None:
 def sent(run: Run) -> str | None:
     """The answer the page says was sent, if it says so."""
     return next((m[1] for t in run.texts if (m := SENT.match(t))), None)
+
+
+def held(run: Run) -> bool:
+    """The page shows an earlier step's question in place of the class's step (ui/lesson/deck:
+    what the class's step shows would give its answer away)."""
+    return HELD_HERE in run.texts
 
 
 def query(tab: Tab, name: str) -> str:
@@ -120,12 +130,30 @@ def choice(run: Run, i: int, done=()) -> tuple[str, object, str] | None:
     key, the value, the answer's key), or None when the page asks nothing."""
     inputs = [w for w in run.widgets if (w.key or "").startswith(keys.ANSWER_PREFIX)
               and not w.key.endswith("_send")]
-    if not inputs or inputs[0].key.removesuffix("_grid") in done:
+    if not inputs:
+        return patch_set(run, i, done)
+    if inputs[0].key.removesuffix("_grid") in done:
         return None
     w = inputs[0]
     value = {"radio": lambda: w.options[i % len(w.options)], "number_input": lambda: i % 5 + 1,
              "plotly_chart": lambda: [i % 4], "text_input": lambda: f"word{i}"}[w.kind]()
     return w.key, value, w.key.removesuffix("_grid")
+
+
+def patch_set(run: Run, i: int, done=()) -> tuple[str, list[str], str] | None:
+    """A question answered on the step's own figure (ui/lesson/replies.PatchSet: the Why stage's
+    guess): a Send with no input of its own, the k patches chosen with the figure's multiselect
+    of patch numbers (a keyboard's way; a click on the grid toggles one). Student `i` chooses
+    the k patches from i * k on, row by row."""
+    send = next((w.key for w in run.widgets if w.kind == "button" and (w.key or "").startswith(
+        keys.ANSWER_PREFIX) and w.key.endswith("_send")), None)
+    pick = next((w for w in run.widgets if w.kind == "multiselect" and w.options
+                 and all(o.isdigit() for o in w.options)), None)
+    k = next((int(m[2]) for t in run.texts if (m := CHOSEN.search(t))), None)
+    if send is None or pick is None or k is None or send.removesuffix("_send") in done:
+        return None
+    n = len(pick.options)
+    return pick.key, [pick.options[(i * k + j) % n] for j in range(k)], send.removesuffix("_send")
 
 
 async def answer(tab: Tab, run: Run, i: int, done=()) -> Reply | None:
@@ -143,43 +171,20 @@ async def answer(tab: Tab, run: Run, i: int, done=()) -> Reply | None:
     return Reply(key, chosen, await tab.click(send))
 
 
-# ---------------------------------------------------------------- a Redis for the replicas
-@contextlib.contextmanager
-def redis_server(folder: Path, timeout: float = 60):
-    """redis-server with deploy/redis.conf on a free port, its AOF in `folder`; yields its
-    URL. Stopped (SIGTERM) afterwards."""
-    exe = shutil.which("redis-server") or "/usr/bin/redis-server"
-    port = free_port()
-    proc = subprocess.Popen([exe, str(ROOT / "deploy" / "redis.conf"), "--port", str(port),
-                             "--dir", str(folder)], cwd=folder, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _pong(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not answer on port {port}")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _pong(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
 # ---------------------------------------------------------------- the lesson
 @dataclass
 class Lesson:
     code: str = ""
     moves: list[tuple[float, tuple]] = field(default_factory=list)  # (click sent, where)
     over: asyncio.Event = field(default_factory=asyncio.Event)
+    following: set[int] = field(default_factory=set)  # students in the class now
+    drawn: dict[tuple, set[int]] = field(default_factory=dict)  # step -> students that drew it
+    answering: set[int] = field(default_factory=set)  # students whose Send is in progress
+
+    def busy(self, at: tuple) -> bool:
+        """A student's page has not drawn step `at` yet (its run or the numbers it shows are
+        still being computed), or a student is sending an answer."""
+        return bool(self.answering or self.following - self.drawn.get(at, set()))
 
 
 async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
@@ -190,12 +195,14 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     await asyncio.sleep(start_at)
     raw = session_image(i)
     fid = hashlib.sha256(raw).hexdigest()[:8]
-    tab = Tab(url, timeout=timeout)
+    tab, joined = Tab(url, timeout=timeout), time.perf_counter()
     problems: dict[str, list[str]] = {k: [] for k in PROBLEMS}
-    seen: dict[tuple, float] = {}  # where -> end of the first full run that showed it
+    seen: dict[tuple, float] = {}  # where -> end of the first full run that showed it drawn
+    waited: dict[tuple, float] = {}  # where -> end of the first full run that showed it computing
     took: dict[tuple, float] = {}  # where -> that run's own seconds (request -> its end)
     answers: dict[str, tuple[bool, str | None]] = {}  # answer key -> (Send clicked, the
     #                                                   answer the page acknowledged)
+    sends: dict[str, float] = {}  # answer key -> Send's run (the click to its end), seconds
 
     def note(run: Run, where: str) -> bool:
         check(run, i, where, fid, problems)
@@ -203,6 +210,12 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         if at is None:
             problems["failed sessions"].append(f"student {i}, {where}: no class banner")
             return False
+        if held(run):  # the class's step is not shown (missed, unless a later run shows it)
+            return True
+        if run.progress:  # shown computing: drawn later
+            waited.setdefault(at, run.ended)
+            return True
+        lesson.drawn.setdefault(at, set()).add(i)
         if at not in seen:
             seen[at], took[at] = run.ended, run.seconds
         return True
@@ -210,10 +223,16 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     async def look(run: Run, where: str) -> None:
         """A full run: where it is, and the question it asks, answered (and where that led)."""
         while note(run, where):
-            reply = await answer(tab, run, i, done=answers)
+            lesson.answering.add(i)
+            try:
+                reply = await answer(tab, run, i, done=answers)
+            finally:
+                lesson.answering.discard(i)
             if reply is None:
                 return
             answers[reply.key] = (reply.after is not None, reply.acknowledged)
+            if reply.after is not None:
+                sends[reply.key] = reply.after.seconds
             run = reply.after or reply.chosen
             if not run.full:  # the box alone ran: the page still shows this step
                 check(run, i, where, None, problems)
@@ -223,6 +242,7 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         run = await tab.open(f"{keys.LIVE_JOIN}={lesson.code}&{keys.MODEL}={model}")
         check(run, i, "open", None, problems)
         run = await tab.upload(run.uploaders[0], f"student-{i}.png", raw, "image/png")
+        lesson.following.add(i)
         await look(run, "first view")
         while not lesson.over.is_set():
             for run in await tab.wait(0.25):
@@ -230,15 +250,20 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     except Exception as e:  # a timeout or a refused request fails this student, not the run
         problems["failed sessions"].append(f"student {i}: {type(e).__name__}: {e}"[:300])
     finally:
+        lesson.following.discard(i)
+        lesson.answering.discard(i)
         with contextlib.suppress(Exception):
             await tab.close()
     return {"student": i, "me": query(tab, keys.LIVE_ME), "replica": tab.cookies.get(COOKIE),
-            "seen": seen, "took": took, "answers": answers, "problems": problems}
+            "joined": joined, "seen": seen, "waited": waited, "took": took, "answers": answers,
+            "sends": sends, "problems": problems}
 
 
 async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves: int,
-                model: str, arrive: float, timeout: float) -> list[dict]:
-    """Start the class, wait for the students (`arrive` s), make the moves; the CSV's rows."""
+                model: str, arrive: float, timeout: float, hold: float = 0.0) -> list[dict]:
+    """Start the class, wait for the students (`arrive` s), make the moves (each `every` s
+    after the last, or later until every student's page has drawn the step and no Send is in
+    progress, up to `hold` s after the click); the CSV's rows."""
     tab = Tab(url, timeout=timeout)
     run = await tab.open(f"{keys.PRESENTER}=1&page={stages[0]}&{keys.MODEL}={model}")
     if not any(w.key == keys.LIVE_START for w in run.widgets):
@@ -259,6 +284,8 @@ async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves
             raise RuntimeError(f"the teacher's page has no header: {run.errors or run.texts[:3]}")
         lesson.moves.append((t0, at))
         await tab.wait(every - (time.perf_counter() - t0))
+        while lesson.busy(at) and time.perf_counter() - t0 < hold:
+            await tab.wait(0.5)
     await tab.wait(every)  # the last answers
     lesson.over.set()
     run = await tab.rerun()
@@ -268,10 +295,11 @@ async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves
 
 
 async def lesson_run(url: str, students: int, within: float, stages: list[str], every: float,
-                     moves: int, model: str, timeout: float) -> tuple[Lesson, list, list]:
+                     moves: int, model: str, timeout: float,
+                     hold: float = 0.0) -> tuple[Lesson, list, list]:
     lesson = Lesson()
     teacher_task = asyncio.create_task(teach(url, lesson, stages, every, moves, model,
-                                             within + every, timeout))
+                                             within + every, timeout, hold))
     while not lesson.code:
         if teacher_task.done():
             teacher_task.result()  # raises why the class did not start
@@ -284,7 +312,7 @@ async def lesson_run(url: str, students: int, within: float, stages: list[str], 
 def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
               redis: bool = False, every: float = 5.0, stages: list[str] = LESSON,
               moves: int = 1000, within: float | None = None, threads: int | None = None,
-              cache_mb: float | None = None, timeout: float = 120.0) -> dict:
+              cache_mb: float | None = None, timeout: float = 120.0, hold: float = 0.0) -> dict:
     """Start Redis (if asked), the server or `replicas` behind HAProxy, run the lesson."""
     within = students if within is None else within
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
@@ -301,96 +329,21 @@ def class_run(students: int = 5, model: str = "vit-b16", replicas: int = 1,
         load_before = os.getloadavg()[0]
         cpu0, client0, t0 = [s.cpu_s() for s in servers], _own_cpu_s(), time.time()
         lesson, results, rows = asyncio.run(lesson_run(url, students, within, stages, every,
-                                                       moves, model, timeout))
+                                                       moves, model, timeout, hold))
         wall = time.time() - t0
         cpu = sum(s.cpu_s() - c for s, c in zip(servers, cpu0, strict=True))
         peak = [round(s.peak_rss_mb()) for s in servers]
         client = _own_cpu_s() - client0
         load_after = os.getloadavg()[0]
-    return summarize(lesson, results, rows, {
+    return summarize(lesson.moves, results, rows, {
         "date": str(date.today()), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "students": students, "model": model, "replicas": replicas,
-        "store": "Redis" if redis else "memory", "every_s": every, "within_s": within,
+        "store": "Redis" if redis else "memory", "every_s": every, "hold_s": hold,
+        "within_s": within,
         "torch_threads": threads or "default", "wall_s": round(wall, 1),
         "server_cpu_s": round(cpu, 1), "server_cpu_share": round(cpu / (wall * os.cpu_count()), 2),
         "server_peak_rss_mb": peak, "client_cpu_s": round(client, 1),
         "load_average_before_after": [round(load_before, 1), round(load_after, 1)]})
-
-
-def summarize(lesson: Lesson, results: list[dict], rows: list[dict], run: dict) -> dict:
-    """Latencies per student and move, and the answers: acknowledged against the CSV."""
-    follow, by_move, run_s = [], [[] for _ in lesson.moves], [[] for _ in lesson.moves]
-    problems = {k: [p for r in results for p in r["problems"][k]] for k in PROBLEMS}
-    failed = {int(p.split()[1].rstrip(":,")) for p in problems["failed sessions"]}
-    for r in results:
-        if r["student"] in failed:
-            continue
-        for n, (clicked, where) in enumerate(lesson.moves, 1):
-            if where in r["seen"] and r["seen"][where] > clicked:
-                follow.append(r["seen"][where] - clicked)
-                by_move[n - 1].append(r["seen"][where] - clicked)
-                run_s[n - 1].append(r["took"][where])
-            else:
-                problems["missed moves"].append(f"student {r['student']}: move {n} {where}")
-    by_student = {r["me"]: r["student"] for r in results}
-    in_csv: dict[tuple, list[str]] = {}
-    for row in rows:
-        in_csv.setdefault((row["student"], keys.answer(row["stage"], row["step"])),
-                          []).append(row["answer"])
-    clicked = [(r["me"], k, v) for r in results for k, (send, v) in r["answers"].items() if send]
-    for me, k, v in clicked:
-        found = in_csv.get((me, k), [])
-        if len(found) > 1:
-            problems["answers extra"].append(f"student {by_student[me]}: {k}: {found}")
-        elif v is not None and found != [v] or not found:
-            problems["answers lost"].append(f"student {by_student[me]}: {k} = {v!r} "
-                                            f"acknowledged, the CSV has {found}")
-    for me, k in set(in_csv) - {(me, k) for me, k, _ in clicked}:
-        problems["answers extra"].append(f"{me}: {k}: in the CSV, never sent")
-    acknowledged = [c for c in clicked if c[2] is not None]
-    return {**run, "moves": len(lesson.moves), "follow_n": len(follow),
-            "follow_p50_s": round(pct(follow, 0.5), 2), "follow_p95_s": round(pct(follow, 0.95), 2),
-            "follow_max_s": round(max(follow, default=float("nan")), 2),
-            "moves_table": [{"move": n, "stage": where[0], "step": where[1],
-                             "runs": len(t), "p50_s": round(pct(t, 0.5), 2),
-                             "p95_s": round(pct(t, 0.95), 2),
-                             "max_s": round(max(t, default=float("nan")), 2),
-                             "run_p50_s": round(pct(r, 0.5), 2)}
-                            for n, (t, r, (_, where)) in enumerate(zip(by_move, run_s,
-                                                                       lesson.moves,
-                                                                       strict=True), 1)],
-            "answers_sent": len(clicked),
-            "answers_acknowledged": len(acknowledged), "answers_in_csv": len(rows),
-            "students_per_replica": {k: sum(r["replica"] == k for r in results)
-                                     for k in sorted({r["replica"] for r in results
-                                                      if r["replica"]})},
-            "problems": problems}
-
-
-def report(s: dict) -> str:
-    out = [f"{s['date']} · {s['machine']} · {s['students']} students · {s['model']} · "
-           f"{s['replicas']} replica(s), store {s['store']}, torch threads {s['torch_threads']}"
-           f" · a move every {s['every_s']:g} s · students arrived within {s['within_s']:g} s"
-           f" · load average before / after {s['load_average_before_after'][0]} / "
-           f"{s['load_average_before_after'][1]}",
-           "", "| students | replicas | store | moves | teacher's click → student's run "
-           "finished p50 / p95 / max (s) | answers sent / acknowledged / in the CSV | "
-           + " | ".join(PROBLEMS) + " |", "|---|---|---|---|---|---|" + "---|" * len(PROBLEMS),
-           f"| {s['students']} | {s['replicas']} | {s['store']} | {s['moves']} | "
-           f"{s['follow_p50_s']} / {s['follow_p95_s']} / {s['follow_max_s']} "
-           f"({s['follow_n']} runs) | {s['answers_sent']} / {s['answers_acknowledged']} / "
-           f"{s['answers_in_csv']} | " + " | ".join(str(len(s["problems"][k])) for k in PROBLEMS)
-           + " |", "", f"wall {s['wall_s']} s · server CPU {s['server_cpu_s']} s "
-           f"({s['server_cpu_share']:.0%} of the cores) · server peak RSS "
-           f"{' + '.join(map(str, s['server_peak_rss_mb']))} MB · client CPU "
-           f"{s['client_cpu_s']} s · students per replica "
-           f"{', '.join(f'{k}: {n}' for k, n in s['students_per_replica'].items()) or '—'}"]
-    out += ["", "| move | stage · step | runs | click → run p50 / p95 / max (s) | the run "
-            "itself p50 (s) |", "|---|---|---|---|---|"]
-    out += [f"| {m['move']} | {m['stage']} · {m['step']} | {m['runs']} | {m['p50_s']} / "
-            f"{m['p95_s']} / {m['max_s']} | {m['run_p50_s']} |" for m in s["moves_table"]]
-    out += [f"PROBLEM ({k}): {p}" for k in PROBLEMS for p in s["problems"][k]]
-    return "\n".join(out)
 
 
 def main(argv=None) -> int:
@@ -403,6 +356,9 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=5.0, help="seconds between the moves")
     ap.add_argument("--stages", default=",".join(LESSON), help="the lesson's stages, in order")
     ap.add_argument("--moves", type=int, default=1000, help="stop after this many moves")
+    ap.add_argument("--hold", type=float, default=0.0, help="the teacher stays on a step until "
+                    "every student's page has drawn it and no Send is in progress, up to this "
+                    "many seconds after the click (0: moves every --every s regardless)")
     ap.add_argument("--within", type=float, help="students arrive within (default 1 s each)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for each app process")
     ap.add_argument("--cache-mb", type=float, help="the cache budget of each app process")
@@ -411,7 +367,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     summary = class_run(args.students, args.model, args.replicas, args.redis, args.every,
                         args.stages.split(","), args.moves, args.within, args.threads,
-                        args.cache_mb, args.timeout)
+                        args.cache_mb, args.timeout, args.hold)
     print(report(summary))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2, default=str))

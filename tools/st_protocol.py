@@ -77,6 +77,7 @@ class Run:
     full: bool = False  # the whole script ran (not only a fragment)
     blocks: dict[tuple, str] = field(default_factory=dict)  # path -> popover / expander label
     paths: list[tuple[tuple, str]] = field(default_factory=list)  # (path, text) of each element
+    progress: list[str] = field(default_factory=list)  # st.progress bars' texts
 
     def under(self, label: str) -> list[str]:
         """Texts, alerts and widget labels drawn inside the popovers / expanders `label`."""
@@ -247,6 +248,8 @@ class Tab:
             run.errors.append(text := el.alert.body)
         elif kind in ALERTS:
             run.alerts.append(text := getattr(el, kind).body)
+        elif kind == "progress":
+            run.progress.append(text := el.progress.text)
         elif kind == "file_uploader":
             run.uploaders.append(el.file_uploader.id)
         elif kind == "download_button":  # fetched when clicked, not with the page

@@ -90,7 +90,8 @@ class Worker:
     def between(self) -> None:
         """Called between two batches of a long job (a `progress` callback): on the worker
         thread, run the pages' calls and captions' words waiting now (not the read-ahead's), so
-        a job of many batches keeps nobody waiting longer than one batch; elsewhere nothing."""
+        a job of many batches keeps nobody waiting longer than one batch (each call with autograd
+        on, as on the worker's loop, not in the job's no_grad); elsewhere nothing."""
         if threading.current_thread() is not self.thread:
             return
         while True:
@@ -98,7 +99,10 @@ class Worker:
                 if not (self.fresh or self.steps):
                     return
                 job, call, later = (self.fresh or self.steps).popleft()
-            self._serve(job, call)
+            # as on the worker's own loop: not in the long job's no_grad or inference mode (a
+            # gradient map served inside its curves raised "does not require grad")
+            with torch.inference_mode(False), torch.enable_grad():
+                self._serve(job, call)
             with self.lock:
                 if not later:
                     self.last_pass = time.monotonic()

@@ -117,7 +117,10 @@ def maps_read(a: Ask) -> list:
 
 
 def table_read(a: Ask) -> list:
-    """The read-ahead's call: the faithfulness table of the predicted answer (after the maps)."""
+    """The read-ahead's calls: the maps, then the faithfulness table of the predicted answer.
+    Two items, not one: the read-ahead runs every session's first item before anyone's second
+    (ui/serving/readahead.py), so a class gets every student's maps (~18 s each on ViT-B/16)
+    before anyone's table (~80 s more), not each student's maps after all the tables before."""
     if not applies(state.get_model(a.name).config):
         return []
-    return [lambda: table(a.inp, a.name, a.mask, target(a.inp, a.name, a.mask))]
+    return [*maps_read(a), lambda: table(a.inp, a.name, a.mask, target(a.inp, a.name, a.mask))]

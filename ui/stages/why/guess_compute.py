@@ -84,6 +84,4 @@ def rows(inp, model_name: str, mask: str | None) -> list:
 def table_read(a: Ask) -> list:
     """The read-ahead's call: the table a guess is scored against (computed, never shown,
     before the student guesses)."""
-    if not compute.applies(state.get_model(a.name).config):
-        return []
-    return [lambda: rows(a.inp, a.name, a.mask)]
+    return compute.table_read(a)  # `rows` is that table: its maps first, then the table

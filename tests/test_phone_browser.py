@@ -28,6 +28,7 @@ from tools.browser import serve, start_class, wait_idle
 from ui import keys, stages
 from ui.stages import BY_SLUG as STAGES
 from ui.stages.overview import OVERVIEW_MAP
+from ui.stages.why.keys import WHY_GUESS_SKIP
 
 pytestmark = pytest.mark.browser
 
@@ -69,6 +70,13 @@ def test_every_page_fits_a_phone(browser, server, axe):
         assert page.locator("[data-testid='stException']").count() == 0, slug
         found, texts = problems_on_phone(page, slug)
         problems += found + axe(page, f"{slug} on a phone")  # WCAG 2.1 A/AA: every step's there
+        if slug == "why":  # alone, its steps after the guess open once the guess is skipped
+            page.locator(f".st-key-{WHY_GUESS_SKIP} button").click()
+            page.get_by_text("What made").first.wait_for(state="attached", timeout=120_000)
+            wait_idle(page)
+            settle(page)
+            problems += problems_on_phone(page, "why, the guess skipped")[0]
+            problems += axe(page, "why on a phone, the guess skipped")
         if slug in ("overview", "masks"):  # the phone's own figures are there, and read
             assert texts > 40, (slug, texts)
         if slug == "overview":

@@ -14,9 +14,10 @@ import io
 import threading
 import time
 
+import numpy as np
 import pytest
 
-from tests.support import open_app
+from tests.support import arr, chart_titled, open_app
 from tests.test_why_guess import (
     attention_order,
     heard,
@@ -25,7 +26,7 @@ from tests.test_why_guess import (
     shown_auc,
     teacher_does,
 )
-from tests.test_why_sanity_patching import check_sanity, image
+from tests.test_why_sanity_patching import check_sanity, image, tile
 from tests.test_why_words import figure, own_map, shown_map
 from ui import keys
 from ui.live import classes, session
@@ -42,6 +43,8 @@ from ui.stages.why.keys import (
     WHY_WORD,
 )
 from vit_core import load_image, load_model, preprocess
+from vit_core.explain import attribution
+from vit_core.explain.attribution import METHODS
 from vit_core.explain.targets import word_targets
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -193,3 +196,24 @@ def test_in_class_a_guess_sent_before_its_score_is_scored_later_and_shown_on_rev
     teacher.run()
     said = " ".join(m.value for m in teacher.markdown if "Of 1 guesses" in m.value)
     assert said and "still being scored" not in said, said
+
+
+def test_while_sanitys_random_maps_are_computed_its_step_draws_the_trained_ones(big):
+    """A slide waiting for the randomised copy's maps still has its key figure: the trained
+    maps (kept since the maps step), each its own map scaled to its largest |value|."""
+    at = open_app("why", CLF, state={WHY_OPEN: True}, no_error=True)
+    settle(at)
+    shared_cache().clear(lambda key: key[0] == "_sanity")  # Sanity's numbers only: recomputed
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.get("progress")) == 1, pending(at)
+    model = load_model(CLF)
+    pixels, target = image(at, model)
+    fig = chart_titled(at, f"“{target.label}”: the maps on the trained model (random weights: "
+                           f"being computed)")
+    z, g = arr(fig["data"][0]["z"]).astype(float), model.config.grid
+    for i, m in enumerate(METHODS):
+        own = attribution.attribute(model, pixels, m, target).patches.double().numpy()
+        assert np.allclose(tile(z, i, 3, (g, g)), (own / np.abs(own).max()).reshape(g, g),
+                           atol=1e-5), m
+    idle()

@@ -48,7 +48,7 @@ STAGE = deck.Stage(
         waits(Step("sanity", sanity.title, sanity.figure, sanity.facts, sanity.words,
                    notes=sanity.notes, describe=sanity.describe, question=sanity.question,
                    reads=(patch_compute.sanity_read,), applies=compute.applies,
-                   asks=("most_kept", "rho"))),
+                   asks=("most_kept", "rho")), meanwhile=sanity.meanwhile),
         Step("patching", patching.title, patching.figure, patching.facts, patching.words,
              notes=patching.notes, describe=patching.describe, question=patching.question,
              reads=(patch_compute.patched_read,), applies=compute.applies,

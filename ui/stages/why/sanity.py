@@ -75,6 +75,23 @@ def figure(x: deck.View, f: dict) -> None:
                lambda: st.plotly_chart(narrow, key=keys.phone(WHY_SANITY), width="stretch"))
 
 
+def meanwhile(x: deck.View) -> None:
+    """While the randomised copy's maps are computed: the trained ones (the maps step's, kept),
+    the row the random weights' maps will be set against; nothing if they are not there yet."""
+    mask = session.chosen_mask()
+    target = compute.target(x.inp, x.name, mask)
+    try:
+        found = jobs.ready("maps", x.inp, x.name, mask, target)
+    except jobs.NotReady:
+        return
+    g = x.c.grid
+    fig = tiles([wf.scaled(found[m].patches.double().numpy()).reshape(g, g) for m in METHODS],
+                [NAMES[m] for m in METHODS], 3,
+                title=f"“{target.label}”: the maps on the trained model ({RANDOM}: being "
+                      f"computed)", value_name=VALUE, zmin=-1, zmax=1, height=520)
+    deck.chart(readable(fig), key=WHY_SANITY)
+
+
 def _names(methods: list[str]) -> str:
     said = [NAMES[m] for m in methods]
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]

@@ -95,13 +95,13 @@ def test_every_step_fits_every_projector(browser, server, axe, model, screens):
 
 
 def why_maps_arrive(page, header: str) -> None:
-    """On a big model the Why stage's maps step first shows a progress bar (its maps are
-    computed on the server's background thread while the page stays live), then reruns and
-    draws the six maps: wait for them, so the slide checked is the maps' (the largest grid)."""
-    assert page.locator("[data-testid='stProgress']").count() > 0, (
-        f"{header}: a big model's maps step shows a progress bar while its maps are computed")
-    page.locator("[data-testid='stProgress']").first.wait_for(state="detached",
-                                                               timeout=WHY_WAIT_MS)
+    """On a big model the Why stage's maps step shows a progress bar while its maps are
+    computed on the server's background thread (unless they were done before the walk got
+    there: tests/test_why_held.py tests the bar), then reruns and draws the six maps: wait for
+    them, so the slide checked is the maps' (the largest grid)."""
+    if page.locator("[data-testid='stProgress']").count():
+        page.locator("[data-testid='stProgress']").first.wait_for(state="detached",
+                                                                   timeout=WHY_WAIT_MS)
     page.wait_for_function(IDLE_JS, timeout=120_000)
     page.locator(".st-key-deck_figure .js-plotly-plot").first.wait_for(timeout=120_000)
     assert "What made" in (page.locator(".st-key-deck_figure").text_content() or ""), header

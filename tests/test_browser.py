@@ -82,6 +82,15 @@ def open_stage(page, slug: str) -> None:
     wait_idle(page)
 
 
+def wait_download(page, info, seconds: int = 45) -> bool:
+    """Whether the download `info` waits for has started within `seconds`."""
+    for _ in range(seconds * 2):
+        if info.is_done():
+            return True
+        page.wait_for_timeout(500)
+    return info.is_done()
+
+
 def download_trace(page, tmp_path: Path, served) -> Path:
     """Click 'Download this trace (.npz)' in the sidebar and save what the browser receives."""
     sidebar = page.locator("[data-testid='stSidebar']")
@@ -93,6 +102,9 @@ def download_trace(page, tmp_path: Path, served) -> Path:
     try:
         with page.expect_download(timeout=120_000) as info:
             button.click()
+            if not wait_download(page, info):  # a click can be lost to a run starting at once
+                wait_idle(page)  # (once on a loaded CI machine, on the Why page): as a hand
+                button.click()  # would, click again
     except playwright.TimeoutError:
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / "download-failed.png"), full_page=True)

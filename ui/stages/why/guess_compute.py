@@ -76,12 +76,7 @@ def scores_later(inp, model_name: str, mask: str | None, guess) -> dict:
         return {"patches": list(_sorted(guess)), UNSCORED: str(e)}
 
 
-def rows(inp, model_name: str, mask: str | None) -> list:
-    """compute.table for the answer the model gives."""
-    return compute.table(inp, model_name, mask, compute.target(inp, model_name, mask))
-
-
 def table_read(a: Ask) -> list:
     """The read-ahead's call: the table a guess is scored against (computed, never shown,
     before the student guesses)."""
-    return compute.table_read(a)  # `rows` is that table: its maps first, then the table
+    return compute.table_read(a)  # the table of the predicted answer: its maps first

@@ -154,18 +154,3 @@ def offline_hub_models(tmp_path_factory):
     finally:
         mp.undo()
 
-
-# The modules holding the rest tier's longest tests (the presenter walks, the phone walk, the
-# browser load test and the upload walk, the keyboard walk: 40-120 s each), scheduled first: under
-# `-n 2` a worker that draws one of them last runs it alone while the other idles. Each module's
-# tests stay together (a module's server and browser start once per worker).
-FIRST = ("test_deck_browser.py", "test_phone_browser.py", "test_browser.py",
-         "test_a11y_browser.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        name = item.path.name
-        return FIRST.index(name) if name in FIRST else len(FIRST)
-
-    items.sort(key=rank)  # stable: the order within each module and among the rest is kept

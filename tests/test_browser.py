@@ -414,15 +414,17 @@ def test_a_refused_file_type_is_stopped_by_the_uploader(browser, server, tmp_pat
 def test_concurrent_sessions_each_see_their_own_image():
     """The classroom load test in a reduced form (tools/load_test.py runs the full one), as its
     own process, the way it is run by hand (its worker processes are spawned from there): two
-    sessions at once, each in its own browser process, every page, on the bundled classifier
-    (test_load.py drives more sessions over Streamlit's protocol, which costs the machine far
-    less than Chromium, and on the ViT-B/16-size preset)."""
+    sessions at once, each in its own browser process, on the bundled classifier, three pages
+    each (every page was 60 s of the CI's 15 minutes: test_load.py drives more sessions over
+    Streamlit's protocol on every page, and test_upload_visit_every_page_and_stay_offline
+    walks every page in Chromium on an uploaded photo)."""
     import subprocess
     import sys
 
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--browser",
                           "--sessions", "2", "--processes", "2",
-                          "--model", "shapes-classifier"], capture_output=True, text=True,
+                          "--model", "shapes-classifier", "--pages", "patches,attention,logits"],
+                         capture_output=True, text=True,
                          timeout=1200, cwd=ROOT)
     print(run.stdout[-2000:], run.stderr[-2000:])
     assert run.returncode == 0 and "| 2 | 2 |" in run.stdout

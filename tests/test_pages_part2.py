@@ -142,14 +142,15 @@ def test_the_sidebar_mask_reaches_generation_and_scoring_on_the_logits_page():
     assert any(f"“{caption_text(words)}”" in t for t in texts(at))
 
 
-@pytest.mark.slow  # ViT-B/16-sized captioner passes
+# On the bundled captioner (at 1.5 its seed-7 words are not greedy's; the ViT-B/16-size text
+# preset, 37 s of passes here, decodes step by step in the test below)
 def test_sampled_steps_are_the_seeded_generation_word_by_word():
-    at = open_app("logits", "vit-b16-text")
+    at = open_app("logits", "shapes-captioner-causal")
     at.slider(key="temperature").set_value(1.5).run()
     at.number_input(key="gen_seed").set_value(7).run()
     for _ in range(4):
         at.button(key="gen_next").click().run()
-    model = load_model("vit-b16-text")
+    model = load_model("shapes-captioner-causal")
     pixels = pixels_of(at, model)
     words = sampled(model, pixels, temperature=1.5, seed=7, steps=4)
     assert sos_line(at).split()[1:5] == words[:4]

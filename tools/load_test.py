@@ -3,6 +3,7 @@
     python tools/load_test.py [--sessions 30] [--within 30] [--model vit-b16] [--replicas 1]
                               [--threads N] [--cache-mb MB] [--think 0] [--json out.json]
     python tools/load_test.py --browser --sessions 20 --processes 2 [--stagger 1] [--model M]
+                              [--pages patches,attention,logits]
 
 Protocol mode (the default) measures the server, not the browsers. Each session is a
 tools.st_protocol.Tab: no browser, Streamlit's own websocket protocol, so 30 sessions cost the
@@ -84,7 +85,8 @@ async def own_image(page, fid: str, timeout: int) -> None:
                        f"{shown or 'no fingerprint'}, errors {stops or 'none'}")
 
 
-async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0) -> dict:
+async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0,
+                      pages: list[str] = STAGES) -> dict:
     await asyncio.sleep(i * stagger)  # students arrive within seconds, not in the same instant
     raw = session_image(i)
     fid = hashlib.sha256(raw).hexdigest()[:8]
@@ -103,7 +105,7 @@ async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0
         await own_image(page, fid, 180_000)
         await idle(page)
         first = time.time() - t0
-        for slug in STAGES:
+        for slug in pages:
             t0 = time.time()
             await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{slug}']").first.click()
             await idle(page)
@@ -121,20 +123,22 @@ async def one_session(browser, url: str, i: int, tmp: Path, stagger: float = 0.0
     return {"session": i, "first_view": first, "page_times": times, "problems": problems}
 
 
-async def run_process(url: str, ids: list[int], tmp: str, stagger: float) -> list[dict]:
+async def run_process(url: str, ids: list[int], tmp: str, stagger: float,
+                      pages: list[str]) -> list[dict]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path="/usr/bin/chromium",
                                            args=CHROMIUM_ARGS)
-        out = await asyncio.gather(*(one_session(browser, url, i, Path(tmp), stagger) for i in ids))
+        out = await asyncio.gather(*(one_session(browser, url, i, Path(tmp), stagger, pages)
+                                     for i in ids))
         await browser.close()
     return out
 
 
-def process_main(url, ids, tmp, stagger, queue):
+def process_main(url, ids, tmp, stagger, pages, queue):
     try:
-        queue.put(asyncio.run(run_process(url, ids, tmp, stagger)))
+        queue.put(asyncio.run(run_process(url, ids, tmp, stagger, pages)))
     except Exception as e:  # always report: the parent waits for one answer per process
         queue.put([{"session": i, "first_view": float("nan"), "page_times": [],
                     "problems": [f"session {i}: process failed: {type(e).__name__}: {e}"]}
@@ -180,6 +184,11 @@ def pct(xs, q):
 def browser_main(args) -> int:
     import tempfile
 
+    slugs = args.pages.split(",") if args.pages else STAGES
+    if set(slugs) - set(STAGES):
+        print(f"--pages: {', '.join(sorted(set(slugs) - set(STAGES)))} is not one of "
+              f"{', '.join(STAGES)}", file=sys.stderr)
+        return 2
     ctx = mp.get_context("spawn")
     with serve() as server, tempfile.TemporaryDirectory() as tmp:
         rss_before, cpu_before = server.rss_mb(), server.cpu_s()
@@ -187,7 +196,7 @@ def browser_main(args) -> int:
         groups = [list(range(p, args.sessions, args.processes)) for p in range(args.processes)]
         t0 = time.time()
         url = server.url + (f"/?model={args.model}" if args.model else "")
-        procs = [ctx.Process(target=process_main, args=(url, g, tmp, args.stagger, queue))
+        procs = [ctx.Process(target=process_main, args=(url, g, tmp, args.stagger, slugs, queue))
                  for g in groups if g]
         prober = ctx.Process(target=probe_main, args=(url, stop, probe_queue))
         for p in procs + [prober]:
@@ -436,6 +445,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="the longest any wait may take")
     ap.add_argument("--browser", action="store_true", help="real Chromium tabs instead")
     ap.add_argument("--processes", type=int, default=2, help="with --browser: browser processes")
+    ap.add_argument("--pages", help="with --browser: these pages (slugs, comma-separated) "
+                                    "after the first view, in this order (default: every page)")
     ap.add_argument("--stagger", type=float, default=1.0,
                     help="with --browser: seconds between session starts")
     args = ap.parse_args(argv)

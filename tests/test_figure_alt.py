@@ -389,7 +389,7 @@ STAGES: list[tuple[str, dict]] = [
 WORDS_ONLY = {("why", "maps"): lambda config: not why_compute.applies(config)}  # no answer
 # ViT-Ti/16 is heavy (not worker.small): its why page computes on a background job behind a
 # progress bar, and the maps (3.4 s) and the table (17 s) take ~20 s at load 2 here, far over
-# a quick page: a big model's why page is tests/test_why_big.py's (slow)
+# a quick page: a big model's waiting steps are tests/test_why_held.py's
 HEAVY = {("why", "vit-ti16")}
 CASES = [pytest.param(slug, checks, model, id=f"{slug}-{model}") for slug, checks in STAGES
          for model in MODELS + FAMILIES if (slug, model) not in HEAVY]

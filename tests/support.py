@@ -237,3 +237,40 @@ def write_timm_repo(folder: Path) -> None:
         "model_args": {"num_heads": 3},
         "pretrained_cfg": {"input_size": [3, 384, 384], "interpolation": "bicubic",
                            "crop_pct": 1.0, "mean": [0.5] * 3, "std": [0.5] * 3}}))
+
+
+# ---------------------------------------------------------------- a big model's background jobs
+WAIT_S = 900  # the most a test waits for a background computation (not a speed claim)
+
+
+def idle() -> None:
+    """Wait until no computation of the why stage runs on a background thread."""
+    import time
+
+    from ui.stages.why import jobs
+
+    end = time.monotonic() + WAIT_S
+    while jobs.busy():
+        assert time.monotonic() < end, "a background computation never ended"
+        time.sleep(0.1)
+
+
+def pending(at) -> list[str]:
+    """The words of the steps that wait for their numbers (ui/stages/why/waiting.py)."""
+    return [i.value for i in at.info if i.value.endswith("as soon as they are ready.")]
+
+
+def settle(at) -> None:
+    """Run the page until no step shows a progress bar, as a student's page does (on a big
+    model the why stage computes its numbers behind one, unless this process has them)."""
+    import time
+
+    end = time.monotonic() + WAIT_S
+    while True:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert not at.error, [e.value for e in at.error]
+        if not at.get("progress"):
+            return
+        assert time.monotonic() < end, pending(at)
+        idle()

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.support import arr, chart_titled, open_app
+from tests.support import WAIT_S, arr, chart_titled, idle, open_app, pending, settle
 from tests.test_why_guess import (
     attention_order,
     heard,
@@ -33,7 +33,7 @@ from ui.live import classes, session
 from ui.selection import inputs
 from ui.serving import worker
 from ui.serving.budget import shared_cache
-from ui.stages.why import compute, jobs
+from ui.stages.why import compute
 from ui.stages.why.keys import (
     WHY_GUESS_PICK,
     WHY_GUESS_SCORES,
@@ -50,7 +50,6 @@ from vit_core.explain.targets import word_targets
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 CLF, CAUSAL = "shapes-classifier", "shapes-captioner-causal"
-WAIT_S = 900  # the most a test waits for a background computation (not a speed claim)
 GATE_S = 240  # the most the gated table waits for the test's go-ahead (a page that waits fails)
 HELD = "stay hidden until you test your guess"  # the sentence under the guess, alone
 COMPUTED = ("_maps", "_table", "_sanity", "_curve")  # the why stage's long computations
@@ -63,31 +62,6 @@ def big(monkeypatch):
     shared_cache().clear(lambda key: key[0] in COMPUTED)
     yield
     idle()
-
-
-def idle() -> None:
-    end = time.monotonic() + WAIT_S
-    while jobs.busy():
-        assert time.monotonic() < end, "a background computation never ended"
-        time.sleep(0.1)
-
-
-def pending(at) -> list[str]:
-    """The words of the steps that wait for their numbers (ui/stages/why/waiting.py)."""
-    return [i.value for i in at.info if i.value.endswith("as soon as they are ready.")]
-
-
-def settle(at) -> None:
-    """Run the page until no step shows a progress bar."""
-    end = time.monotonic() + WAIT_S
-    while True:
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        assert not at.error, [e.value for e in at.error]
-        if not at.get("progress"):
-            return
-        assert time.monotonic() < end, pending(at)
-        idle()
 
 
 def test_alone_the_maps_wait_for_a_guess_and_a_big_models_guess_is_scored_behind_progress(big):

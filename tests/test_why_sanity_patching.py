@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import vit_core
-from tests.support import arr, chart_titled, open_app
+from tests.support import arr, chart_titled, open_app, settle
 from ui import keys
 from ui.drawing.numbers import pct
 from ui.keys import WHY_PATCH_KIND
@@ -54,7 +54,9 @@ def check_sanity(at, model, pixels, target) -> dict:
     found = {m: sanity_check(model, pixels, target, fn) for m, fn in METHODS.items()}
     rho = {m: s.rho for m, s in found.items()}
     kept = [SHOWN[m] for m in METHODS if rho[m] == rho[m] and rho[m] > SURVIVES]
-    said = next(t for t in infos(at) if "drawn at random" in t)
+    said = next((t for t in infos(at) if "drawn at random" in t), None)
+    assert said, ("no Sanity sentence", infos(at), [e.value for e in at.caption][:6],
+                  [e.value for e in at.warning], [e.value for e in at.error])
     if kept:
         names = kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + " and " + kept[-1]
         assert said.startswith(f"{names} barely changed"), (said, rho)
@@ -172,6 +174,7 @@ def test_sanity_and_patching_say_the_librarys_numbers(name):
 def test_a_random_vit_ti_is_patched_by_attribution(monkeypatch):
     monkeypatch.setattr(worker, "LIMIT_S", 1800.0)  # integrated gradients and occlusion, loaded
     at = open_app("why", "vit-ti16", no_error=True, state=OPEN)
+    settle(at)  # its maps and Sanity's come behind a progress bar (unless this process has them)
     model = vit_core.load_model("vit-ti16")
     pixels, target = image(at, model)
     check_sanity(at, model, pixels, target)

@@ -252,6 +252,20 @@ FIGURE_JS = """() => {
   return out;
 }"""
 
+# KaTeX draws what it cannot parse in red instead of raising: a .katex-error span, coloured
+# #cc0000 (also the colour of an unknown command inside a formula that otherwise parsed).
+KATEX_ERRORS_JS = """() => {
+  const bad = [];
+  document.querySelectorAll('.katex-error').forEach(e => bad.push(
+      'katex-error: ' + (e.getAttribute('title') || e.textContent).slice(0, 160)));
+  document.querySelectorAll('body *').forEach(e => {
+    if (getComputedStyle(e).color === 'rgb(204, 0, 0)')
+      bad.push('#cc0000: ' + (e.textContent || '').slice(0, 80));
+  });
+  return bad;
+}"""
+
+
 FIGURE_SHARE = 0.5  # the key figure takes at least half of the slide's height below the header
 WHOLE_WIDTH = 0.95  # ... or, pictures wider than that, they span the slide's whole width
 ASPECT = 0.02  # a picture's drawn shape within 2 % of its file's

@@ -4,9 +4,9 @@ For every step of every stage, on the bundled classifier and a ViT-B/16-size pre
 and a captioner at 1024×768 (WALKS): nothing scrolls (the page is at most the screen's height)
 and the key figure is whole on the screen, has half of the slide, no text in it is drawn under
 14 px (slides.small_text), and its pictures keep their shape; nothing on the slide is cut or
-drawn over, reached with → or by a link; every formula parses. After a Reveal, Play, a click on a figure, a slider
-moved or a choice made with the mouse the clicker still moves the deck; after scrolling, the
-next step opens at its top; the speaker notes have their own window.
+drawn over, reached with → or by a link; every formula parses. After a Reveal, Play, a click
+on a figure, a slider moved or a choice made with the mouse the clicker still moves the deck;
+after scrolling, the next step opens at its top; the speaker notes have their own window.
 """
 
 

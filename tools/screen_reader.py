@@ -1,20 +1,21 @@
 """What Orca says on a step: a real screen-reader pass, headless. Starts Xvfb, a D-Bus session
 bus, the AT-SPI bus (its Status IsEnabled and ScreenReaderEnabled set, so Chromium turns its
-accessibility on) and Orca with a debug log; Chromium runs headful on that display, driven by
-Playwright, on the app (`tools/browser.serve`). Keys a user presses go to Orca as real X
-events (`xdotool`); Playwright only opens the pages. On each step, as a user would: Orca's
-browse mode (Orca+A until it says "Browse mode"), H (next heading) until Orca reads the step's
-title (on a slide: from the top), then ↓ line by line until the next step's heading (or
-`--lines`), then the keys of `--then` (e.g. "Tab Tab Right": a control moved, a rerun).
-Printed: what Orca said (its log's "SPEECH OUTPUT" lines) while the page loaded, then per key.
+accessibility on) and Orca; Chromium runs headful on that display (with
+--force-renderer-accessibility), driven by Playwright, on the app (`tools/browser.serve`). The
+keys a user presses reach Orca as real X events (`xdotool`); Playwright only opens the pages.
+On each step, as a user would: Orca's browse mode (Orca+A until it says "Browse mode"), H (next
+heading) until Orca reads the step's title (a slide: Control+Home), Say All (keypad +), cut at
+the next heading; then `--lines` presses of ↓, and the keys of `--then`, one at a time (e.g.
+"Tab Tab Left": a control moved, a rerun). Printed: what Orca said while the page loaded (live
+regions), then after each key; a run of one-symbol utterances (an equation) on one line.
 
     .venv/bin/python tools/screen_reader.py attention:1 logits:2 attention:3 [--presenter]
-        [--size 1280x720] [--model shapes-classifier] [--lines 40] [--then "Tab Right"]
-        [--log orca.log]
+        [--size 1280x720] [--model shapes-classifier] [--lines 0] [--then "Tab Left"]
+        [--log orca-debug.log]
 
 Needs (Debian): `apt-get install -y --no-install-recommends orca xvfb xdotool at-spi2-core`.
 No speech synthesizer runs (speech-dispatcher is kept from starting: SPEECHD_CMD points
-nowhere); Orca logs every utterance all the same, and Say All logs the whole rest at once.
+nowhere); Orca logs every utterance all the same, and logs a Say All whole, at once.
 docs/accessibility.md quotes what it printed for three steps.
 """
 
@@ -88,15 +89,18 @@ class Desktop:
             "pronunciations": {}, "keybindings": {}}))
         (prefs / "orca-customizations.py").write_text(CUSTOM.format(log=str(self.log)))
         self.spawn(["orca", "-u", str(prefs)] + (["--debug-file", debug] if debug else []))
-        self.wait_for("Screen reader on", 60)
+        end = time.time() + 60
+        while not any("Screen reader on" in said for said in self.lines()):
+            if time.time() > end:
+                raise RuntimeError(f"Orca did not start (nothing said in {self.log})")
+            time.sleep(0.3)
         return self.env
 
     def spawn(self, cmd: list[str], **kw) -> subprocess.Popen:
         kw.setdefault("stdout", subprocess.DEVNULL)
-        proc = subprocess.Popen(cmd, env=getattr(self, "env", None), stderr=subprocess.DEVNULL,
-                                **kw)
-        self.procs.append(proc)
-        return proc
+        self.procs.append(subprocess.Popen(cmd, env=getattr(self, "env", None),
+                                           stderr=subprocess.DEVNULL, **kw))
+        return self.procs[-1]
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
@@ -110,11 +114,13 @@ class Desktop:
         """The utterances Orca logged since the last call."""
         if not self.log.exists():
             return []
-        with self.log.open(errors="replace") as f:
+        with self.log.open("rb") as f:
             f.seek(self.offset)
-            text = f.read()
-        self.offset += len(text.encode(errors="replace"))
-        return [m.group(1) for m in map(SAID.search, text.splitlines()) if m]
+            data = f.read()
+        data = data[:data.rfind(b"\n") + 1]  # whole lines only
+        self.offset += len(data)
+        return [m.group(1) for m in map(SAID.search, data.decode(errors="replace").splitlines())
+                if m]
 
     def said(self, wait_s: float | None = None) -> list[str]:
         """Everything Orca says from now until it has been quiet for `quiet_s` seconds."""
@@ -125,13 +131,6 @@ class Desktop:
             if new:
                 out += new
                 last = time.time()
-        return out
-
-    def wait_for(self, text: str, timeout: float) -> list[str]:
-        out, end = [], time.time() + timeout
-        while time.time() < end and not any(text in s for s in out):
-            time.sleep(0.3)
-            out += self.lines()
         return out
 
     def key(self, *keys: str) -> list[str]:
@@ -176,6 +175,19 @@ def read_step(desk: Desktop, title: str, slide: bool, lines: int) -> list[tuple[
     return out
 
 
+def tidy(said: list[str]) -> list[str]:
+    """Runs of utterances of one or two characters (an equation's symbols) joined by " | "."""
+    out, run = [], False
+    for s in said:
+        short = len(s.strip()) <= 2
+        if short and run:
+            out[-1] += f" | {s.strip()}"
+        else:
+            out.append(s.strip() if short else s)
+        run = short
+    return out
+
+
 def main(argv=None) -> int:
     from tools.a11y_tree import step_parser
 
@@ -216,17 +228,17 @@ def main(argv=None) -> int:
                 page.goto(f"{server.url}/?page={slug}{mode}{extra}")
                 wait_idle(page)
                 page.wait_for_function(DRAWN_JS, timeout=300_000)
-                page.bring_to_front()
                 subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--class",
                                 "chromium", "windowfocus", "--sync"], env=env, check=False)
                 print(f"\n# {slug} step {k} ({title}), {'slide' if args.presenter else 'page'}"
                       f", {args.size}\n## while the page loaded")
                 print("\n".join(f"  {s}" for s in desk.said(6)))
                 steps = read_step(desk, title, args.presenter, args.lines)
-                steps += [(k, desk.key(k)) for k in args.then.split()]
-                for key, said in steps:
-                    sep = "\n  " if len(said) > 12 else " | "  # Say All: a line each
-                    print(f"[{key}]" + (sep if sep != " | " else " ") + sep.join(said))
+                steps += [(key, desk.key(key)) for key in args.then.split()]
+                for key, said in steps:  # a long answer (Say All): an utterance a line
+                    said = tidy(said)
+                    print(f"[{key}] " + " | ".join(said) if len(said) <= 12
+                          else f"[{key}]\n  " + "\n  ".join(said))
             browser.close()
     finally:
         desk.stop()

@@ -100,8 +100,9 @@ def shown_sample(page) -> str:
 
 
 def slider(page, label: str) -> tuple[int, int, int]:
-    """A slider's (value, min, max), from its input."""
-    return tuple(int(v) for v in page.get_by_role("slider", name=label).evaluate(
+    """A slider's (value, min, max), from its input, found by its accessible name: exactly the
+    label, said once (it was "Layer Layer": ui/drawing/a11y.py)."""
+    return tuple(int(v) for v in page.get_by_role("slider", name=label, exact=True).evaluate(
         "e => [e.value, e.min, e.max]"))
 
 
@@ -190,6 +191,9 @@ def student_by_keyboard(page, code: str, phone: bool) -> list[dict]:
 # popovers), the step's controls, the figure, the question
 IN_POPOVER_JS = ("() => { const b = document.querySelector('[data-testid=\"stPopoverBody\"]'); "
                  "return Boolean(b && b.contains(document.activeElement)); }")
+# a message box's icon a screen reader would still read (not hidden): its ligature's name
+ICONS_READ_JS = ("() => [...document.querySelectorAll('[data-testid=\"stAlertDynamicIcon\"]')]"
+                 ".filter(i => i.getAttribute('aria-hidden') !== 'true').map(i => i.textContent)")
 SLIDE_ORDER = ["Previous$", "Next$", "Notes$", "Exit$", "Model and image", "^Layer$", "^Head$",
                "^Reveal"]
 
@@ -230,3 +234,9 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
             teacher.keyboard.press("Escape")
             teacher.wait_for_function(f"() => !({IN_POPOVER_JS})()", timeout=30_000)
     assert not no_ring(seen), "\n".join(no_ring(seen))
+    # Reveal, with Space on its switch: the answer's box (a live region, read as it appears)
+    # without its icon's name (Orca read "… | lightbulb": ui/drawing/a11y.py hides it)
+    teacher.keyboard.press("Space")
+    teacher.locator("[data-testid='stAlertDynamicIcon']").first.wait_for(timeout=WAIT)
+    wait_idle(teacher)
+    assert teacher.evaluate(ICONS_READ_JS) == [], teacher.evaluate(ICONS_READ_JS)

@@ -110,19 +110,24 @@ def show(page, title: str | None) -> str:
     return text
 
 
+def step_parser(doc: str) -> argparse.ArgumentParser:
+    """The steps to open (slug:step) and the view: this tool's and tools/screen_reader.py's."""
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("steps", nargs="+", help="slug:step, the step counted from 1")
+    ap.add_argument("--presenter", action="store_true", help="each step as a slide")
+    ap.add_argument("--size", default="1280x720")
+    ap.add_argument("--model", default=None)
+    return ap
+
+
 def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     from ui import stages
     from vit_core import default_model_name, load_model
 
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("steps", nargs="+", help="slug:step, the step counted from 1")
-    ap.add_argument("--presenter", action="store_true", help="each step as a slide")
-    ap.add_argument("--size", default="1280x720")
-    ap.add_argument("--model", default=None)
-    args = ap.parse_args(argv)
+    args = step_parser(__doc__).parse_args(argv)
     config = load_model(args.model or default_model_name()).config
     extra = f"&model={args.model}" if args.model else ""
     with serve() as server, sync_playwright() as pw:

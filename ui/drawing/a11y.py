@@ -22,8 +22,11 @@ document, whatever the reruns do.
   so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
 - A popover opened from the keyboard gets the focus (its first control): Streamlit leaves it on
   the button, and its body, drawn at the end of the document, was out of Tab's reach (2.1.1).
-- A Material icon in a button with words (its ligature's name, "arrow_back") is hidden from
-  screen readers: Chromium named the button "arrow_back Previous".
+- A Material icon in a button or a message box with words (its ligature's name, "arrow_back")
+  is hidden from screen readers: Chromium named the button "arrow_back Previous", and Orca read
+  a revealed answer (st.info, a live region) as "… lightbulb".
+- A slider is named once ("Layer"), not "Layer Layer" (its input labelled by itself and by its
+  group, both with the widget's label).
 - The invisible frames that carry a script (ui/drawing/phone.py's, this one's, the clicker's) are no
   tab stops and hidden from screen readers.
 - A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
@@ -99,6 +102,20 @@ sheet.id = 'vit-a11y';
 sheet.textContent = %CSS%;
 doc.head.appendChild(sheet);
 const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
+// an icon is a ligature ("arrow_back"): read aloud it came before a button's name ("arrow back
+// Previous") and after a message (Orca: "… | lightbulb"); hidden where its button, link, label
+// or message box (role status or alert; its icon is Streamlit's stAlertDynamicIcon) has words
+// of its own. At once on a change, not a frame
+// later: a message box is a live region, read out as it appears.
+const hideIcons = () => {
+  for (const i of doc.querySelectorAll(':is([data-testid="stIconMaterial"], ' +
+                                       '[data-testid="stAlertDynamicIcon"]):not([aria-hidden])')) {
+    const host = i.closest('button, a, summary, label, [role="button"], [role="status"], ' +
+                           '[role="alert"]');
+    if (host && host.textContent.replace(i.textContent, '').trim())
+      i.setAttribute('aria-hidden', 'true');
+  }
+};
 const fix = () => {
   for (const s of doc.querySelectorAll('section[data-testid="stSidebar"]')) {
     if (s.hasAttribute('aria-expanded')) {  // kept as data, read below
@@ -116,12 +133,13 @@ const fix = () => {
       e.setAttribute('role', 'region');
       e.setAttribute('aria-label', name);
     }
-  // a button's icon is a ligature ("arrow_back"): read aloud it came before every name
-  // ("arrow back Previous"); hidden where the button has words of its own
-  for (const i of doc.querySelectorAll('[data-testid="stIconMaterial"]:not([aria-hidden])')) {
-    const host = i.closest('button, a, summary, label, [role="button"]');
-    if (host && host.textContent.replace(i.textContent, '').trim())
-      i.setAttribute('aria-hidden', 'true');
+  hideIcons();
+  // a slider's input is labelled by its own label and its group's, both the widget's label:
+  // Chromium named it "Layer Layer" (Orca: "Layer Layer horizontal slider 5"); its own alone
+  for (const i of doc.querySelectorAll('[data-testid="stSlider"] input[aria-labelledby]')) {
+    const group = i.closest('[role="group"]');
+    if (group && group.getAttribute('aria-label') === i.getAttribute('aria-label'))
+      i.removeAttribute('aria-labelledby');
   }
   for (const f of doc.querySelectorAll(HIDDEN_FRAMES))
     if (f.getAttribute('tabindex') !== '-1') {
@@ -161,8 +179,8 @@ const later = () => {
   queued = true;
   requestAnimationFrame(() => { queued = false; fix(); intoPopover(); });
 };
-new MutationObserver(later).observe(doc.body, {childList: true, subtree: true,
-  attributes: true, attributeFilter: ['aria-expanded']});
+new MutationObserver(() => { hideIcons(); later(); }).observe(doc.body, {childList: true,
+  subtree: true, attributes: true, attributeFilter: ['aria-expanded']});
 window.parent.addEventListener('resize', later);
 // an equation's fonts load after it is drawn: it may scroll only then (no mutation says so)
 if (doc.fonts) doc.fonts.addEventListener('loadingdone', later);

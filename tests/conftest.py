@@ -153,4 +153,3 @@ def offline_hub_models(tmp_path_factory):
         yield repos  # the stand-in is stopped now: everything runs offline
     finally:
         mp.undo()
-

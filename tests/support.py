@@ -9,6 +9,7 @@ import base64
 import io
 import json
 import struct
+import time
 import zlib
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from ui import keys
+from ui.stages.why import jobs
 from vit_core import ViT, ViTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,10 +247,6 @@ WAIT_S = 900  # the most a test waits for a background computation (not a speed 
 
 def idle() -> None:
     """Wait until no computation of the why stage runs on a background thread."""
-    import time
-
-    from ui.stages.why import jobs
-
     end = time.monotonic() + WAIT_S
     while jobs.busy():
         assert time.monotonic() < end, "a background computation never ended"
@@ -263,8 +261,6 @@ def pending(at) -> list[str]:
 def settle(at) -> None:
     """Run the page until no step shows a progress bar, as a student's page does (on a big
     model the why stage computes its numbers behind one, unless this process has them)."""
-    import time
-
     end = time.monotonic() + WAIT_S
     while True:
         at.run()

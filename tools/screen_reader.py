@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.a11y_tree import DRAWN_JS, step_parser  # noqa: E402
+from tools.axe import size  # noqa: E402
+from tools.browser import CHROMIUM_ARGS, serve, wait_idle  # noqa: E402
 
 NEEDS = ("Xvfb", "dbus-daemon", "orca", "xdotool", "gdbus", "/usr/libexec/at-spi-bus-launcher")
 SAID = re.compile(r"^SPEECH OUTPUT: '(.*)'(?: voice=\S+)?$")
@@ -189,8 +192,6 @@ def tidy(said: list[str]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from tools.a11y_tree import step_parser
-
     ap = step_parser(__doc__)
     ap.add_argument("--lines", type=int, default=0, help="then at most this many ↓")
     ap.add_argument("--then", default="", help="xdotool keys pressed after reading a step")
@@ -202,9 +203,6 @@ def main(argv=None) -> int:
                  "orca xvfb xdotool at-spi2-core)")
     from playwright.sync_api import sync_playwright
 
-    from tools.a11y_tree import DRAWN_JS
-    from tools.axe import size
-    from tools.browser import CHROMIUM_ARGS, serve, wait_idle
     from ui import stages
     from vit_core import default_model_name, load_model
 

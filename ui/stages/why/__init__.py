@@ -14,7 +14,6 @@ from ui.lesson.deck import Step
 from ui.stages.why import (
     compute,
     guess,
-    guess_compute,
     maps,
     patch_compute,
     patching,
@@ -37,7 +36,7 @@ STAGE = deck.Stage(
     steps=(
         waits(Step("guess", guess.TITLE, guess.figure, guess.facts, guess.words,
                    notes=guess.notes, describe=guess.describe, question=guess.question,
-                   reads=(guess_compute.table_read,), applies=compute.applies,
+                   reads=(compute.table_read,), applies=compute.applies,
                    holds=guess.holds, asks=guess.ASKS)),
         waits(Step("maps", maps.title, maps.figure, maps.facts, maps.words,
                    describe=maps.describe, question=maps.question, reads=(compute.maps_read,),

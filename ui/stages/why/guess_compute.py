@@ -8,7 +8,6 @@ from __future__ import annotations
 from ui.lesson.replies import PENDING
 from ui.serving import state
 from ui.serving.budget import forward_worker, get_model, held
-from ui.serving.tour import Ask
 from ui.stages.why import compute, jobs
 from vit_core.explain import why_guess_facts
 from vit_core.explain.faithfulness import Curve
@@ -75,8 +74,3 @@ def scores_later(inp, model_name: str, mask: str | None, guess) -> dict:
     except Exception as e:  # (Busy: a queue longer than jobs.LONG_S) kept for the teacher
         return {"patches": list(_sorted(guess)), UNSCORED: str(e)}
 
-
-def table_read(a: Ask) -> list:
-    """The read-ahead's call: the table a guess is scored against (computed, never shown,
-    before the student guesses)."""
-    return compute.table_read(a)  # the table of the predicted answer: its maps first

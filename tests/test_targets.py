@@ -28,6 +28,20 @@ def test_a_class_is_read_from_the_logits_and_the_top_one_is_predicted():
     assert torch.allclose(targets.probability(m, x, top), logits.softmax(-1)[:, top.index])
 
 
+def test_the_answer_read_from_a_pass_already_made_is_the_predicted_one():
+    m, x = classifier(), torch.randn(1, 3, 32, 32)
+    assert targets.answered(m, logits=m(x)) == targets.predicted(m, x)
+    assert targets.answered(m, logits=-m(x)[0]).index == int(m(x)[0].argmin())
+    cap = load_model("shapes-captioner-causal")
+    for seed in range(3):
+        pixels = preprocess(world.make_scene(seed).image, cap.config)
+        said = targets.answered(cap, caption=generate(cap, pixels).ids)
+        assert said == targets.predicted(cap, pixels) == targets.word_targets(cap, pixels)[0]
+    eos = tokenizer_for(cap).eos_id
+    with pytest.raises(ValueError, match="The caption is empty"):
+        targets.answered(cap, caption=[eos])
+
+
 def test_a_class_outside_the_model_says_so():
     with pytest.raises(ValueError, match="not one of this model's 5 classes"):
         targets.class_target(classifier(), 7)

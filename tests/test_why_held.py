@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.support import WAIT_S, arr, chart_titled, idle, open_app, pending, settle
+from tests.support import HUB, WAIT_S, arr, chart_titled, idle, open_app, pending, settle
 from tests.test_why_guess import (
     attention_order,
     heard,
@@ -26,13 +26,19 @@ from tests.test_why_guess import (
     shown_auc,
     teacher_does,
 )
-from tests.test_why_sanity_patching import check_sanity, image, tile
+from tests.test_why_sanity_patching import (
+    check_patching,
+    check_sanity,
+    image,
+    object_patches,
+    tile,
+)
 from tests.test_why_words import figure, own_map, shown_map
 from ui import keys
 from ui.live import classes, session
 from ui.selection import inputs
 from ui.serving import worker
-from ui.serving.budget import shared_cache
+from ui.serving.budget import get_model, shared_cache
 from ui.stages.why import compute
 from ui.stages.why.keys import (
     WHY_GUESS_PICK,
@@ -43,16 +49,17 @@ from ui.stages.why.keys import (
     WHY_WORD,
 )
 from vit_core import load_image, load_model, preprocess
-from vit_core.explain import attribution
+from vit_core.explain import attribution, patching
 from vit_core.explain.attribution import METHODS
-from vit_core.explain.targets import word_targets
+from vit_core.explain.targets import predicted, word_targets
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 CLF, CAUSAL = "shapes-classifier", "shapes-captioner-causal"
+FIXTURE = str(HUB / "tiny-org/vit-1block-1head-p14")
 GATE_S = 240  # the most the gated table waits for the test's go-ahead (a page that waits fails)
 HELD = "stay hidden until you test your guess"  # the sentence under the guess, alone
-COMPUTED = ("_maps", "_table", "_sanity", "_curve")  # the why stage's long computations
+COMPUTED = ("_maps", "_table", "_sanity", "_curve", "_patched")  # the why stage's long computations
 
 
 @pytest.fixture
@@ -90,12 +97,36 @@ def test_skipping_shows_the_maps_and_sanity_waits_behind_progress_then_is_the_li
     assert not maps_on(at)
     at.button(key=WHY_GUESS_SKIP).click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
-    # the maps, the test and sanity each wait (their jobs start as the page asks for them)
-    assert len(pending(at)) == 3 and len(at.get("progress")) == 3, pending(at)
+    # the maps, the test, sanity and patching each wait (their jobs start as the page asks)
+    assert len(pending(at)) == 4 and len(at.get("progress")) == 4, pending(at)
+    assert "Patching the activations (1 of 1) for this image: the step shows them as soon as " \
+           "they are ready." in pending(at)
+    assert at.radio(key=keys.WHY_PATCH_KIND).value == "object", "no corruption to choose meanwhile"
     settle(at)
     assert maps_on(at)
     model = load_model(CLF)
-    check_sanity(at, model, *image(at, model))
+    pixels, target = image(at, model)
+    check_sanity(at, model, pixels, target)
+    bad = patching.corrupt(pixels, model.config, "grey", patches=object_patches(at, model.config))
+    check_patching(at, model, pixels, target, bad, exact=True)
+
+
+def test_the_answer_explained_is_read_from_the_pass_the_overview_made(big):
+    """compute.target, which every step of the stage asks first, runs no pass of its own once
+    the overview has shown the answer (the trace's logits, the caption's words) and is the
+    library's `predicted`."""
+    for name in (CLF, CAUSAL, FIXTURE):
+        at = open_app("overview", name, no_error=True)
+        inp, model = at.session_state[keys.INPUT], get_model(name)
+        passes = []
+        hook = model.register_forward_hook(lambda *a, seen=passes: seen.append(1))
+        try:
+            found = compute.target(inp, name)
+        finally:
+            hook.remove()
+        assert not passes, f"{name}: {len(passes)} passes to read the answer"
+        x = preprocess(load_image(inp.data), model.config)
+        assert found == predicted(model, x), name
 
 
 def test_a_clicked_words_maps_wait_behind_progress_then_are_the_librarys(big):

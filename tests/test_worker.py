@@ -219,6 +219,48 @@ def test_a_wait_past_its_limit_ends_in_one_sentence_and_the_job_is_dropped():
     long.set()
 
 
+def test_a_call_made_behind_waits_while_the_worker_moves_and_gives_up_when_it_stops():
+    """A background job (made behind()) queued behind a long job of many batches outlasts its
+    limit while batches end (nobody's page waits for it); once the worker is held on one pass
+    that makes no progress, the background call too gives up after its limit, in one
+    sentence."""
+    worker, stop, gate = w.Worker(), threading.Event(), threading.Event()
+
+    def long_job():  # ~1.5 s of batches, a tenth of the limit apart
+        for _ in range(30):
+            if stop.is_set():
+                return "stopped"
+            time.sleep(0.05)
+            worker.between()
+        return "long done"
+
+    def behind(fn, limit):
+        with worker.behind():
+            return worker.run(fn, timeout=limit)
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            with worker.behind():
+                long = pool.submit(worker.run, long_job)
+            until(lambda: worker.running)
+            later = pool.submit(behind, lambda: "waited", 0.5)
+            assert long.result(60) == "long done" and later.result(60) == "waited"
+            held = pool.submit(worker.run, gate.wait, 30)  # one pass, no batches
+            until(lambda: worker.running)
+            started = time.monotonic()
+            with pytest.raises(w.Busy) as e:
+                behind(lambda: "never", 0.5)
+            assert 0.4 <= time.monotonic() - started < 10
+            gate.set()
+            held.result(60)
+        message = str(e.value)
+        assert message == ("The model computed nothing for 0.5 s (the server may be "
+                           "overloaded), so this was given up; try again in a moment.")
+    finally:
+        stop.set(), gate.set()
+        worker.stop()
+
+
 def test_an_exception_that_is_a_timeout_is_handed_back_as_it_is():
     worker = w.Worker()
 

@@ -6,9 +6,12 @@ a time (`stepwise(model)`); a one-pass call (a page's trace) goes before the wai
 first view waits at most for the pass in progress, and after FRESH_IN_A_ROW of them a word goes
 next. A small model's pass (~10 ms) runs at once on its caller's thread. Past LIMIT_S (or
 `timeout=`) a wait raises `Busy` (its message one sentence for the page) and an unstarted job
-is dropped. Calls made inside `behind()` (the read-ahead's) wait behind every page's call and
-word and are no pass for `wait_idle`. A long job of many batches (the why stage's maps on a big
-model) calls `between()` after each batch: the calls waiting then run before its next batch.
+is dropped. Calls made inside `behind()` (the read-ahead's, the why stage's background jobs)
+wait behind every page's call and word, are no pass for `wait_idle`, and, since no page waits
+for them, give up only once the worker has made no progress (no call, no batch ended) for their
+limit: a queue of long jobs that moves is no reason to drop one. A long job of many batches
+(the why stage's maps on a big model) calls `between()` after each batch: the calls waiting
+then run before its next batch.
 The server's one worker: ui/state.forward_worker().
 """
 
@@ -46,6 +49,7 @@ class Worker:
         self.served_ahead = 0  # `run` calls served since a step started waiting
         self.running = self.stopping = False
         self.last_pass = 0.0  # time.monotonic() when the last pass a page asked for ended
+        self.progressed = time.monotonic()  # when the last call or long job's batch ended
         self._behind = threading.local()
         self.lock = threading.Condition()
         self.thread = threading.Thread(target=self._loop, name="vit-forward", daemon=True)
@@ -67,12 +71,25 @@ class Worker:
             queue.append((job, functools.partial(fn, *args, **kwargs), later))
             self.lock.notify_all()
         limit = LIMIT_S if timeout is None else timeout
-        if not wait([job], limit).done:
+        if not self._waited(job, limit, patient=later):
             job.cancel()  # dropped if it has not started
+            if later:
+                raise Busy(f"The model computed nothing for {limit:g} s (the server may be "
+                           f"overloaded), so this was given up; try again in a moment.")
             raise Busy(f"The model is busy with other students' images: this step waited more "
                        f"than {limit:g} s for its turn, so it was given up; try again in a "
                        f"moment.")
         return job.result()
+
+    def _waited(self, job: Future, limit: float, patient: bool) -> bool:
+        """Is `job` done within `limit` s from now, or, `patient`, before the worker has made
+        no progress for `limit` s?"""
+        end = time.monotonic() + limit
+        while not wait([job], max(end - time.monotonic(), 0.0)).done:
+            end = self.progressed + limit
+            if not patient or time.monotonic() >= end:
+                return False
+        return True
 
     def stepwise(self, model) -> Stepwise:
         return Stepwise(self, model)
@@ -94,6 +111,7 @@ class Worker:
         on, as on the worker's loop, not in the job's no_grad); elsewhere nothing."""
         if threading.current_thread() is not self.thread:
             return
+        self.progressed = time.monotonic()  # a batch of the long job ended
         while True:
             with self.lock:
                 if not (self.fresh or self.steps):
@@ -104,8 +122,9 @@ class Worker:
             with torch.inference_mode(False), torch.enable_grad():
                 self._serve(job, call)
             with self.lock:
+                self.progressed = time.monotonic()
                 if not later:
-                    self.last_pass = time.monotonic()
+                    self.last_pass = self.progressed
                 self.lock.notify_all()
 
     def wait_idle(self, quiet: float = 0.0, timeout: float | None = None) -> bool:
@@ -152,8 +171,9 @@ class Worker:
             self._serve(job, call)
             with self.lock:
                 self.running = False
+                self.progressed = time.monotonic()
                 if not later:
-                    self.last_pass = time.monotonic()
+                    self.last_pass = self.progressed
                 self.lock.notify_all()  # wait_idle
 
 

@@ -1,6 +1,7 @@
 """What an attribution explains: a class of a classifier, or one word of a captioner's caption.
 
     t = predicted(model, pixels)                 # the top class, or the caption's first word
+    t = answered(model, logits=trace.logits)     # the same, read from a pass already made
     s = score(model, pixels, t)                  # [B]: the class's logit / the word's log-prob
     p = probability(model, pixels, t)            # [B]: softmax(logits)[class] / P(word | ...)
 
@@ -65,15 +66,26 @@ def word_targets(model, pixels: torch.Tensor, ids=None, mask=None) -> list[Targe
 def predicted(model, pixels: torch.Tensor, mask=None) -> Target:
     """What the model answers for one image: its top class, or its caption's first word."""
     if model.config.has_text:
-        words = word_targets(model, pixels, mask=mask)
+        return answered(model, caption=greedy_ids(model, _batch(pixels), mask=mask)[0])
+    if not model.config.num_classes:
+        return answered(model)  # raises: nothing to explain
+    with torch.no_grad():
+        return answered(model, logits=model(_batch(pixels), mask=mask)[0])
+
+
+def answered(model, logits=None, caption=None) -> Target:
+    """`predicted`, read from a pass already made: the top class of a classifier's `logits`
+    ([K] or [1, K]), or the first word of a captioner's `caption` (the ids after [SOS], as
+    greedy_ids or generate give them)."""
+    if model.config.has_text:
+        ids = [tokenizer_for(model).sos_id, *(int(i) for i in caption)]
+        words = word_targets(model, None, ids=ids)
         if not words:
             raise ValueError("The caption is empty: there is no word to explain.")
         return words[0]
     if not model.config.num_classes:
         raise ValueError("This model has no classes or words to explain (a headless encoder).")
-    with torch.no_grad():
-        top = int(model(_batch(pixels), mask=mask)[0].argmax())
-    return class_target(model, top)
+    return class_target(model, int(torch.as_tensor(logits).reshape(-1).argmax()))
 
 
 def logits_for(model, pixels: torch.Tensor, target: Target, hooks=None, mask=None):

@@ -4,8 +4,8 @@ with random weights, and traced through the blocks by patching activations.
 
 Every number comes from vit_core.explain (attribution, faithfulness, patching) on the session's
 image, computed once per image on the server's worker (ui/stages/why/compute.py); on a big model
-each step whose numbers take long (the maps, the test, a guess's score, sanity, a word's maps)
-shows a progress bar until they are there (ui/stages/why/jobs.py, waiting.py)."""
+each step whose numbers take long (the maps, the test, a guess's score, sanity, patching, a
+word's maps) shows a progress bar until they are there (ui/stages/why/jobs.py, waiting.py)."""
 
 from __future__ import annotations
 
@@ -48,10 +48,11 @@ STAGE = deck.Stage(
                    notes=sanity.notes, describe=sanity.describe, question=sanity.question,
                    reads=(patch_compute.sanity_read,), applies=compute.applies,
                    asks=("most_kept", "rho")), meanwhile=sanity.meanwhile),
-        Step("patching", patching.title, patching.figure, patching.facts, patching.words,
-             notes=patching.notes, describe=patching.describe, question=patching.question,
-             reads=(patch_compute.patched_read,), applies=compute.applies,
-             asks=("error", "top", "n_prefix", "grid", "prefix_names", "depth")),
+        waits(Step("patching", patching.title, patching.figure, patching.facts, patching.words,
+                   notes=patching.notes, describe=patching.describe, question=patching.question,
+                   reads=(patch_compute.patched_read,), applies=compute.applies,
+                   asks=("error", "top", "n_prefix", "grid", "prefix_names", "depth")),
+              before=patching.corruption),
         waits(Step("words", words.TITLE, words.figure, words.facts, words.words,
                    describe=words.describe, question=words.question, asks=words.ASKS,
                    reads=(word_compute.words_read,), applies=words.applies),

@@ -19,7 +19,7 @@ from ui.stages.why import jobs
 from ui.stages.why.jobs import LONG_S, computed, ticker  # noqa: F401 (tests read computed)
 from vit_core.explain import attribution, faithfulness
 from vit_core.explain.attribution import METHODS
-from vit_core.explain.targets import Target, predicted
+from vit_core.explain.targets import Target, answered
 
 
 def applies(config) -> bool:
@@ -27,16 +27,16 @@ def applies(config) -> bool:
     return bool(config.num_classes) or bool(config.has_text)
 
 
-@held
-def _target(key: str, model_name: str, mask: str | None, _pixels) -> Target:
-    model = get_model(model_name)
-    return forward_worker().run(predicted, model, _pixels, mask=mask, model=model)
-
-
 def target(inp, model_name: str, mask: str | None = None) -> Target:
-    """What the model answers for this image: its top class, or its caption's first word."""
-    return _target(inp.key, model_name, state.same_mask(model_name, mask),
-                   state.prepare(inp, model_name).pixels)
+    """What the model answers for this image, read from what the other pages keep (no pass of
+    its own once a page showed the answer): the top class of `state.logits` (the overview's
+    trace), or the first word of the caption `state.generation` wrote."""
+    config = get_model(model_name).config
+    if config.has_text:
+        return answered(get_model(model_name),
+                        caption=state.generation(inp, model_name, mask=mask).ids)
+    logits = state.logits(inp, model_name, mask) if config.num_classes else None
+    return answered(get_model(model_name), logits=logits)
 
 
 def _all_maps(model, pixels, target: Target, mask, progress) -> dict:

@@ -1,21 +1,22 @@
 """The why stage's long computations, for a page that must not freeze: each is a registered
-`Kind` (the maps, the faithfulness table, the sanity check's randomised maps, a guess's score)
-whose value is kept in the app's shared byte budget (ui/serving/state's `held`) and computed on
-the server's one worker.
+`Kind` (the maps, the faithfulness table, the sanity check's randomised maps, a guess's score,
+patching) whose value is kept in the app's shared byte budget (ui/serving/state's `held`) and
+computed on the server's one worker.
 
 On a big model (ViT-B/16: the six maps 18 s, the table 70 s, the randomised maps 27 s) a kind's
 computation is ONE job on the worker whose `progress` callback (`ticker`, called by the library
 between batches) lets the other sessions' waiting passes run (`Worker.between`): nobody waits
 for it longer than one batch; it stops (baselines.Cancelled) when the server exits. A page never
 waits for it: `ready` returns the value when it is computed (or the model is small, where it
-takes a second or two), else starts it on a background thread (behind the pages' passes) and
-raises `NotReady` with the fraction done, which the step shows as a progress bar that polls
-until it is there (ui/stages/why/waiting.py). A kind's own function (`Kind.call`) waits for the
-value: the read-ahead's, a test's, a small model's.
-"""
+takes a second or two), else starts it on a background thread (behind the pages' passes; a
+short kind, patching's two passes, among them) and raises `NotReady` with the fraction done,
+which the step shows as a progress bar that polls until it is there
+(ui/stages/why/waiting.py). A kind's own function (`Kind.call`) waits for the value: the
+read-ahead's, a test's, a small model's."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ui.serving.budget import forward_worker, get_model, shared_cache
 from ui.serving.worker import small
 from vit_core.explain.baselines import Cancelled
 
-LONG_S = 1800.0  # the longest a background computation waits for the worker (Busy after)
+LONG_S = 1800.0  # a background job gives up (Busy) once the worker made no progress so long
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,10 @@ class Kind:
     call: Callable[..., Any]
     keys: Callable[..., list[tuple]]
     after: str | None = None  # the kind it computes first (the earlier part of its progress)
+    short: bool = False  # one pass or two (patching): queued with the pages' passes, not behind
 
 
-KINDS: dict[str, Kind] = {}  # by name: "maps", "table", "sanity", "guess"
+KINDS: dict[str, Kind] = {}  # by name: "maps", "table", "sanity", "guess", "patching"
 
 _progress: dict[tuple, float] = {}  # a held key -> the fraction done, while it is computed
 _running: set[tuple] = set()  # jobs computed on a background thread now
@@ -51,10 +53,11 @@ _failed: dict[tuple, BaseException] = {}  # a background computation's error, fo
 _lock = threading.Lock()
 
 
-def kind(name: str, label: str, keys: Callable[..., list[tuple]], after: str | None = None):
-    """Register the decorated function as the computation of kind `name`."""
+def kind(name: str, label: str, keys: Callable[..., list[tuple]], after: str | None = None,
+         short: bool = False):
+    """Register the decorated function as the computation of kind `name` (`short`: see Kind)."""
     def register(call):
-        KINDS[name] = Kind(label, call, keys, after)
+        KINDS[name] = Kind(label, call, keys, after, short)
         return call
 
     return register
@@ -140,7 +143,7 @@ def ready(name: str, inp, model_name: str, mask: str | None, target, *more):
         error = _failed.pop(job, None)
     if error is not None:
         raise error
-    _start(job, lambda: k.call(*args))
+    _start(job, lambda: k.call(*args), behind=not k.short)
     parts, at = [], name
     while at is not None:  # the kinds it computes first, each its own part of the progress
         parts.insert(0, (KINDS[at].label, KINDS[at].keys(*args[:4]) if at != name else keys))
@@ -148,8 +151,9 @@ def ready(name: str, inp, model_name: str, mask: str | None, target, *more):
     raise NotReady(name, job, parts)
 
 
-def _start(job: tuple, call) -> None:
-    """Run `call` on a thread of its own, behind the pages' passes, unless it runs already."""
+def _start(job: tuple, call, behind: bool = True) -> None:
+    """Run `call` on a thread of its own (`behind` the pages' passes, else among them: a short
+    job would wait for every long one queued before it), unless it runs already."""
     with _lock:
         if job in _running:
             return
@@ -157,7 +161,7 @@ def _start(job: tuple, call) -> None:
 
     def go() -> None:
         try:
-            with forward_worker().behind():
+            with forward_worker().behind() if behind else contextlib.nullcontext():
                 call()
         except BaseException as e:  # the page that waits for it shows it
             with _lock:

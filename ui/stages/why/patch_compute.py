@@ -1,7 +1,8 @@
 """What the why stage's Sanity and patching steps compute, once per (image, model, mask, target,
 corruption), kept in the app's shared byte budget (`held`) and run on the server's one worker,
 as ui/stages/why/compute.py does for the maps; the randomised maps are the kind "sanity" of
-ui/stages/why/jobs.py (on a big model computed in the background, with a progress bar)."""
+ui/stages/why/jobs.py, patching the kind "patching" (on a big model each computed in the
+background while its step shows a progress bar)."""
 
 from __future__ import annotations
 
@@ -148,8 +149,17 @@ def _patched(key: str, model_name: str, mask: str | None, target: Target, kind: 
                                 exact_fits(model.config), mask, kind, _changed, model=model)
 
 
+def _patched_keys(inp, model_name: str, mask: str | None, target: Target,
+                  kind: str) -> list[tuple]:
+    other = other_input(inp).key if kind == "other" else None
+    return [jobs.held_key("_patched", inp, model_name, mask, target, kind, other)]
+
+
+@jobs.kind("patching", "Patching the activations", _patched_keys, short=True)
 def patched(inp, model_name: str, mask: str | None, target: Target, kind: str) -> Patched:
-    """Patching between the image and its corrupted copy (`kind` one of KINDS)."""
+    """Patching between the image and its corrupted copy (`kind` one of KINDS); on a big model
+    a short kind (attribution patching: one forward and one backward pass each), computed among
+    the pages' passes while the step shows a progress bar."""
     config = get_model(model_name).config
     pixels = state.prepare(inp, model_name).pixels
     other, changed = None, None

@@ -17,7 +17,7 @@ from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
 from ui.selection import session
-from ui.stages.why import compute, patch_compute
+from ui.stages.why import compute, jobs, patch_compute
 from ui.stages.why.keys import WHY_PATCH
 from vit_core.explain import why_patch_facts as wf
 from vit_core.explain.extremes import extremes
@@ -44,7 +44,7 @@ def facts(x: deck.View) -> dict:
     mask = session.chosen_mask()
     target = compute.target(x.inp, x.name, mask)
     kind = chosen_kind(x)
-    p = patch_compute.patched(x.inp, x.name, mask, target, kind)
+    p = jobs.ready("patching", x.inp, x.name, mask, target, kind)
     c = x.c
     out = {"target": target.label, "kind": kind, "grid": c.grid, "n_prefix": c.num_prefix_tokens,
            "exact": p.exact, "error": p.error, "changed": len(p.changed), "depth": c.depth,
@@ -112,11 +112,15 @@ def _heads_figure(f: dict) -> go.Figure:
         yaxis=dict(title=dict(text="block"), dtick=1, autorange="reversed")))
 
 
-def figure(x: deck.View, f: dict) -> None:
+def corruption(x: deck.View) -> None:
+    """The step's control, above its figure (and above the progress bar while it waits)."""
     offered = patch_compute.kinds(x.inp, x.c)
     st.radio("Patch against", offered, format_func=lambda k: f"against {KIND_NAMES[k]}",
-             key=keys.WHY_PATCH_KIND, index=offered.index(f["kind"]), horizontal=True,
+             key=keys.WHY_PATCH_KIND, index=offered.index(chosen_kind(x)), horizontal=True,
              label_visibility="collapsed")  # each option says "against …": the slide's room
+
+
+def figure(x: deck.View, f: dict) -> None:
     if f["error"]:
         st.warning(f["error"])
         return

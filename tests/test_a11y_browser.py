@@ -17,7 +17,10 @@ import re
 import pytest
 
 from tools.browser import serve, start_class, wait_idle
-from ui import keys
+from ui import keys, stages
+from ui.drawing import a11y
+from ui.selection import models
+from vit_core import load_model
 
 pytestmark = pytest.mark.browser
 
@@ -212,7 +215,7 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
     phone.context.close()
     assert not found, "\n".join(found)
 
-    # two more students, with the keyboard alone: at a desk and on a phone
+    # two more students, with the keyboard alone: at a desk and on a phone (kept: below)
     for n, size in enumerate((dict(viewport={"width": 1280, "height": 900}), PHONE), 1):
         page = browser.new_context(**size).new_page()
         page.goto(f"{server}/?page=attention")
@@ -220,7 +223,8 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
         seen = student_by_keyboard(page, code, phone=size is PHONE)
         teacher.get_by_text(f"{n} answered").wait_for(timeout=WAIT)
         assert len(seen) > 10 and not no_ring(seen), "\n".join(no_ring(seen))
-        page.context.close()
+        if size is not PHONE:
+            page.context.close()
 
     # the teacher's slide: Tab goes header, controls, figure, question, each stop seen; a
     # popover opened with Enter takes the focus in (Escape gives it back)
@@ -240,3 +244,15 @@ def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(b
     teacher.locator("[data-testid='stAlertDynamicIcon']").first.wait_for(timeout=WAIT)
     wait_idle(teacher)
     assert teacher.evaluate(ICONS_READ_JS) == [], teacher.evaluate(ICONS_READ_JS)
+    # the teacher moves on: the phone's screen reader is told which step the class is on now
+    assert page.locator(f"#{a11y.ANNOUNCE_ID}").text_content() == ""  # nothing moved yet
+    teacher.get_by_role("button", name="Next", exact=True).click()
+    config = load_model(models.choices()[0]).config  # the students' model (the default)
+    stage = stages.get("attention")
+    steps = stage.steps_for(config)
+    said = (f"{a11y.MOVED}{stage.title}, step {QUESTION_STEP + 1}/{len(steps)}: "
+            f"{steps[QUESTION_STEP].title_for(config)}.")
+    page.wait_for_function(f"s => document.getElementById('{a11y.ANNOUNCE_ID}').textContent "
+                           f"=== s", arg=said, timeout=WAIT)
+    assert page.locator(f"#{a11y.ANNOUNCE_ID}").get_attribute("role") == "status"
+    page.context.close()

@@ -31,6 +31,10 @@ document, whatever the reruns do.
   tab stops and hidden from screen readers.
 - A picture Streamlit drew with a caption and no text alternative gets its caption as `alt`
   (ui/show.image sets its own; this covers an st.image drawn elsewhere with a caption).
+- A live class's move is said: when the teacher moves on, a following student's screen reader
+  read the new step's sentence but not which step it is (Orca); the banner's "Attention, step
+  3/6: …" is copied, when it changes, into a status region of the document's own (ANNOUNCE_ID:
+  outside Streamlit's tree, it stays across reruns, so a change in it is read out).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ FOCUS = "#1a73e8"  # ≥ 3:1 on white (4.5), the sidebar's grey (4.0) and the da
 # Streamlit draws a caption (st.caption, a picture's) as text at opacity 0.6: 3.7:1 on white.
 # At 0.75 it is 5.7:1 on white and 5.3:1 on the sidebar's grey, still fainter than the text.
 CAPTION_OPACITY = 0.75
+ANNOUNCE_ID = "vit-announce"  # the status region that says a live class's move
+MOVED = "The class moved to "  # what it says first
 
 CSS = f"""<style>
 :focus-visible {{ outline: 3px solid {FOCUS} !important; outline-offset: 2px !important; }}
@@ -101,6 +107,24 @@ const sheet = doc.createElement('style');
 sheet.id = 'vit-a11y';
 sheet.textContent = %CSS%;
 doc.head.appendChild(sheet);
+// a live class's move, said (a polite status region the page's reruns never redraw)
+const said = doc.createElement('div');
+said.id = %ANNOUNCE_ID%;
+said.className = 'sr-only';
+said.setAttribute('role', 'status');
+doc.body.appendChild(said);
+let where = null;  // the step the banner names ("Attention, step 3/6: …"), when following
+const announce = () => {
+  const b = doc.querySelector('.st-key-%BANNER% [data-testid="stMarkdownContainer"]');
+  const text = b ? b.textContent.trim() : '';
+  if (!text.includes('Following class')) return;  // exploring, or no class: nothing to say
+  // "… · on your own image · 4 · Attention heads, step 3/6: …" (a stage's title is "N · name")
+  const found = text.match(/(?:^|· )((?:\\d+ · )?[^·]+, step \\d+\\/\\d+: .*)$/);
+  if (!found) return;
+  const now = found[1];
+  if (where !== null && now !== where) said.textContent = %MOVED% + now + '.';
+  where = now;
+};
 const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
 // an icon is a ligature ("arrow_back"): read aloud it came before a button's name ("arrow back
 // Previous") and after a message (Orca: "… | lightbulb"); hidden where its button, link, label
@@ -152,6 +176,7 @@ const fix = () => {
     const text = cap && cap.textContent.trim();
     if (text) img.setAttribute('alt', text);
   }
+  announce();
 };
 // A popover opened from the keyboard (Enter or Space on its button): Streamlit draws its body
 // at the end of the document and leaves the focus on the button, so Tab went on down the page
@@ -186,6 +211,8 @@ window.parent.addEventListener('resize', later);
 if (doc.fonts) doc.fonts.addEventListener('loadingdone', later);
 fix();
 """.replace("%SCROLLERS%", json.dumps(SCROLLERS)).replace(
+    "%ANNOUNCE_ID%", json.dumps(ANNOUNCE_ID)).replace("%MOVED%", json.dumps(MOVED)).replace(
+    "%BANNER%", keys.LIVE_BANNER).replace(
     "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace(
     "%CSS%", json.dumps(CSS.removeprefix("<style>").removesuffix("</style>")))
 

@@ -13,6 +13,7 @@ import csv
 import io
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ from tests.test_why_words import figure, own_map, shown_map
 from ui import keys
 from ui.live import classes, session
 from ui.selection import inputs
-from ui.serving import worker
+from ui.serving import state, worker
 from ui.serving.budget import get_model, shared_cache
 from ui.stages.why import compute
 from ui.stages.why.keys import (
@@ -109,6 +110,38 @@ def test_skipping_shows_the_maps_and_sanity_waits_behind_progress_then_is_the_li
     check_sanity(at, model, pixels, target)
     bad = patching.corrupt(pixels, model.config, "grey", patches=object_patches(at, model.config))
     check_patching(at, model, pixels, target, bad, exact=True)
+
+
+def test_patching_outwaits_a_pages_limit_on_a_busy_worker(big, monkeypatch):
+    """A class's patching jobs queue among the pages' passes, but no page waits for them: one
+    held longer than a page's limit (worker.LIMIT_S) still ends in the figure, not "busy"."""
+    at = open_app("why", CLF, state={WHY_OPEN: True}, no_error=True)
+    settle(at)
+    shared_cache().clear(lambda key: key[0] == "_patched")
+    monkeypatch.setattr(worker, "LIMIT_S", 0.3)
+    gate, w = threading.Event(), state.forward_worker()
+    with ThreadPoolExecutor(1) as pool:
+        held = pool.submit(w.run, gate.wait, WAIT_S, timeout=WAIT_S)  # another page's pass
+        until(lambda: w.running)
+        at.run()
+        assert pending(at) == ["Patching the activations (1 of 1) for this image: the step "
+                               "shows them as soon as they are ready."], pending(at)
+        until(lambda: len(w.fresh) == 1)  # the patching job, queued behind that pass ...
+        time.sleep(3 * worker.LIMIT_S)  # ... longer than a page would wait
+        gate.set()
+        held.result(WAIT_S)
+    settle(at)
+    model = load_model(CLF)
+    pixels, target = image(at, model)
+    bad = patching.corrupt(pixels, model.config, "grey", patches=object_patches(at, model.config))
+    check_patching(at, model, pixels, target, bad, exact=True)
+
+
+def until(done) -> None:
+    end = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < end, "never got there"
+        time.sleep(0.01)
 
 
 def test_the_answer_explained_is_read_from_the_pass_the_overview_made(big):

@@ -145,8 +145,11 @@ def patch_all(model, clean, corrupted, target: Target, exact: bool, mask, kind: 
 def _patched(key: str, model_name: str, mask: str | None, target: Target, kind: str,
              other_key: str | None, _pixels, _corrupted, _changed) -> Patched:
     model = get_model(model_name)
+    # on a thread of its own (jobs.ready), never a page's: it may wait behind a class's other
+    # patching calls and a long job's batch longer than a page would (worker.LIMIT_S)
     return forward_worker().run(patch_all, model, _pixels, _corrupted, target,
-                                exact_fits(model.config), mask, kind, _changed, model=model)
+                                exact_fits(model.config), mask, kind, _changed, model=model,
+                                timeout=jobs.LONG_S)
 
 
 def _patched_keys(inp, model_name: str, mask: str | None, target: Target,

@@ -1,11 +1,12 @@
 """The why stage on a model that counts as big (worker.SMALL_PARAMS set to 0 here, so that the
 bundled models take the big models' path in seconds, not ViT-B/16's minutes): the guess's score,
-Sanity and a caption's words first show a progress bar (no exception, no "busy"), and once the
-background computation is done the figure says what this test computes itself through the
-library's public functions (faithfulness.deletion, faithfulness_sanity.sanity_check,
-attribution.attribute); in a live class a guess sent before its score could be computed is kept
-pending, scored behind the pages, and shown on Reveal. Alone, the maps wait for a guess: absent
-before the student tests one or skips guessing, there after."""
+Sanity, patching and a caption's words first show a progress bar (no exception, no "busy", even
+when patching waits longer than a page would), and once the background computation is done the
+figure says what this test computes itself through the library's public functions
+(faithfulness.deletion, faithfulness_sanity.sanity_check, attribution.attribute, patching); in a
+live class a guess sent before its score could be computed is kept pending, scored behind the
+pages, and shown on Reveal. Alone, the maps wait for a guess: absent before the student tests
+one or skips guessing, there after. The answer they explain is read from the overview's pass."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def test_alone_the_maps_wait_for_a_guess_and_a_big_models_guess_is_scored_behind
     assert maps_on(at) and not any(HELD in c.value for c in at.caption), "tested: still held"
 
 
-def test_skipping_shows_the_maps_and_sanity_waits_behind_progress_then_is_the_librarys(big):
+def test_skipping_shows_the_maps_and_sanity_waits_behind_progress_then_is_the_librarys(
+        big, monkeypatch):
     at = open_app("why", CLF, no_error=True)
     assert not maps_on(at)
     at.button(key=WHY_GUESS_SKIP).click().run()
@@ -110,13 +112,12 @@ def test_skipping_shows_the_maps_and_sanity_waits_behind_progress_then_is_the_li
     check_sanity(at, model, pixels, target)
     bad = patching.corrupt(pixels, model.config, "grey", patches=object_patches(at, model.config))
     check_patching(at, model, pixels, target, bad, exact=True)
+    patching_outwaits_a_pages_limit(at, model, pixels, target, bad, monkeypatch)
 
 
-def test_patching_outwaits_a_pages_limit_on_a_busy_worker(big, monkeypatch):
+def patching_outwaits_a_pages_limit(at, model, pixels, target, bad, monkeypatch) -> None:
     """A class's patching jobs queue among the pages' passes, but no page waits for them: one
     held longer than a page's limit (worker.LIMIT_S) still ends in the figure, not "busy"."""
-    at = open_app("why", CLF, state={WHY_OPEN: True}, no_error=True)
-    settle(at)
     shared_cache().clear(lambda key: key[0] == "_patched")
     monkeypatch.setattr(worker, "LIMIT_S", 0.3)
     gate, w = threading.Event(), state.forward_worker()
@@ -131,9 +132,6 @@ def test_patching_outwaits_a_pages_limit_on_a_busy_worker(big, monkeypatch):
         gate.set()
         held.result(WAIT_S)
     settle(at)
-    model = load_model(CLF)
-    pixels, target = image(at, model)
-    bad = patching.corrupt(pixels, model.config, "grey", patches=object_patches(at, model.config))
     check_patching(at, model, pixels, target, bad, exact=True)
 
 

@@ -31,12 +31,11 @@ def target(inp, model_name: str, mask: str | None = None) -> Target:
     """What the model answers for this image, read from what the other pages keep (no pass of
     its own once a page showed the answer): the top class of `state.logits` (the overview's
     trace), or the first word of the caption `state.generation` wrote."""
-    config = get_model(model_name).config
-    if config.has_text:
-        return answered(get_model(model_name),
-                        caption=state.generation(inp, model_name, mask=mask).ids)
-    logits = state.logits(inp, model_name, mask) if config.num_classes else None
-    return answered(get_model(model_name), logits=logits)
+    model = get_model(model_name)
+    if model.config.has_text:
+        return answered(model, caption=state.generation(inp, model_name, mask=mask).ids)
+    logits = state.logits(inp, model_name, mask) if model.config.num_classes else None
+    return answered(model, logits=logits)
 
 
 def _all_maps(model, pixels, target: Target, mask, progress) -> dict:

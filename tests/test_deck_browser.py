@@ -68,10 +68,13 @@ WALKS = [("shapes-classifier", [SCREENS[0]]), ("shapes-captioner-causal", [SCREE
 # second each on a loaded 2-core machine); every step of the others, a phone's slide and a
 # following student's: `tools/axe.py --walk [--model …]` (docs/accessibility.md)
 AXE_WALK = ("shapes-classifier", SCREENS[0])
-# a walk that ends before this stage (the CI's 15 minutes): the ViT-B/16-size preset's Training
-# slides are any preset's (its only weights: the captioner's walk shows them), its MAE slides the
-# bundled MAE's (the classifier's walk), and its Why stage is minutes of both cores
-UNTIL = {"vit-b16": "training"}
+# a walk that ends before this stage (the CI's 15 minutes): the ViT-B/16-size preset's walk
+# covers the stages whose key figures grow with the model (12 blocks and heads, 14×14 patches,
+# 768 and 3072 features, 1000 classes); from the Shape trace on, its slides are tables and
+# words (Shapes), one sentence (Segmentation: it has no such head), the classifier's (Training:
+# any preset's, MAE: the bundled MAE's) or minutes of both cores (Why): `tools/screenshots.py
+# --presenter --model vit-b16` shows them
+UNTIL = {"vit-b16": "shapes"}
 
 
 # slides the classifier's walk also opens by a link: those that once differed from the same

@@ -204,7 +204,10 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
     #                                                   answer the page acknowledged)
     sends: dict[str, float] = {}  # answer key -> Send's run (the click to its end), seconds
 
+    last: list[Run] = []  # the last full run read
+
     def note(run: Run, where: str) -> bool:
+        last[:] = [run]
         check(run, i, where, fid, problems)
         at = student_at(run)
         if at is None:
@@ -248,7 +251,10 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
             for run in await tab.wait(0.25):
                 await look(run, f"move {len(lesson.moves)}")
     except Exception as e:  # a timeout or a refused request fails this student, not the run
-        problems["failed sessions"].append(f"student {i}: {type(e).__name__}: {e}"[:300])
+        shown = last and (f"; its last full run showed {student_at(last[0])}, " + (
+            f"computing ({last[0].progress[-1]!r})" if last[0].progress else "drawn"))
+        problems["failed sessions"].append(
+            f"student {i}: {type(e).__name__}: {e}{shown or ''}"[:600])
     finally:
         lesson.following.discard(i)
         lesson.answering.discard(i)

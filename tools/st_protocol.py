@@ -100,6 +100,8 @@ class Tab:
         self.timers: dict[str, list[float]] = {}  # fragment id -> [interval, next tick] (s)
         self.ws = None
         self.fetched: set[bytes] = set()
+        self.asked = ""  # what the tab last asked the server for (said when a wait times out)
+        self.reading: Run | None = None  # the run being read, as far as it came
 
     @property
     def page(self) -> str:
@@ -159,14 +161,27 @@ class Tab:
         await self.ws.send(msg.SerializeToString())
 
     async def receive(self) -> tuple[ForwardMsg, bytes]:
-        data = await asyncio.wait_for(self.ws.recv(), self.timeout)
+        try:
+            data = await asyncio.wait_for(self.ws.recv(), self.timeout)
+        except TimeoutError:
+            raise TimeoutError(self.stuck()) from None
         msg = ForwardMsg()
         msg.ParseFromString(data)
         return msg, data
 
+    def stuck(self) -> str:
+        """What the tab was waiting for when the server went quiet: what it asked for and
+        how far the run being read came (a load test's failed session says it)."""
+        run = self.reading
+        came = ("no run started" if run is None or not (run.texts or run.widgets)
+                else f"a {'full' if run.full else 'fragment'} run drew {len(run.texts)} texts"
+                     f" (last: {run.texts[-1][:80] if run.texts else ''!r}), progress "
+                     f"{run.progress[-1:]!r}")
+        return f"nothing from the server for {self.timeout:.0f} s after {self.asked}: {came}"
+
     async def rerun(self, page: str | None = None, query: str | None = None,
                     widgets: list[WidgetState] | None = None, fragment: str = "",
-                    auto: bool = False) -> Run:
+                    auto: bool = False, why: str = "") -> Run:
         """Ask for a script run (on `page`, a url path, or the current one; with the address's
         query string unless `query` is given; with every widget's state unless `widgets` are
         given; of one fragment if `fragment`, by its timer if `auto`) and read it to its end;
@@ -182,6 +197,8 @@ class Tab:
             self.widgets.current() if widgets is None else widgets)
         if fragment:
             msg.rerun_script.fragment_id, msg.rerun_script.is_auto_rerun = fragment, auto
+        self.asked = why or (f"fragment {fragment[:8]}'s {'tick' if auto else 'rerun'}"
+                             if fragment else "a full run")
         t0 = time.perf_counter()
         await self.send(msg)
         return await self._fetched(await self._read_run(t0))
@@ -194,7 +211,7 @@ class Tab:
         return run
 
     async def _read_run(self, t0: float, first: tuple[ForwardMsg, bytes] | None = None) -> Run:
-        run = Run(0.0)
+        run = self.reading = Run(0.0)
         for _ in range(100_000):  # a page is a few hundred messages
             msg, data = first or await self.receive()
             first = None
@@ -202,7 +219,8 @@ class Tab:
             if kind == "new_session":
                 self.session_id = msg.new_session.initialize.session_id
                 if not msg.new_session.fragment_ids_this_run:  # a full run starts: the page is
-                    run = Run(0.0, media=run.media, full=True)  # drawn anew, timers cleared
+                    run = self.reading = Run(0.0, media=run.media, full=True)  # drawn anew,
+                    #                                                          timers cleared
                     self.page_hash = msg.new_session.page_script_hash
                     self.timers.clear()
             elif kind == "navigation":
@@ -267,13 +285,15 @@ class Tab:
     async def click(self, name: str) -> Run:
         """Click the button whose key (or else label) is `name`."""
         fragment = self.widgets.find(name, "button").fragment
-        return await self.rerun(widgets=self.widgets.click(name), fragment=fragment)
+        return await self.rerun(widgets=self.widgets.click(name), fragment=fragment,
+                                why=f"a click on {name}")
 
     async def set(self, name: str, value) -> Run:
         """Give the widget `name` a value (an option, a number, a text; a chart: the patches
         clicked), as a browser does when the user changes it: a rerun."""
         fragment = self.widgets.find(name).fragment
-        return await self.rerun(widgets=self.widgets.set(name, value), fragment=fragment)
+        return await self.rerun(widgets=self.widgets.set(name, value), fragment=fragment,
+                                why=f"{name} set")
 
     # what the browser's timers do
     def next_tick(self) -> float:
@@ -322,6 +342,7 @@ class Tab:
             msg = ForwardMsg()
             msg.ParseFromString(data)
             if msg.WhichOneof("type") == "new_session":
+                self.asked = "nothing (a run the server started itself: a push)"
                 run = await self._read_run(time.perf_counter(), (msg, data))
                 return await self._fetched(run)
 
@@ -333,6 +354,7 @@ class Tab:
         msg.file_urls_request.request_id = request = uuid.uuid4().hex
         msg.file_urls_request.session_id = self.session_id
         msg.file_urls_request.file_names.append(name)
+        self.asked = "an upload's URL"
         await self.send(msg)
         for _ in range(1000):
             answer, _ = await self.receive()

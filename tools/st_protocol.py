@@ -177,7 +177,7 @@ class Tab:
                 else f"a {'full' if run.full else 'fragment'} run drew {len(run.texts)} texts"
                      f" (last: {run.texts[-1][:80] if run.texts else ''!r}), progress "
                      f"{run.progress[-1:]!r}")
-        return f"nothing from the server for {self.timeout:.0f} s after {self.asked}: {came}"
+        return f"nothing from the server for {self.timeout:g} s after {self.asked}: {came}"
 
     async def rerun(self, page: str | None = None, query: str | None = None,
                     widgets: list[WidgetState] | None = None, fragment: str = "",

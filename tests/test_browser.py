@@ -376,26 +376,6 @@ def test_a_refused_file_type_is_stopped_by_the_uploader(browser, server, tmp_pat
     ctx.close()
 
 
-@pytest.mark.load
-def test_concurrent_sessions_each_see_their_own_image():
-    """The classroom load test in a reduced form (tools/load_test.py runs the full one), as its
-    own process, the way it is run by hand (its worker processes are spawned from there): two
-    sessions at once, each in its own browser process, on the bundled classifier, one page
-    each (every page was 60 s of the CI's 15 minutes, three 38 s: test_load.py drives more
-    sessions over Streamlit's protocol on every page, and
-    test_upload_visit_every_page_and_stay_offline walks every page in Chromium on a photo)."""
-    import subprocess
-    import sys
-
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--browser",
-                          "--sessions", "2", "--processes", "2",
-                          "--model", "shapes-classifier", "--pages", "attention"],
-                         capture_output=True, text=True,
-                         timeout=1200, cwd=ROOT)
-    print(run.stdout[-2000:], run.stderr[-2000:])
-    assert run.returncode == 0 and "| 2 | 2 |" in run.stdout
-
-
 def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> None:
     """Hover an invisible marker of the model map until plotly shows its label, then click."""
     marker = plot.locator(".scatterlayer .trace").nth(trace).locator(".point").nth(index)

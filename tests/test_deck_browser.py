@@ -1,12 +1,12 @@
 """Presenter mode is a slide deck, in a real browser (Chromium, Playwright, `streamlit run`).
 
-For every step of every stage, on the bundled classifier and a ViT-B/16-size preset at 1280×720
-and a captioner at 1024×768 (WALKS): nothing scrolls (the page is at most the screen's height)
-and the key figure is whole on the screen, has half of the slide, no text in it is drawn under
-14 px (slides.small_text), and its pictures keep their shape; nothing on the slide is cut or
-drawn over, reached with → or by a link; every formula parses. After a Reveal, Play, a click
-on a figure, a slider moved or a choice made with the mouse the clicker still moves the deck;
-after scrolling, the next step opens at its top; the speaker notes have their own window.
+For every step of every stage on the bundled classifier at 1280×720, and of the stages up to UNTIL
+on a ViT-B/16-size preset at 1280×720 and a captioner at 1024×768 (WALKS): nothing scrolls (the page
+is at most the screen's height) and the key figure is whole on the screen, has half of the slide, no
+text in it is drawn under 14 px (slides.small_text), and its pictures keep their shape; nothing on
+the slide is cut or drawn over, reached with → or by a link; every formula parses. After a Reveal,
+Play, a click on a figure, a slider moved or a choice made with the mouse the clicker still moves
+the deck; after scrolling, the next step opens at its top; the speaker notes have their own window.
 """
 
 
@@ -73,8 +73,11 @@ AXE_WALK = ("shapes-classifier", SCREENS[0])
 # 768 and 3072 features, 1000 classes); from the Shape trace on, its slides are tables and
 # words (Shapes), one sentence (Segmentation: it has no such head), the classifier's (Training:
 # any preset's, MAE: the bundled MAE's) or minutes of both cores (Why): `tools/screenshots.py
-# --presenter --model vit-b16` shows them
-UNTIL = {"vit-b16": "shapes"}
+# --presenter --model vit-b16` shows them. The captioner's walk ends before the Why stage: its
+# slides are the classifier's (that walk has them) but for the caption's words, whose numbers
+# tests/test_why_words.py checks; on the server they are the captioner's six maps, table, Sanity
+# and exact patching (`tools/screenshots.py --presenter --model shapes-captioner-causal`)
+UNTIL = {"vit-b16": "shapes", "shapes-captioner-causal": "why"}
 
 
 # slides the classifier's walk also opens by a link: those that once differed from the same
@@ -93,9 +96,8 @@ def test_every_step_fits_every_projector(browser, server, axe, model, screens):
     scrolls or is cut, the key figure has half of the slide, pictures keep their shape), and
     axe-core's WCAG 2.1 A/AA rules on the walk's first screen (tools/axe.py: 0 violations
     outside its documented list); then (the classifier) a few slides opened by a link. The
-    ViT-B/16-size walk stops before the Training stage (UNTIL): its Training and MAE slides are
-    the other walks', and the Why stage's maps are minutes of both cores on the server, its slides
-    the same there as on the bundled models, which walk it (tests/test_why_held.py draws the big
+    ViT-B/16-size walk stops before the Shape trace and the captioner's before the Why stage
+    (UNTIL: why there); the classifier's walks every stage (tests/test_why_held.py draws the big
     model's waiting steps). Every formula on a slide must parse (KaTeX's errors)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     w0, h0 = screens[0]

@@ -144,9 +144,24 @@ def small_text(page, where: str, least: float = 14) -> list[str]:
         f"{t['text'][:30]!r} ({t['what']}) {t['px']:.1f} px" for t in small[:4])] if small else []
 
 
+# A chart's drawing is hidden from screen readers (ui/drawing/a11y.py: its "Figure:" line says
+# what it shows), its toolbar is not (a keyboard's).
+CHARTS_READ_JS = """() => {
+  const out = [];
+  for (const c of document.querySelectorAll('.js-plotly-plot')) {
+    const name = (c.querySelector('.gtitle') || {}).textContent || 'an untitled chart';
+    if ([...c.querySelectorAll('svg.main-svg')].some(s => !s.closest('[aria-hidden="true"]')))
+      out.push(`${name}: its drawing is read by screen readers`);
+    if ([...c.querySelectorAll('.modebar-btn')].some(b => b.closest('[aria-hidden="true"]')))
+      out.push(`${name}: its toolbar is hidden from screen readers`);
+  }
+  return out;
+}"""
+
+
 def problems_on(page, where: str) -> list[str]:
     s = page.evaluate(SLIDE_JS)
-    found = []
+    found = [f"{where}: {p}" for p in page.evaluate(CHARTS_READ_JS)]
     if s["scroll"] > 1:
         found.append(f"{where}: scrolls by {s['scroll']} px")
     if s["figure"] is None:

@@ -165,6 +165,11 @@ const fix = () => {
     if (group && group.getAttribute('aria-label') === i.getAttribute('aria-label'))
       i.removeAttribute('aria-labelledby');
   }
+  // a chart's drawing (its layers, tick labels and titles: 75 utterances on a heatmap, none
+  // paired with a value) is hidden from screen readers: the "Figure:" line under it says its
+  // axes, colour, range and largest value. Plotly's toolbar, outside the drawing, stays.
+  for (const svg of doc.querySelectorAll('.js-plotly-plot svg.main-svg:not([aria-hidden])'))
+    svg.setAttribute('aria-hidden', 'true');
   for (const f of doc.querySelectorAll(HIDDEN_FRAMES))
     if (f.getAttribute('tabindex') !== '-1') {
       f.setAttribute('tabindex', '-1');

@@ -62,12 +62,11 @@ def problems_on_phone(page, where: str) -> list[str]:
 
 def open_page(page, slug: str) -> None:
     """Open the stage `slug` from the app's menu (the sidebar's link, closed on a phone), as a
-    student moves from page to page: a new address loads the whole app again (twice the
-    browser's work of a page, in the CI's 15 minutes)."""
+    student moves from page to page (a new address loads the whole app again: twice the
+    browser's work of a page, in the CI's 15 minutes); the caller waits for its run."""
     page.evaluate("s => document.querySelector(`[data-testid='stSidebarNav'] a[href$='/${s}']`)"
                   ".click()", slug)
     page.wait_for_url(f"**/{slug}*")
-    wait_idle(page)
 
 
 def test_every_page_fits_a_phone(browser, server, axe):

@@ -251,10 +251,9 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
             for run in await tab.wait(0.25):
                 await look(run, f"move {len(lesson.moves)}")
     except Exception as e:  # a timeout or a refused request fails this student, not the run
-        shown = last and (f"; its last full run showed {student_at(last[0])}, " + (
-            f"computing ({last[0].progress[-1]!r})" if last[0].progress else "drawn"))
-        problems["failed sessions"].append(
-            f"student {i}: {type(e).__name__}: {e}{shown or ''}"[:600])
+        shown = "" if not last else f"; its last full run showed {student_at(last[0])}, " + (
+            f"computing ({last[0].progress[-1]!r})" if last[0].progress else "drawn")
+        problems["failed sessions"].append(f"student {i}: {type(e).__name__}: {e}{shown}"[:600])
     finally:
         lesson.following.discard(i)
         lesson.answering.discard(i)

@@ -173,7 +173,7 @@ class Tab:
         """What the tab was waiting for when the server went quiet: what it asked for and
         how far the run being read came (a load test's failed session says it)."""
         run = self.reading
-        came = ("no run started" if run is None or not (run.texts or run.widgets)
+        came = ("nothing of a run read yet" if run is None or not (run.texts or run.widgets)
                 else f"a {'full' if run.full else 'fragment'} run drew {len(run.texts)} texts"
                      f" (last: {run.texts[-1][:80] if run.texts else ''!r}), progress "
                      f"{run.progress[-1:]!r}")

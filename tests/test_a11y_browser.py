@@ -76,12 +76,18 @@ FOCUSED_JS = r"""() => {
 def tab_to(page, label: str, most: int = 150, back: bool = False, seen=None) -> dict:
     """Press Tab (Shift+Tab with `back`) until the focused element's label matches the regular
     expression `label` (re.search: a button's label starts with its icon's name);
-    every stop on the way is checked for a visible focus ring (added to `seen`)."""
+    every stop on the way is checked for a visible focus ring (added to `seen`). A stop that
+    looks off the screen or ringless is measured again once the page's run is done: a Tab that
+    leaves a text field reruns the script, and under load the Join button was measured off the
+    screen mid-run (CI, once); a closed sidebar's control stays off the screen after it."""
     for _ in range(most):
         page.keyboard.press("Shift+Tab" if back else "Tab")
         now = page.evaluate(FOCUSED_JS)
         if now is None:
             continue
+        if now["off"] or now["ring"] < 2:  # measured while a run moved the page: once it is done
+            wait_idle(page)
+            now = page.evaluate(FOCUSED_JS) or now
         if seen is not None:
             seen.append({**now, "to": label})
         if re.search(label, now["label"]):

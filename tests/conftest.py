@@ -26,6 +26,19 @@ import pytest
 os.environ.setdefault("VIT_EXPLAINER_READ_AHEAD", "0")
 
 
+def _share_the_cores() -> None:
+    """Under pytest-xdist each worker's torch (and each server a test starts, which inherits
+    the environment) gets its share of the cores, not all of them: two workers each running
+    two threads on two cores spin against each other (the quick tier 182 s with one thread a
+    worker vs 201-219 s, `benchmarks/test_threads.py`)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
+
+_share_the_cores()
+
+
 def _scan_installed_components_once() -> None:
     """A real server looks for installed Streamlit components once, when it starts; AppTest
     looks again for every new app (reading the metadata of every installed package: about

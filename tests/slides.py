@@ -158,10 +158,38 @@ CHARTS_READ_JS = """() => {
   return out;
 }"""
 
+# every displayed equation is read as words, once (ui/drawing/equation.py, the page's script):
+# its KaTeX hidden from screen readers; the words in the hidden paragraph after it, or, where
+# its box scrolls sideways (and only there), as the name of its tab stop with that paragraph
+# hidden
+EQUATIONS_READ_JS = """() => {
+  const out = [];
+  for (const d of document.querySelectorAll('.katex-display')) {
+    const k = d.querySelector('.katex'), box = d.closest('[data-testid="stElementContainer"]');
+    const next = box && box.nextElementSibling, said = next && next.querySelector('.eq-said');
+    const name = (d.getAttribute('aria-label') || '');
+    const what = (said ? said.textContent : k.textContent).slice(0, 60);
+    if (!said) { out.push(`an equation without its words: ${what}`); continue; }
+    if (!k || k.getAttribute('aria-hidden') !== 'true')
+      out.push(`an equation's symbols are read: ${what}`);
+    const wide = d.scrollWidth > d.clientWidth + 1;
+    if (d.hasAttribute('tabindex') !== wide)
+      out.push(`an equation is ${wide ? 'no' : 'a'} tab stop, ${wide ? '' : 'not '}scrolling` +
+               ` sideways: ${what}`);
+    const words = said.textContent.replace(/^Equation: /, '');
+    if (wide && !(name.endsWith(words) && said.getAttribute('aria-hidden') === 'true'))
+      out.push(`a scrolling equation's tab stop is not named by its words alone: ${what}`);
+    if (!wide && said.getAttribute('aria-hidden') === 'true')
+      out.push(`an equation's words are hidden: ${what}`);
+  }
+  return out;
+}"""
+
 
 def problems_on(page, where: str) -> list[str]:
     s = page.evaluate(SLIDE_JS)
     found = [f"{where}: {p}" for p in page.evaluate(CHARTS_READ_JS)]
+    found += [f"{where}: {p}" for p in page.evaluate(EQUATIONS_READ_JS)]
     if s["scroll"] > 1:
         found.append(f"{where}: scrolls by {s['scroll']} px")
     if s["figure"] is None:

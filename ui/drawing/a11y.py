@@ -20,6 +20,8 @@ document, whatever the reruns do.
   it is `inert` (no tab stop, nothing for a screen reader) until it opens.
 - A box that scrolls (an equation wider than a phone, a wide table) is a tab stop with a name,
   so a keyboard can scroll it (axe `scrollable-region-focusable`, WCAG 2.1.1).
+- An equation drawn with its words (ui/drawing/equation.py) is read as those words, its MathML
+  (one symbol at a time) hidden; a scrolling one's tab stop is named by them.
 - A popover opened from the keyboard gets the focus (its first control): Streamlit leaves it on
   the button, and its body, drawn at the end of the document, was out of Tab's reach (2.1.1).
 - A Material icon in a button or a message box with words (its ligature's name, "arrow_back")
@@ -44,6 +46,7 @@ import json
 import streamlit as st
 
 from ui import keys
+from ui.drawing.equation import SAID, SAY
 
 FOCUS = "#1a73e8"  # ≥ 3:1 on white (4.5), the sidebar's grey (4.0) and the dark theme's (4.2)
 # Streamlit draws a caption (st.caption, a picture's) as text at opacity 0.6: 3.7:1 on white.
@@ -63,7 +66,10 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{
 /* a figure's text alternative (ui/lesson/deck._describe): a caption's look under the figure;
    on a slide visually hidden, still read by a screen reader */
 .figure-alt {{ font-size: 0.9rem; color: inherit; opacity: {CAPTION_OPACITY}; margin: 0.2rem 0; }}
-[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] .figure-alt.sr-only) {{
+/* the element of a hidden text alternative and of an equation's words (ui/drawing/equation.py)
+   out of the column's flow: no gap */
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] :is(.figure-alt.sr-only,
+  .{SAID})) {{
   position: absolute !important; width: 1px; height: 1px; overflow: hidden; margin: 0; }}
 .sr-only {{ position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
   overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }}
@@ -125,7 +131,17 @@ const announce = () => {
   if (where !== null && now !== where) said.textContent = %MOVED% + now + '.';
   where = now;
 };
-const scrolls = (e) => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1;
+// a box scrolls along an axis its overflow lets scroll (auto or scroll, as axe reads it): KaTeX's
+// display box is a few px taller than its frame, but clipped (overflow-y hidden), not scrolled
+const axis = (v) => v === 'auto' || v === 'scroll';
+// a box's own size changes with no mutation (its column narrows as the page lays out): looked at
+// again then
+const sized = new window.parent.ResizeObserver(() => later());
+const scrolls = (e) => {
+  const s = getComputedStyle(e);
+  return axis(s.overflowX) && e.scrollWidth > e.clientWidth + 1 ||
+         axis(s.overflowY) && e.scrollHeight > e.clientHeight + 1;
+};
 // an icon is a ligature ("arrow_back"): read aloud it came before a button's name ("arrow back
 // Previous") and after a message (Orca: "… | lightbulb"); hidden where its button, link, label
 // or message box (role status or alert; its icon is Streamlit's stAlertDynamicIcon) has words
@@ -152,11 +168,35 @@ const fix = () => {
   }
   for (const [sel, name] of Object.entries(SCROLLERS))
     for (const e of doc.querySelectorAll(sel)) {
-      if (!scrolls(e) || e.hasAttribute('tabindex')) continue;
-      e.setAttribute('tabindex', '0');
-      e.setAttribute('role', 'region');
-      e.setAttribute('aria-label', name);
+      if (!e.dataset.vitSeen) { e.dataset.vitSeen = '1'; sized.observe(e); }
+      const now = scrolls(e);
+      if (now && !e.hasAttribute('tabindex')) {
+        e.setAttribute('tabindex', '0');
+        e.setAttribute('role', 'region');
+        e.setAttribute('aria-label', name);
+        e.dataset.vitScrolls = '1';
+      } else if (!now && e.dataset.vitScrolls) {  // wide enough now (a wider window)
+        for (const a of ['tabindex', 'role', 'aria-label']) e.removeAttribute(a);
+        delete e.dataset.vitScrolls;
+      }
     }
+  // an equation drawn with its words (ui/drawing/equation.py: the paragraph right after it):
+  // its MathML, read one symbol at a time (Orca: "𝑄 | 𝐾 | ⊤ | 32" for QK⊤/√32, the fraction and
+  // the root lost), hidden from screen readers, so they read the words. Where the equation
+  // scrolls, the words name its tab stop (a Tab there reads the name, not the next line) and
+  // the paragraph is hidden (Orca's Say All read the region's name and then the paragraph)
+  for (const said of doc.querySelectorAll('.%SAID%')) {
+    const box = said.closest('[data-testid="stElementContainer"]');
+    const before = box && box.previousElementSibling;
+    const eq = before && before.querySelector('.katex');
+    if (!eq) continue;
+    if (eq.getAttribute('aria-hidden') !== 'true') eq.setAttribute('aria-hidden', 'true');
+    const stop = eq.closest('.katex-display[tabindex]');
+    const name = SCROLLERS['.katex-display'] + ': ' + said.textContent.replace(%SAY%, '');
+    if (stop && stop.getAttribute('aria-label') !== name) stop.setAttribute('aria-label', name);
+    if (stop && !said.hasAttribute('aria-hidden')) said.setAttribute('aria-hidden', 'true');
+    if (!stop && said.hasAttribute('aria-hidden')) said.removeAttribute('aria-hidden');
+  }
   hideIcons();
   // a slider's input is labelled by its own label and its group's, both the widget's label:
   // Chromium named it "Layer Layer" (Orca: "Layer Layer horizontal slider 5"); its own alone
@@ -218,7 +258,8 @@ fix();
 """.replace("%SCROLLERS%", json.dumps(SCROLLERS)).replace(
     "%ANNOUNCE_ID%", json.dumps(ANNOUNCE_ID)).replace("%MOVED%", json.dumps(MOVED)).replace(
     "%BANNER%", keys.LIVE_BANNER).replace(
-    "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace(
+    "%FRAMES%", json.dumps(HIDDEN_FRAMES)).replace("%SAID%", SAID).replace(
+    "%SAY%", json.dumps(SAY)).replace(
     "%CSS%", json.dumps(CSS.removeprefix("<style>").removesuffix("</style>")))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from ui.drawing import describe, figures, show
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question, Step
 from ui.selection import controls
@@ -164,9 +165,9 @@ def _matrix_alt(x: deck.View, ext: Extremes) -> str:
 def _matrix_figure(x: deck.View, _) -> None:
     c = x.c
     N, cpp, p, P = c.num_patches, _cpp(c), x.patch, c.patch_size
-    st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{P}}}\cdot"
-             rf"\frac{{{c.img_size}}}{{{P}}} = {N},\qquad X_\mathrm{{patch}} = "
-             rf"\mathcal{{U}}(X_\mathrm{{img}}) \in \mathbb{{R}}^{{{N}\times {cpp}}}")
+    latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{P}}}\cdot"
+          rf"\frac{{{c.img_size}}}{{{P}}} = {N},\qquad X_\mathrm{{patch}} = "
+          rf"\mathcal{{U}}(X_\mathrm{{img}}) \in \mathbb{{R}}^{{{N}\times {cpp}}}")
     deck.chart(figures.matrix_heatmap(
         x.tr["patches"].numpy(), f"X_patch: all {N} patches × {cpp} values (row {p} outlined)",
         highlight_row=p, square=False, height=360, value_name="normalised pixel",

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import describe, figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck, steps
 from ui.lesson.deck import Choice, Question, Step
@@ -169,9 +170,9 @@ def _ln_figure(x: Ctx, f: dict) -> None:
     else:
         mant, _, expo = f"{c.norm_eps:.0e}".partition("e")
         tex_eps = rf"{mant}\cdot 10^{{{int(expo)}}}" if mant != "1" else rf"10^{{{int(expo)}}}"
-        st.latex(r"\mathrm{LN}(x) = \gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta,"
-                 rf"\quad \mu={_num(before['mean'])},\ \sigma={_num(before['std'])},\ "
-                 rf"\epsilon={tex_eps}")
+        latex(r"\mathrm{LN}(x) = \gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta,"
+              rf"\quad \mu={_num(before['mean'])},\ \sigma={_num(before['std'])},\ "
+              rf"\epsilon={tex_eps}")
         m = st.columns(4)
         m[0].metric("mean before (μ)", f"{_num(before['mean'])}")
         m[1].metric("std before (σ)", f"{_num(before['std'])}")
@@ -244,9 +245,9 @@ def _qkv_figure(x: Ctx, f: dict) -> None:
     D, H, dk = c.embed_dim, c.num_heads, c.head_dim
     bias = {n: rf" + b_{n}" if c.qkv_bias else "" for n in "QKV"}  # timm's qkv_bias
     if not x.presenting:  # on a slide the three matrices take the height; the words say it
-        st.latex(rf"Q = \tilde X W_Q{bias['Q']},\ K = \tilde X W_K{bias['K']},\ "
-                 rf"V = \tilde X W_V{bias['V']}:\ [{S}\times{D}]\cdot[{D}\times{D}] = "
-                 rf"[{S}\times{D}] \;\to\; [{H}\times{S}\times{dk}]")
+        latex(rf"Q = \tilde X W_Q{bias['Q']},\ K = \tilde X W_K{bias['K']},\ "
+              rf"V = \tilde X W_V{bias['V']}:\ [{S}\times{D}]\cdot[{D}\times{D}] = "
+              rf"[{S}\times{D}] \;\to\; [{H}\times{S}\times{dk}]")
     ticks = figures.token_ticks(x.labels[:S], c.grid, figures.tick_gap(S, 380))
     charts = {nm: figures.matrix_heatmap(
         f[nm], f"{nm} of head {x.head}, block {x.layer}: {S}×{dk}", row_labels=x.labels[:S],
@@ -307,7 +308,7 @@ def _score_figure(x: Ctx, f: dict) -> None:
                 rf"{{\sqrt{{{dk}}}}} = {f['score']:.4f}")
     if f["masked"]:
         equation += rf",\quad \text{{then }} + M_{{{i},{j}}} = -\infty"
-    st.latex(equation)
+    latex(equation)
 
 
 def _score_alt(x: Ctx, f: dict) -> str:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import describe, figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Number, Question, Step
@@ -95,9 +96,9 @@ def _gelu_figure(x: Ctx, f: dict) -> None:
         deck.chart(fig, key=MLP_GELU)
         return
     # a space after every \quad: "\quadG" would be an unknown command (KaTeX prints it in red)
-    st.latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
-             rf"\quad G = \mathrm{{GELU}}(U),\quad X_\mathrm{{out}} = X' + G W_2 + b_2 "
-             rf"\in \mathbb{{R}}^{{{D}}}")
+    latex(rf"\hat X = \mathrm{{LN}}(X'),\quad U = \hat X W_1 + b_1 \in \mathbb{{R}}^{{{F_}}},"
+          rf"\quad G = \mathrm{{GELU}}(U),\quad X_\mathrm{{out}} = X' + G W_2 + b_2 "
+          rf"\in \mathbb{{R}}^{{{D}}}")
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
         deck.chart(fig, key=MLP_GELU)

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import figures, phone, phone_figures, show
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.drawing.tables import stage_table
 from ui.lesson import deck, navigate
@@ -150,10 +151,10 @@ def _grid_figure(x: Ctx, _) -> None:
     c, S = x.c, x.tr["embed"].shape[0]
     N, g = c.num_patches, c.grid
     prefix_tex = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in c.prefix_names)
-    st.latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.patch_size}}}"
-             rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {N},\qquad "
-             rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
-             rf"\times {c.embed_dim}}}")
+    latex(rf"N = \frac{{H}}{{P}}\cdot\frac{{W}}{{P}} = \frac{{{c.img_size}}}{{{c.patch_size}}}"
+          rf"\cdot\frac{{{c.img_size}}}{{{c.patch_size}}} = {N},\qquad "
+          rf"z_0 = [{prefix_tex}x_pE] + E_\mathrm{{pos}} \in \mathbb{{R}}^{{{S}"
+          rf"\times {c.embed_dim}}}")
     deck.chart(figures.patch_grid(x.prep.crop, c.patch_size, show_index=g <= 16),
                key=OVERVIEW_GRID)
 

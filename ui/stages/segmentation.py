@@ -11,6 +11,7 @@ import streamlit as st
 import torch
 
 from ui.drawing import describe, figures, show
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -126,12 +127,12 @@ def _tokens_figure(x: Ctx, _) -> None:
     if x.presenting:  # a slide: the formula on one line above, the picture the whole width
         picture = formula = st.container()
         with formula:
-            st.latex(r"\;\to\;".join(shapes))
+            latex(r"\;\to\;".join(shapes))
     else:  # the page: the formula beside the picture, from top to bottom
         picture, formula = st.columns([3, 2], vertical_alignment="center")
         with formula:
-            st.latex(r"\begin{gathered}" + r"\\ \downarrow\\ ".join(shapes) +
-                     r"\end{gathered}")
+            latex(r"\begin{gathered}" + r"\\ \downarrow\\ ".join(shapes) +
+                  r"\end{gathered}")
     with picture:
         rgb = state.patch_pca(x.inp, x.name, session.chosen_mask())
         show.image(figures.tile([x.prep.crop, figures.array_image(rgb.transpose(2, 0, 1),

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import describe, figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -87,11 +88,11 @@ def _table(rows: list[dict], key: str) -> None:
 # ---------------------------------------------------------------- around the blocks
 def _around_figure(x: Ctx, f: Rows) -> None:
     c, S = x.c, x.tr["embed"].shape[0]
-    st.latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
-             rf"\mathbb{{R}}^{{{c.num_patches}\times{c.in_chans * c.patch_size**2}}}\to"
-             rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
-             rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
-             + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
+    latex(rf"\mathbb{{R}}^{{{c.img_size}\times{c.img_size}\times{c.in_chans}}}\to"
+          rf"\mathbb{{R}}^{{{c.num_patches}\times{c.in_chans * c.patch_size**2}}}\to"
+          rf"\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\xrightarrow{{\times {c.depth}\ "
+          rf"\mathrm{{blocks}}}}\mathbb{{R}}^{{{S}\times{c.embed_dim}}}\to\text{{"
+          + ("logits" if c.num_classes or c.has_text else "final tokens") + "}")
     _table(shape_table(f, f.around), SHAPE_TABLE)
 
 

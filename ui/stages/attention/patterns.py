@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import describe, figures, show
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import PatchPick, Question, Step
@@ -46,9 +47,9 @@ def _scores_facts(x: Ctx) -> dict:
 def _scores_figure(x: Ctx, f: dict) -> None:
     c, S, dk = x.c, x.tr["embed"].shape[0], x.c.head_dim
     pre, g = c.num_prefix_tokens, c.grid
-    st.latex(rf"A = \mathrm{{softmax}}\!\left(\frac{{QK^\top}}{{\sqrt{{{dk}}}}} + M\right)\in"
-             rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in"
-             rf"\mathbb{{R}}^{{{S}\times{dk}}}")
+    latex(rf"A = \mathrm{{softmax}}\!\left(\frac{{QK^\top}}{{\sqrt{{{dk}}}}} + M\right)\in"
+          rf"\mathbb{{R}}^{{{S}\times{S}}},\qquad \mathrm{{head}} = AV\in"
+          rf"\mathbb{{R}}^{{{S}\times{dk}}}")
     st.radio("Show", VIEWS, index=len(VIEWS) - 1, horizontal=True, key=keys.ATTN_VIEW,
              label_visibility="collapsed" if x.presenting else "visible")  # room: matrix
     ticks, tick_text = figures.prefix_ticks(x.labels[:S], g, c.prefix_names)

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ui.drawing import describe, figures, show
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question, Step
@@ -147,10 +148,10 @@ def _sum_figure(v: deck.View, f: dict) -> None:
     cpp = c.in_chans * c.patch_size ** 2
     prefix_tex = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in names)
     if not v.presenting:  # on a slide the matrix takes the height; its title says the sum
-        st.latex(rf"z_0 = [\,{prefix_tex}x_p^1E+b;\dots;x_p^{{{N}}}E+b"
-                 rf"\,] + E_\mathrm{{pos}},\quad E\in\mathbb{{R}}^{{{cpp}\times {D}}},\;"
-                 rf"E_\mathrm{{pos}}\in\mathbb{{R}}^{{{N + pre}\times {D}}},\; z_0\in"
-                 rf"\mathbb{{R}}^{{{N + pre}\times {D}}}")
+        latex(rf"z_0 = [\,{prefix_tex}x_p^1E+b;\dots;x_p^{{{N}}}E+b"
+              rf"\,] + E_\mathrm{{pos}},\quad E\in\mathbb{{R}}^{{{cpp}\times {D}}},\;"
+              rf"E_\mathrm{{pos}}\in\mathbb{{R}}^{{{N + pre}\times {D}}},\; z_0\in"
+              rf"\mathbb{{R}}^{{{N + pre}\times {D}}}")
     emb = f["embed"]
     token_names = figures.token_labels(c)
     deck.chart(figures.matrix_heatmap(

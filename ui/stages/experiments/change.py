@@ -8,6 +8,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import figures
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.selection import controls
 from ui.stages import common
@@ -135,8 +136,8 @@ def _positions_pair(x: Ctx, f: Change, left, right) -> None:
         st.image(x.prep.crop, caption="The image is unchanged", width=320)
     with right:
         tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in x.c.prefix_names)
-        st.latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos}")
-        st.latex(r"\lambda: 1 \to 0")
+        latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos}")
+        latex(r"\lambda: 1 \to 0")
 
 
 def _mask_pair(x: Ctx, f: Change, left, right) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import streamlit as st
-
 from ui.drawing import figures
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.stages import common
 from ui.stages.experiments.compare import TOP
@@ -119,7 +118,7 @@ def _unordered_chart(x: Ctx, f: Unordered):
 
 def unordered_figure(x: Ctx, f: Unordered) -> None:
     tokens = "".join(rf"x_\mathrm{{{n.lower()}}};\," for n in x.c.prefix_names)  # CLS, DIST
-    st.latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos},\quad \lambda = 0")
+    latex(r"z_0 = [" + tokens + r"X_pE] + \lambda E_\mathrm{pos},\quad \lambda = 0")
     deck.chart(_unordered_chart(x, f), key=EXP_UNORDERED)
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import describe, figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct, percent
 from ui.lesson import deck, player
 from ui.lesson.deck import Question
@@ -79,9 +80,9 @@ def _writing_figure(x: Ctx, f: Writing) -> None:
                rf"\mathbb{{R}}^{{T\times {c.vocab_size}}}")
     if x.presenting:  # on a slide the formula and the settings share a row
         first, *cols = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
-        first.latex(formula)
+        latex(formula, first)
     else:
-        st.latex(formula)
+        latex(formula)
         cols = st.columns(3)
     cols[0].slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.1, key=keys.TEMPERATURE)
     cols[1].number_input("Top-k (0 = all)", 0, c.vocab_size, key=keys.TOP_K)

@@ -9,6 +9,7 @@ import streamlit as st
 import torch
 
 from ui.drawing import describe, figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -76,7 +77,7 @@ def _answer_figure(x: Ctx, f: Answer) -> None:
     # on a slide the formula and the slider share a row, leaving the height to the bars
     left, right = (st.columns([3, 2], vertical_alignment="center") if x.presenting else
                    (st.container(),) * 2)
-    left.latex(_equation(x.c))
+    latex(_equation(x.c), left)
     with right:
         _temperature_slider()
     k = min(TOP_BARS, K)

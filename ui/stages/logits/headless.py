@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import streamlit as st
-
 from ui.drawing import describe, figures, show
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.stages.logits.base import (
@@ -27,8 +26,8 @@ def _vector_facts(x: Ctx) -> dict:
 def _vector_figure(x: Ctx, s: dict) -> None:
     tok, D = s["token"], x.c.embed_dim
     ln = "" if x.c.fc_norm else r"\mathrm{LN}"
-    st.latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in"
-             rf"\mathbb{{R}}^{{{D}}}")
+    latex(rf"z_\mathrm{{out}} = {ln}(z_L^\mathrm{{{tok.split()[0]}}})\in"
+          rf"\mathbb{{R}}^{{{D}}}")
     deck.chart(figures.vector_strip(
         s["vector"].numpy(), f"the final {tok} vector ({D} dimensions)",
         x_title="dimension of D", value_name="value", row_names=[tok], y_title="token"),

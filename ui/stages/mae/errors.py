@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.drawing import describe
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Number, Question
@@ -136,9 +137,9 @@ def _loss_figure(x: Ctx, f: Numbers | None) -> None:
     if not f.hidden:
         st.info("No patch is hidden, so the loss has nothing to average: hide some patches.")
         return
-    st.latex(LOSS_TEX + rf" = \frac{{1}}{{{f.n_hidden}}}\sum_{{i\in M}}"
-             rf"\frac{{\lVert \hat x_i - x_i\rVert^2}}{{{f.P2C:,}}} = {f.loss:.4f}"
-             .replace(",", "{,}"))
+    latex(LOSS_TEX + rf" = \frac{{1}}{{{f.n_hidden}}}\sum_{{i\in M}}"
+          rf"\frac{{\lVert \hat x_i - x_i\rVert^2}}{{{f.P2C:,}}} = {f.loss:.4f}"
+          .replace(",", "{,}"))
     deck.chart(loss_bars(f), key=MAE_LOSS)
 
 

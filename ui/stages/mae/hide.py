@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui import keys
 from ui.drawing import figures
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -34,7 +35,7 @@ from vit_core.mae import num_visible
 # ---------------------------------------------------------------- step 1: hide patches
 def _hide_figure(x: Ctx, f: Numbers | None) -> None:
     if _no_mae(x, first=True) or f is None:
-        st.latex(r"N_\mathrm{vis} = \lfloor N\,(1-r)\rfloor,\qquad " + LOSS_TEX)
+        latex(r"N_\mathrm{vis} = \lfloor N\,(1-r)\rfloor,\qquad " + LOSS_TEX)
         return
     # one row: room for the pictures (on a slide the equation too: under the row, it left the
     # pictures 50 % of a 1280×720 slide with vit-b16; beside it, 57 %)
@@ -74,13 +75,13 @@ def _hide_figure(x: Ctx, f: Numbers | None) -> None:
 def _visible_equation(f: Numbers) -> None:
     """N_vis as this masking counts it."""
     if f.mode == "random" and f.exact_visible == f.n_visible:
-        st.latex(rf"N_\mathrm{{vis}} = \lfloor N\,(1-r)\rfloor = \lfloor {f.N}\cdot "
-                 rf"{1 - f.ratio:.2f}\rfloor = {f.n_visible}")
+        latex(rf"N_\mathrm{{vis}} = \lfloor N\,(1-r)\rfloor = \lfloor {f.N}\cdot "
+              rf"{1 - f.ratio:.2f}\rfloor = {f.n_visible}")
     elif f.mode == "random":  # the float rounds below an exact whole number (words say so)
-        st.latex(rf"N_\mathrm{{vis}} = \mathrm{{int}}({f.N}\cdot(1-{f.ratio:g})) = "
-                 rf"{f.n_visible}")
+        latex(rf"N_\mathrm{{vis}} = \mathrm{{int}}({f.N}\cdot(1-{f.ratio:g})) = "
+              rf"{f.n_visible}")
     else:
-        st.latex(rf"N_\mathrm{{vis}} = N - |M| = {f.N} - {f.n_hidden} = {f.n_visible}")
+        latex(rf"N_\mathrm{{vis}} = N - |M| = {f.N} - {f.n_hidden} = {f.n_visible}")
 
 
 def _hide_words(x: Ctx, f: Numbers | None) -> str | None:

@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from ui.drawing import figures
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.lesson.deck import Choice, Question
 from ui.selection import models as picker
@@ -64,8 +65,8 @@ def three_figure(x: Ctx, f: Tokens) -> None:
     with left:
         caption_input(x)
     with right:
-        st.latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\quad "
-                 r"M_{ij}\in\{0, -\infty\}")
+        latex(r"A = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right),\quad "
+              r"M_{ij}\in\{0, -\infty\}")
     grid = x.cap.config.grid
 
     def build():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui.drawing import describe, palette
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -111,11 +111,11 @@ def _curves_figure(x: Ctx, f: dict) -> None:
     if not x.presenting:  # on a slide the curves take the height; the notes give the recipe
         seg = (rf" + {r['seg_weight']:g}\,\mathrm{{CE}}_{{\mathrm{{seg}}}}"
                if r.get("task") == "classify" else "")
-        st.latex(rf"\mathcal{{L}} = \mathrm{{CE}}_{{\varepsilon={r['label_smoothing']:g}}}"
-                 rf"(\mathrm{{logits}}, y){seg},\qquad \eta_t = {r['lr']:g}\cdot\begin{{cases}}"
-                 rf"\tfrac{{t+1}}{{{r['warmup']}}} & t < {r['warmup']}\\ f + (1-f)\,"
-                 rf"\tfrac12\big(1+\cos\pi\tfrac{{t-{r['warmup']}}}{{{f['T'] - r['warmup']}}}"
-                 rf"\big) & \text{{after (}}f\text{{: a small floor)}}\end{{cases}}")
+        latex(rf"\mathcal{{L}} = \mathrm{{CE}}_{{\varepsilon={r['label_smoothing']:g}}}"
+              rf"(\mathrm{{logits}}, y){seg},\qquad \eta_t = {r['lr']:g}\cdot\begin{{cases}}"
+              rf"\tfrac{{t+1}}{{{r['warmup']}}} & t < {r['warmup']}\\ f + (1-f)\,"
+              rf"\tfrac12\big(1+\cos\pi\tfrac{{t-{r['warmup']}}}{{{f['T'] - r['warmup']}}}"
+              rf"\big) & \text{{after (}}f\text{{: a small floor)}}\end{{cases}}")
     deck.chart(curves_figure(f), key=TRAIN_CURVES)
 
 

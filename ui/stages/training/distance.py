@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
 from ui.drawing import describe, palette
+from ui.drawing.equation import latex
 from ui.drawing.numbers import pct, span
 from ui.lesson import deck
 from ui.lesson.deck import Number, Question
@@ -86,9 +86,9 @@ def distance_figure(runs: list[dict], baseline: float, title: str, labels: list[
 def _distance_figure(x: Ctx, f: dict) -> None:
     c = x.c
     if not x.presenting:
-        st.latex(r"d_h = \frac{1}{N}\sum_{i}\sum_{j} \tilde a^{\,h}_{ij}\,\lVert c_i - c_j"
-                 r"\rVert,\qquad \tilde a^{\,h}_{ij} = \text{head } h\text{'s attention of patch }"
-                 r"i \text{ on patch } j\text{, renormalised over the patches}")
+        latex(r"d_h = \frac{1}{N}\sum_{i}\sum_{j} \tilde a^{\,h}_{ij}\,\lVert c_i - c_j"
+              r"\rVert,\qquad \tilde a^{\,h}_{ij} = \text{head } h\text{'s attention of patch }"
+              r"i \text{ on patch } j\text{, renormalised over the patches}")
     runs = f["runs"]
     labels = ([_label(x, r["step"]) for r in runs] if x.log is not None else ["this model"])
     colours = ([COLOURS[_role(x, r["step"])] for r in runs] if x.log is not None else

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 from ui.drawing import figures
+from ui.drawing.equation import latex
 from ui.lesson import deck
 from ui.lesson.deck import PatchPick, Question
 from ui.serving import state
@@ -48,8 +48,8 @@ def _this_run(x: Ctx, f: dict) -> dict:
 def _positions_figure(x: Ctx, f: dict) -> None:
     p, g = x.patch, x.c.grid
     if not x.presenting:
-        st.latex(r"\cos(e_i, e_j) = \frac{e_i\cdot e_j}{\lVert e_i\rVert\,\lVert e_j\rVert},"
-                 r"\qquad e_i = \text{row } i \text{ of } E_\mathrm{pos}\ (\text{patch } i)")
+        latex(r"\cos(e_i, e_j) = \frac{e_i\cdot e_j}{\lVert e_i\rVert\,\lVert e_j\rVert},"
+              r"\qquad e_i = \text{row } i \text{ of } E_\mathrm{pos}\ (\text{patch } i)")
     title = f"Patch {p}'s position vector vs every position (outlined: itself)"
     if len(f["runs"]) == 1:
         deck.chart(figures.grid_heatmap(f["runs"][0]["map"], title, value_name="cosine "

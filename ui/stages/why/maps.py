@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import streamlit as st
-
 from ui.drawing.describe import span, two
+from ui.drawing.equation import latex
 from ui.drawing.figures import why as draw
 from ui.lesson import deck
 from ui.selection import session
@@ -76,7 +75,7 @@ def named(f: Facts) -> str:
 
 def equation(x: deck.View) -> None:
     """How every map is put on one scale, with this model's patch count."""
-    st.latex(SCALED_TEX + rf",\quad i, j = 1, \dots, N = {x.c.num_patches}\ \text{{patches}}")
+    latex(SCALED_TEX + rf",\quad i, j = 1, \dots, N = {x.c.num_patches}\ \text{{patches}}")
 
 
 def figure(x: deck.View, f: Facts) -> None:

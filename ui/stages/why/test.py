@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from ui.drawing.equation import latex
 from ui.drawing.figures import why as draw
 from ui.lesson import deck, player
 from ui.selection import session
@@ -83,9 +84,9 @@ def _named_curves(f: Facts) -> dict:
 
 def equation(x: deck.View) -> None:
     """What the areas in the legend are, with this model's patch count."""
-    st.latex(r"\mathrm{AUC} = \int_0^1 p\big(\text{answer} \mid \text{a fraction } x "
-             r"\text{ of the } N = " + str(x.c.num_patches) + r"\text{ patches greyed}\big)"
-             r"\,dx")
+    latex(r"\mathrm{AUC} = \int_0^1 p\big(\text{answer} \mid \text{a fraction } x "
+          r"\text{ of the } N = " + str(x.c.num_patches) + r"\text{ patches greyed}\big)"
+          r"\,dx")
 
 
 def frame(f: Facts) -> int:

@@ -1,15 +1,14 @@
-"""Accessibility in Chromium: the student's whole flow done with the keyboard alone (Tab,
-Space, Enter, the arrows, and typing the class's code and a patch's number), at 1280×900 and on
-a phone (390×844), every stop on the way showing a focus ring at 3:1 or more; on a slide, the
-order Tab takes and its ring.
+"""Accessibility in Chromium: a following student's phone without WCAG violations, and the
+student's whole flow done with the keyboard alone (Tab, Space, Enter, the arrows, and typing the
+class's code and a patch's number), at 1280×900 and on a phone (390×844), every stop on the way
+showing a focus ring at 3:1 or more; on a slide, the order Tab takes and its ring.
 
 axe-core's WCAG 2.1 A/AA rules (tools/axe.py, the `axe` fixture) run inside the walks that
 visit every page and step already (docs/accessibility.md): the page at 1280×720
 (tests/test_browser.py) and at 390×844 (tests/test_phone_browser.py), every slide at 1280×720
-and a phone student following every step (tests/test_deck_browser.py), a following student
-after a Reveal (tests/test_live_browser.py) and on a phone (tests/test_phone_browser.py).
-0 violations outside tools/axe.ALLOWED (the documented list). Waits are generous (a busy
-machine); none stands for a speed."""
+(tests/test_deck_browser.py), following students (here, tests/test_live_browser.py,
+tests/test_phone_browser.py). 0 violations outside tools/axe.ALLOWED (the documented list).
+Waits are generous (a busy machine); none stands for a speed."""
 
 from __future__ import annotations
 
@@ -208,10 +207,21 @@ SLIDE_ORDER = ["Previous$", "Next$", "Notes$", "Exit$", "Model and image", "^Lay
                "^Reveal"]
 
 
-def test_the_student_flow_by_keyboard_at_a_desk_and_on_a_phone(browser, server):
+def test_the_student_flow_by_keyboard_and_a_following_phone_without_violations(browser, server,
+                                                                              axe):
     teacher, code = teacher_on(browser, server, "attention", QUESTION_STEP)
 
-    # two students, with the keyboard alone: at a desk and on a phone (kept: below)
+    # a student following on a phone: the step and its question, no violations
+    phone = browser.new_context(**PHONE).new_page()
+    phone.goto(f"{server}/?page=overview&{keys.LIVE_JOIN}={code}")
+    phone.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text("Following class").wait_for(
+        timeout=WAIT)
+    wait_idle(phone)
+    found = axe(phone, "a following student's phone, its question")
+    phone.context.close()
+    assert not found, "\n".join(found)
+
+    # two more students, with the keyboard alone: at a desk and on a phone (kept: below)
     for n, size in enumerate((dict(viewport={"width": 1280, "height": 900}), PHONE), 1):
         page = browser.new_context(**size).new_page()
         page.goto(f"{server}/?page=attention")

@@ -149,55 +149,35 @@ def deck_steps(model: str | None) -> list[tuple[str, str]]:
 PHONE_SIZE = (390, 844)
 
 
-def follow(browser, url: str, model: str | None, sizes=((1280, 720), PHONE_SIZE)):
-    """A teacher in presenter mode on the overview's first step (1280×720) who starts a class,
-    and a student following it at each of `sizes`: (teacher, {"1280x720": page, …})."""
-    from ui import keys
-
-    extra = f"&model={model}" if model else ""
-    teacher, code = start_class(browser, url, "overview" + extra)  # (the model rides along)
-    students = {}
-    for w, h in sizes:
-        page = context_for(browser, w, h).new_page()
-        page.goto(f"{url}/?page=overview&{keys.LIVE_JOIN}={code}{extra}")
-        students[f"{w}x{h}"] = page
-    return teacher, students
-
-
-def step_views(teacher, students: dict, header: str, banner: str, on_view,
-               slides: bool = True) -> None:
-    """One step of the walk, the teacher's slide drawn: `on_view(where, page)` for the slide at
-    1280×720 and at 390×844 (unless `slides` is False), and for each student's screen once it
-    shows the step (its banner names it) and its run is done."""
-    from ui import keys
-
-    if slides:
-        on_view(f"{header} presenter 1280x720", teacher)
-        teacher.set_viewport_size({"width": PHONE_SIZE[0], "height": PHONE_SIZE[1]})
-        wait_idle(teacher, 240_000)
-        on_view(f"{header} presenter {PHONE_SIZE[0]}x{PHONE_SIZE[1]}", teacher)
-        teacher.set_viewport_size({"width": 1280, "height": 720})
-    for wh, page in students.items():
-        page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(banner).wait_for(
-            timeout=180_000)
-        wait_idle(page, 240_000)
-        on_view(f"{header} student {wh}", page)
-
-
 def walk(browser, url: str, model: str | None, on_view) -> None:
     """The teacher's walk (`--walk`): every step in presenter mode with a class started, two
     students following (1280×720 and a phone); `on_view(where, page)` is called for the slide
     at 1280×720 and at 390×844 and for each student's screen, at every step."""
     from ui import keys
 
-    teacher, students = follow(browser, url, model)
+    extra = f"&model={model}" if model else ""
+    teacher, code = start_class(browser, url, "overview" + extra)  # (the model rides along)
+    students = {}
+    for w, h in ((1280, 720), PHONE_SIZE):
+        page = context_for(browser, w, h).new_page()
+        page.goto(f"{url}/?page=overview&{keys.LIVE_JOIN}={code}{extra}")
+        students[f"{w}x{h}"] = page
     sequence = deck_steps(model)
     for i, (header, banner) in enumerate(sequence):
         teacher.locator(f".st-key-{keys.PRESENTER_WHERE}").get_by_text(header).wait_for(
             timeout=180_000)
         wait_idle(teacher, 240_000)
         teacher.wait_for_function("() => document.__vitDeck === true", timeout=60_000)
-        step_views(teacher, students, header, banner, on_view)
+        on_view(f"{header} presenter 1280x720", teacher)
+        teacher.set_viewport_size({"width": PHONE_SIZE[0], "height": PHONE_SIZE[1]})
+        wait_idle(teacher, 240_000)
+        on_view(f"{header} presenter {PHONE_SIZE[0]}x{PHONE_SIZE[1]}", teacher)
+        teacher.set_viewport_size({"width": 1280, "height": 720})
+        for wh, page in students.items():
+            page.locator(f".st-key-{keys.LIVE_BANNER}").get_by_text(banner).wait_for(
+                timeout=180_000)
+            wait_idle(page, 240_000)
+            on_view(f"{header} student {wh}", page)
         if i < len(sequence) - 1:
             wait_idle(teacher, 240_000)
             teacher.keyboard.press("ArrowRight")

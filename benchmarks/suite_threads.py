@@ -29,6 +29,9 @@ def run(tier: str, threads: int, workers: int) -> tuple[float, bool]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", str(workers),
                            "-p", "no:cacheprovider", "-m", TIERS[tier]], cwd=ROOT, env=env,
                           capture_output=True, text=True)
+    for line in done.stdout.splitlines():  # what failed, said (a timing of a red run is no A/B)
+        if line.startswith(("FAILED", "ERROR")):
+            print(f"threads {threads}: {line}", file=sys.stderr, flush=True)
     return time.perf_counter() - start, done.returncode == 0
 
 

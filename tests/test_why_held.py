@@ -55,7 +55,9 @@ from vit_core.explain import attribution, patching
 from vit_core.explain.attribution import METHODS
 from vit_core.explain.targets import predicted, word_targets
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+# the slow tier: seven tests of 4-9 s each, ~35 s of the quick tier's ~380 test-seconds (its 4
+# minutes ran out at 232-240 s in CI)
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.slow]
 
 CLF, CAUSAL = "shapes-classifier", "shapes-captioner-causal"
 FIXTURE = str(HUB / "tiny-org/vit-1block-1head-p14")

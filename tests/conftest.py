@@ -27,13 +27,16 @@ os.environ.setdefault("VIT_EXPLAINER_READ_AHEAD", "0")
 
 
 def _share_the_cores() -> None:
-    """Under pytest-xdist each worker's torch (and each server a test starts, which inherits
-    the environment) gets its share of the cores, not all of them: two workers each running
-    two threads on two cores spin against each other (the quick tier 182 s with one thread a
-    worker vs 201-219 s, `benchmarks/test_threads.py`)."""
+    """Under pytest-xdist each worker's torch gets its share of the cores, not all of them: two
+    workers each running two threads on two cores spin against each other (the quick tier 182 s
+    with one thread a worker vs 201-219 s, `benchmarks/suite_threads.py`). The servers the
+    browser tests start keep torch's default: with one thread each too, the CI's rest tier took
+    660 s against ~570 s before (not separated from that day's other changes)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if workers:
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+    if workers and "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 _share_the_cores()

@@ -334,6 +334,7 @@ def test_clicking_a_cell_of_the_patch_grid_selects_that_patch(browser, server):
     wait_idle(page)
     page.get_by_text("Patch 24: row 3, column 3").wait_for()  # the centre patch by default
     plot = page.locator(".js-plotly-plot").first
+    shown(page, plot, "patch-grid-hidden.png")
     plot.scroll_into_view_if_needed()
     plot.locator(".scatterlayer .point").nth(48).wait_for(state="attached")  # 49 cell markers
     g, row, col = 7, 2, 5
@@ -381,6 +382,23 @@ def click_map_marker(page, plot, trace: int, index: int, hover_text: str) -> Non
     marker = plot.locator(".scatterlayer .trace").nth(trace).locator(".point").nth(index)
     marker.wait_for(state="attached")
     hover_and_click(page, plot, marker, hover_text, "map-click-failed.png")
+
+
+# Streamlit keeps a plotly chart `visibility: hidden` until a ResizeObserver has measured its
+# frame's width (PlotlyChart: width -1 until then); once in CI, under load, that took > 30 s
+PLOT_FRAME_JS = """e => { const f = e.closest('[data-testid="stFullScreenFrame"]');
+  return {plot: getComputedStyle(e).visibility, frame: f && f.getBoundingClientRect().width}; }"""
+
+
+def shown(page, plot, shot: str) -> None:
+    """Wait up to 90 s for a plotly chart to be shown; failing, leave a screenshot named `shot`
+    and say what hid it (its visibility, the measured width of its frame)."""
+    try:
+        plot.wait_for(state="visible", timeout=90_000)
+    except playwright.TimeoutError:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / shot), full_page=True)
+        pytest.fail(f"the chart was never shown: {plot.evaluate(PLOT_FRAME_JS)}")
 
 
 def hover_and_click(page, plot, marker, hover_text: str, shot: str) -> None:

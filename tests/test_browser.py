@@ -439,6 +439,7 @@ def test_clicking_the_model_map_picks_a_block_and_opens_a_stage(browser, server)
     page.goto(f"{server}/?page=overview")  # the bundled classifier: 6 blocks
     wait_idle(page)
     plot = page.locator(".st-key-overview_map .js-plotly-plot")
+    shown(page, plot, "map-hidden.png")
     plot.scroll_into_view_if_needed()
     # a cell of the block strip: the map now draws block 2, on the same page
     click_map_marker(page, plot, 1, 2, "block 2")

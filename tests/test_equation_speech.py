@@ -129,6 +129,27 @@ def test_every_equation_is_said_without_tex_and_with_its_numbers(slug, model):
         assert not missing, (tex, said, missing)
 
 
+# Markdown's $…$ (as pandoc reads it): not an escaped \$, not $$, no space inside either dollar,
+# no digit after the closing one
+INLINE_TEX = re.compile(r"(?<![\\$])\$(?=[^\s$])[^$\n]+(?<=[^\s\\])\$(?![\d$])")
+
+
+@pytest.mark.parametrize("slug, model", PAGES, ids=[f"{s}-{m}" for s, m in PAGES])
+def test_no_sentence_holds_an_equation_read_symbol_by_symbol(slug, model):
+    """An equation inside a sentence (Markdown's $…$) is KaTeX's MathML, which a screen reader
+    reads one symbol at a time; the app writes such a formula as plain text instead."""
+    at = page_of(slug, model)
+    texts = [e.value for kind in ("markdown", "caption", "info", "warning", "success")
+             for e in at.get(kind) if isinstance(e.value, str)]
+    inline = [m.group(0) for t in texts for m in INLINE_TEX.finditer(t)]
+    assert not inline, inline
+
+
+def test_the_inline_equation_pattern_finds_an_equation_and_not_prices_or_display_math():
+    found = INLINE_TEX.findall(r"with $m_h = 1$ (on), $$x^2$$, 5 $ or 6 $, \$3 and \$4")
+    assert found == ["$m_h = 1$"]
+
+
 def test_a_masked_score_says_minus_infinity():
     """On the causal captioner a key after the query is masked: the worked score says so."""
     at = open_app("qkv", CAP, no_error=True, state={keys.KEY_PATCH: 40})

@@ -207,10 +207,10 @@ def change_words(x: Ctx, f: Change) -> str:
 
 
 CHANGE_NOTES = {
-    "heads": (r"Switched-off heads are dark in the grid. Each head's output is multiplied by its "
-              r"switch before the heads are joined and projected by W_O: "
-              r"$\mathrm{MSA}(X) = [\,m_1\,\mathrm{head}_1;\ \dots;\ m_H\,\mathrm{head}_H\,]"
-              r"\,W_O + b_O$, with $m_h = 1$ (on) or $0$ (off)."),
+    # plain text, not inline TeX: a screen reader read KaTeX's inline MathML symbol by symbol
+    "heads": ("Switched-off heads are dark in the grid. Each head's output is multiplied by its "
+              "switch before the heads are joined and projected by W_O: "
+              "MSA(X) = [m₁·head₁; …; m_H·head_H] W_O + b_O, with m_h = 1 (on) or 0 (off)."),
     "positions": "λ = 1 is the model as trained; λ = 0 leaves E_pos out of the first sum.",
     "mask": ("Light cells: a query token (row) may attend to that key (column); dark: "
              "blocked (M = −∞)."),

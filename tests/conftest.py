@@ -34,9 +34,17 @@ def _share_the_cores() -> None:
     660 s against ~570 s before (not separated from that day's other changes)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers and "OMP_NUM_THREADS" not in os.environ:
+        share = str(max(1, (os.cpu_count() or 1) // workers))
+        # torch.set_num_threads alone held for the thread that called it: a thread started
+        # later (a download's, Streamlit's) still ran OpenMP on every core, and its float32 sums
+        # came out in another order (a trace's patch_embed 1 ulp off the test's own pass). So
+        # OpenMP reads the share as it loads, with torch, for every thread; the variable then
+        # goes, so the servers the tests start do not inherit it.
+        os.environ["OMP_NUM_THREADS"] = share
         import torch
 
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+        torch.set_num_threads(int(share))
+        del os.environ["OMP_NUM_THREADS"]
 
 
 _share_the_cores()

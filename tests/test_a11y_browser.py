@@ -6,7 +6,7 @@ showing a focus ring at 3:1 or more; on a slide, the order Tab takes and its rin
 axe-core's WCAG 2.1 A/AA rules (tools/axe.py, the `axe` fixture) run inside the walks that
 visit every page and step already (docs/accessibility.md): the page at 1280×720
 (tests/test_browser.py) and at 390×844 (tests/test_phone_browser.py), every slide at 1280×720
-(tests/test_deck_browser.py), following students (here, tests/test_live_browser.py,
+and 390×844 (tests/test_deck_browser.py), following students (here, tests/test_live_browser.py,
 tests/test_phone_browser.py). 0 violations outside tools/axe.ALLOWED (the documented list).
 Waits are generous (a busy machine); none stands for a speed."""
 

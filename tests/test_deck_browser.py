@@ -64,10 +64,12 @@ def at(page, header: str) -> None:
 # --presenter --width W --height H`, which shows every step there.
 WALKS = [("shapes-classifier", [SCREENS[0]]), ("shapes-captioner-causal", [SCREENS[1]]),
          ("vit-b16", [SCREENS[0]])]
-# axe-core's audit: the bundled classifier's walk at 1280×720, one audit a step (about a
-# second each on a loaded 2-core machine); every step of the others, a phone's slide and a
-# following student's: `tools/axe.py --walk [--model …]` (docs/accessibility.md)
+# axe-core's audit: the bundled classifier's walk at 1280×720 and on a phone (PHONE: the window
+# resized, no second session), one audit a step and size (0.15-1 s each on a loaded 2-core
+# machine; the walk 64 -> 100 s alone); every step of the other models and a following
+# student's screen at every step: `tools/axe.py --walk [--model …]` (docs/accessibility.md)
 AXE_WALK = ("shapes-classifier", SCREENS[0])
+PHONE = (390, 844)  # the classifier's walk audits every slide on a phone too (the window resized)
 # a walk that ends before this stage (the CI's 15 minutes): the ViT-B/16-size preset's walk
 # covers the stages whose key figures grow with the model (12 blocks and heads, 14×14 patches,
 # 768 and 3072 features, 1000 classes); from the Shape trace on, its slides are tables and
@@ -94,11 +96,12 @@ def test_every_step_fits_every_projector(browser, server, axe, model, screens):
     """Presenter mode from the overview's first step to the last stage's last, one ArrowRight
     at a time; at every step, the slide on every screen of the walk (tests/slides.py: nothing
     scrolls or is cut, the key figure has half of the slide, pictures keep their shape), and
-    axe-core's WCAG 2.1 A/AA rules on the walk's first screen (tools/axe.py: 0 violations
-    outside its documented list); then (the classifier) a few slides opened by a link. The
-    ViT-B/16-size walk stops before the Shape trace and the captioner's before the Why stage
-    (UNTIL: why there); the classifier's walks every stage (tests/test_why_held.py draws the big
-    model's waiting steps). Every formula on a slide must parse (KaTeX's errors)."""
+    axe-core's WCAG 2.1 A/AA rules on the walk's first screen and (the classifier) on a phone
+    (tools/axe.py: 0 violations outside its documented list); then (the classifier) a few
+    slides opened by a link. The ViT-B/16-size walk stops before the Shape trace and the
+    captioner's before the Why stage (UNTIL: why there); the classifier's walks every stage
+    (tests/test_why_held.py draws the big model's waiting steps). Every formula on a slide must
+    parse (KaTeX's errors)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     w0, h0 = screens[0]
     page = browser.new_page(viewport={"width": w0, "height": h0})
@@ -126,6 +129,13 @@ def test_every_step_fits_every_projector(browser, server, axe, model, screens):
                 found += axe(page, f"{header} at {w}×{h}")
             if found:
                 page.screenshot(path=str(SHOTS / f"{model}-{i}-{w}.png"))
+            problems += found
+        if model == AXE_WALK[0]:  # the same slide on a phone: its layout, its tab stops
+            page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+            settle(page)
+            found = axe(page, f"{header} at {PHONE[0]}×{PHONE[1]}")
+            if found:
+                page.screenshot(path=str(SHOTS / f"{model}-{i}-{PHONE[0]}.png"))
             problems += found
         page.set_viewport_size({"width": w0, "height": h0})
         if i < len(sequence) - 1:

@@ -90,6 +90,7 @@ LIVE_OWN = "_live_own"  # set: the settings the student changed (the teacher's n
 LIVE_LOADED = "_live_loaded"  # bool: the address's class was read (ui/live/session.load_once)
 LIVE_WATCH = "_live_watch"  # (version, revealed): what this page shows of the class (student)
 LIVE_NOTICE = "_live_notice"  # str: one sentence about the class (ended, refused, store down)
+LIVE_SAVED = "_live_saved"  # str: Send's toast, shown by the answer box's next run
 LIVE_CODE_INPUT = "live_code_input"  # text input: the code a student types
 LIVE_NICK = "live_nick"  # text input: an optional nickname
 LIVE_START = "live_start"  # button: the teacher starts a class

@@ -151,8 +151,10 @@ def _send(stage: str, step: str, q, kind: str, value) -> None:
         return
     if scores.get(replies.PENDING) and callable(getattr(q.reply, "later", None)):
         _score_later(q.reply.later, tuple(value), c.code, ss[keys.LIVE_ME], stage, step)
-    # said apart from the page: if the class moved meanwhile, the page shows the next step
-    st.toast(f"Your answer to “{q.question}” was saved.", icon=":material/check:")
+    # said apart from the page (a toast: if the class moved meanwhile, the page shows the next
+    # step), by the box's run after this callback: an element drawn inside a fragment's callback
+    # makes Streamlit warn that it may replace the top of the page (the server's log, each Send)
+    ss[keys.LIVE_SAVED] = f"Your answer to “{q.question}” was saved."
 
 
 def _scores(reply, value) -> dict:
@@ -199,6 +201,8 @@ def _answer(stage: str, step: str, q, view) -> None:
         st.rerun(scope="app")
     if ss.get(keys.LIVE_NOTICE):  # from Send (the page's banner shows it on a full run)
         st.warning(ss.pop(keys.LIVE_NOTICE), icon=":material/groups:")
+    if ss.get(keys.LIVE_SAVED):
+        st.toast(ss.pop(keys.LIVE_SAVED), icon=":material/check:")
     st.markdown(f"**Question for the class:** {q.question}")
     try:
         mine = classes.answered(session.store(), c.code, ss[keys.LIVE_ME], stage, step)

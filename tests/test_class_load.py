@@ -65,3 +65,15 @@ def test_the_teacher_holds_until_every_page_drew_the_step_and_no_send_is_in_prog
     assert not lesson.busy(WHERE[0]) and lesson.busy(WHERE[1])
     lesson.answering.add(3)
     assert lesson.busy(WHERE[0])
+
+
+def test_a_hold_names_the_pages_it_waits_for_and_what_each_one_last_showed():
+    lesson = Lesson(following={3, 4, 6})
+    lesson.drawn[WHERE[1]] = {3}
+    lesson.shows = {4: "(step 2), computing ('Computing the six maps: 40%')"}
+    lesson.answering.add(3)
+    said = lesson.awaited(WHERE[1])
+    assert said.startswith("awaiting 2 page(s), 1 Send(s) in progress")
+    assert "student 4: (step 2), computing ('Computing the six maps: 40%')" in said
+    assert "student 6: no run yet" in said and "student 3: sending" in said
+    assert "student 3: (" not in said  # drew it

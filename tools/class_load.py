@@ -21,7 +21,8 @@ being computed shows a progress bar first (the Why stage's maps and table on a b
 those, the time until the step is drawn, from the click and from the student's join, is
 reported apart (tools/class_report.py); with --hold S the teacher stays on a step until every
 student's page draws it and no Send is in progress, or S seconds after the click (a page that
-shows an earlier step's question in its place has not shown the step). Checked: every run of
+shows an earlier step's question in its place has not shown the step; every 2 minutes of a
+hold, stderr names the pages awaited and what each one's last run showed). Checked: every run of
 every student shows its own picture's fingerprint; every answer sent is in the teacher's CSV
 download once, as the page acknowledged it ("Your answer: … (sent)"; an answer sent as the
 class moved on is not acknowledged on the page but must be in the CSV too): else it is lost; an
@@ -69,6 +70,7 @@ from ui.stages import BY_SLUG as STAGES  # noqa: E402
 LESSON = ["overview", "attention", "masks", "logits"]
 REDIS_URL = "VIT_EXPLAINER_REDIS_URL"  # ui/live/store.ENV
 CSV_BUTTON = "Download the answers (CSV)"
+TELL_EVERY = 120.0  # seconds between two lines on stderr while the teacher holds on a step
 
 # what the pages say (ui/presenter.header, ui/live/student.banner, ui/live/student.answer_box)
 TEACHER_WHERE = re.compile(r"^\*\*.+ · step (\d+)/(\d+)\*\* · (.+): \*(.+)\*$")
@@ -180,11 +182,19 @@ class Lesson:
     following: set[int] = field(default_factory=set)  # students in the class now
     drawn: dict[tuple, set[int]] = field(default_factory=dict)  # step -> students that drew it
     answering: set[int] = field(default_factory=set)  # students whose Send is in progress
+    shows: dict[int, str] = field(default_factory=dict)  # student -> what its last run showed
 
     def busy(self, at: tuple) -> bool:
         """A student's page has not drawn step `at` yet (its run or the numbers it shows are
         still being computed), or a student is sending an answer."""
         return bool(self.answering or self.following - self.drawn.get(at, set()))
+
+    def awaited(self, at: tuple) -> str:
+        """Who step `at` waits for, and what each one's last full run showed."""
+        late = sorted(self.following - self.drawn.get(at, set()))
+        return (f"awaiting {len(late)} page(s), {len(self.answering)} Send(s) in progress"
+                + "".join(f"\n  student {i}: {self.shows.get(i, 'no run yet')}" for i in late)
+                + "".join(f"\n  student {i}: sending" for i in sorted(self.answering)))
 
 
 async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
@@ -210,6 +220,9 @@ async def student(url: str, i: int, start_at: float, lesson: Lesson, model: str,
         last[:] = [run]
         check(run, i, where, fid, problems)
         at = student_at(run)
+        lesson.shows[i] = (f"{at}, " + ("held" if held(run) else f"computing "
+                           f"({run.progress[-1]!r})" if run.progress else "drawn")
+                           + f", {time.perf_counter() - joined:.0f} s after joining")
         if at is None:
             problems["failed sessions"].append(f"student {i}, {where}: no class banner")
             return False
@@ -289,8 +302,13 @@ async def teach(url: str, lesson: Lesson, stages: list[str], every: float, moves
             raise RuntimeError(f"the teacher's page has no header: {run.errors or run.texts[:3]}")
         lesson.moves.append((t0, at))
         await tab.wait(every - (time.perf_counter() - t0))
+        told = time.perf_counter()
         while lesson.busy(at) and time.perf_counter() - t0 < hold:
             await tab.wait(0.5)
+            if time.perf_counter() - told > TELL_EVERY:  # a long hold says what it waits for
+                told = time.perf_counter()
+                print(f"{time.strftime('%H:%M:%S')} holding on {at}, {told - t0:.0f} s after "
+                      f"the click: {lesson.awaited(at)}", file=sys.stderr, flush=True)
     await tab.wait(every)  # the last answers
     lesson.over.set()
     run = await tab.rerun()

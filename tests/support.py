@@ -8,9 +8,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import struct
+import subprocess
+import sys
 import time
+import urllib.request
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +23,7 @@ import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+from tools.browser import free_port
 from ui import keys
 from ui.stages.why import jobs
 from vit_core import ViT, ViTConfig
@@ -270,3 +276,31 @@ def settle(at) -> None:
             return
         assert time.monotonic() < end, pending(at)
         idle()
+
+
+@contextmanager
+def served(tmp_path: Path, script: str, env: dict | None = None):
+    """`streamlit run` of `script` (its source) on a free port, the repository importable;
+    yields (its address, its log file) once it answers, stops it after."""
+    path = tmp_path / "page.py"
+    path.write_text(script)
+    port = free_port()
+    log = open(tmp_path / "server.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(path), "--server.port", str(port),
+         "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield url, tmp_path / "server.log"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()

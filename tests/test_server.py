@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import subprocess
-import sys
 import textwrap
-import time
 import types
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tools.browser import free_port
+from tests.support import served
 from tools.st_protocol import Tab
 from ui.serving import server
 
@@ -213,28 +208,8 @@ pages().note(me, "C", True, shown)  # polls when the server cannot push
 def _served(tmp_path: Path, env: dict):
     flag = tmp_path / "flag"
     flag.write_text("0")
-    script = tmp_path / "page.py"
-    script.write_text(f"FLAG = {str(flag)!r}\n" + textwrap.dedent(SCRIPT))
-    port = free_port()
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
-        yield url, flag, tmp_path / "server.log"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+    with served(tmp_path, f"FLAG = {str(flag)!r}\n" + textwrap.dedent(SCRIPT), env) as (url, log):
+        yield url, flag, log
 
 
 def _texts(runs) -> str:

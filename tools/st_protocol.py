@@ -38,6 +38,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -53,6 +54,7 @@ DONE = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR
         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}  # FINISHED_EARLY_FOR_RERUN: another follows
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 ALERTS = {"alert", "toast"}
+HEARD = 12  # the server's last messages a stuck tab names (besides the elements drawn)
 
 
 class ProtocolError(RuntimeError):
@@ -102,6 +104,7 @@ class Tab:
         self.fetched: set[bytes] = set()
         self.asked = ""  # what the tab last asked the server for (said when a wait times out)
         self.reading: Run | None = None  # the run being read, as far as it came
+        self.heard: deque[str] = deque(maxlen=HEARD)  # the last messages' kinds, in order
 
     @property
     def page(self) -> str:
@@ -167,7 +170,23 @@ class Tab:
             raise TimeoutError(self.stuck()) from None
         msg = ForwardMsg()
         msg.ParseFromString(data)
+        self.hear(msg)
         return msg, data
+
+    def hear(self, msg: ForwardMsg) -> None:
+        """Note a message's kind (a run's start and end, with which fragments; a timer), not
+        the elements drawn: what a stuck tab last heard."""
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            ids = msg.new_session.fragment_ids_this_run
+            which = "fragments " + ",".join(i[:8] for i in ids) if ids else "full"
+            self.heard.append(f"start({which})")
+        elif kind == "script_finished":
+            self.heard.append(ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished))
+        elif kind == "auto_rerun":
+            self.heard.append(f"auto_rerun({msg.auto_rerun.fragment_id[:8]})")
+        elif kind in ("stop_auto_rerun", "session_status_changed"):
+            self.heard.append(kind)
 
     def stuck(self) -> str:
         """What the tab was waiting for when the server went quiet: what it asked for and
@@ -177,7 +196,8 @@ class Tab:
                 else f"a {'full' if run.full else 'fragment'} run drew {len(run.texts)} texts"
                      f" (last: {run.texts[-1][:80] if run.texts else ''!r}), progress "
                      f"{run.progress[-1:]!r}")
-        return f"nothing from the server for {self.timeout:g} s after {self.asked}: {came}"
+        return (f"nothing from the server for {self.timeout:g} s after {self.asked}: {came}; "
+                f"the last messages heard: {' '.join(self.heard)}")
 
     async def rerun(self, page: str | None = None, query: str | None = None,
                     widgets: list[WidgetState] | None = None, fragment: str = "",
@@ -341,6 +361,7 @@ class Tab:
                 return None
             msg = ForwardMsg()
             msg.ParseFromString(data)
+            self.hear(msg)
             if msg.WhichOneof("type") == "new_session":
                 self.asked = "nothing (a run the server started itself: a push)"
                 run = await self._read_run(time.perf_counter(), (msg, data))

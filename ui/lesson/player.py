@@ -13,6 +13,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from ui import keys
+from ui.serving.ticking import ticking
 
 PLAY_EVERY = 1.5  # seconds per step
 
@@ -42,7 +43,7 @@ def play(what: str, key: str, start: Callable[[], None], advance: Callable[[], b
     return playing
 
 
-@st.fragment(run_every=PLAY_EVERY)
+@ticking(PLAY_EVERY)
 def _ticker(what: str, advance: Callable[[], bool]) -> None:
     ss = st.session_state
     if ss.get(keys.PRESENTER_PLAY_FULL):  # drawn by the page's run: the first tick comes later

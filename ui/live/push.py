@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 import streamlit as st
 
 from ui.serving import server
+from ui.serving.ticking import ticking
 
 KEEP_EVERY = 5.0  # s between the keeper's rounds: "still here" marks, pages checked again
 POLL_EVERY = 0.5  # s between a page's own looks at its class when the server cannot push
@@ -176,7 +177,7 @@ class Pages:
             self._still_here(code, student)
 
 
-@st.fragment(run_every=POLL_EVERY)
+@ticking(POLL_EVERY)
 def _poll(pages: Pages, code: str, following: bool, shown: tuple, student: str | None) -> None:
     """The documented way, when the server cannot push: the page asks this process's Watcher
     (memory; the store is read when a message said so) whether its class moved, and reruns

@@ -20,6 +20,7 @@ from ui.drawing.readable import readable
 from ui.lesson import share, steps
 from ui.live import classes, follow, session
 from ui.live.store import StoreDown
+from ui.serving.ticking import ticking
 
 TALLY_EVERY = 2.0  # s between refreshes of the answer counts on the teacher's screen
 RIGHT, WRONG, UNMARKED = "right for their own image", "not right", "not marked"
@@ -155,7 +156,7 @@ def _panel(c: classes.Class) -> None:
                    "deleted (download them first).")
 
 
-@st.fragment(run_every=TALLY_EVERY)
+@ticking(TALLY_EVERY)
 def _followers(code: str) -> None:
     try:
         n = classes.following(session.store(), code)
@@ -185,7 +186,7 @@ def question_box(stage: str, step: str, q) -> None:
     _tally(stage, step, q.reply)
 
 
-@st.fragment(run_every=TALLY_EVERY)
+@ticking(TALLY_EVERY)
 def _tally(stage: str, step: str, reply=None) -> None:
     found = _act(lambda s, code, secret: classes.counts(s, code, secret, stage, step))
     if found is None:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ui.drawing.numbers import pct
 from ui.lesson.deck import Step
+from ui.serving.ticking import ticking
 from ui.stages.why import jobs
 
 POLL_S = 1.0  # seconds between two looks at a computation in progress
@@ -65,7 +66,7 @@ def _progress(waiting: jobs.NotReady) -> None:
     _bar(waiting)
 
 
-@st.fragment(run_every=POLL_S)
+@ticking(POLL_S)
 def _bar(waiting: jobs.NotReady) -> None:
     if waiting.over():
         st.rerun()

@@ -5,13 +5,17 @@ ended, cost that run its last messages), and the current one's ticks run it."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from tests.support import served
 from tools.st_protocol import Tab
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = '''
 import streamlit as st
@@ -62,3 +66,11 @@ def test_each_run_draws_its_timed_fragment_under_a_new_id_and_a_late_tick_is_dro
     assert len(one) == len(two) == 1 and one != two  # a new id at each run
     assert late is None  # no run for a fragment the last full run did not draw
     assert now is not None and not now.full and now.texts == ["tick 3 of run 2"]
+
+
+def test_no_page_module_draws_a_timed_fragment_but_through_ticking():
+    found = [f"{f.relative_to(ROOT)}:{node.lineno}"
+             for f in [ROOT / "app.py", *(ROOT / "ui").rglob("*.py")] if f.name != "ticking.py"
+             for node in ast.walk(ast.parse(f.read_text())) if isinstance(node, ast.Call)
+             and any(k.arg == "run_every" for k in node.keywords)]
+    assert not found, found

@@ -38,18 +38,23 @@ def target(inp, model_name: str, mask: str | None = None) -> Target:
     return answered(model, logits=logits)
 
 
-def _all_maps(model, pixels, target: Target, mask, progress) -> dict:
-    """attribution.attribute for every method with its defaults, under the sidebar's mask;
-    progress counts thousandths of the six maps."""
+def each_method(call, progress) -> dict:
+    """{method: call(method, its progress)} for the six methods in turn, in one worker call;
+    `progress` counts thousandths of the six."""
     n, out = len(METHODS), {}
     for i, method in enumerate(METHODS):
         def inner(done, total, i=i):
             progress(1000 * i + 1000 * done // max(total, 1), 1000 * n)
 
-        out[method] = attribution.attribute(model, pixels, method, target, mask=mask,
-                                            progress=inner)
+        out[method] = call(method, inner)
         progress(1000 * (i + 1), 1000 * n)
     return out
+
+
+def _all_maps(model, pixels, target: Target, mask, progress) -> dict:
+    """attribution.attribute for every method with its defaults, under the sidebar's mask."""
+    return each_method(lambda m, p: attribution.attribute(model, pixels, m, target, mask=mask,
+                                                          progress=p), progress)
 
 
 @held

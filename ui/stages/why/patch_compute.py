@@ -17,6 +17,7 @@ from ui.serving.budget import forward_worker, get_model, held
 from ui.serving.tour import Ask
 from ui.stages import choices
 from ui.stages.why import compute, jobs
+from ui.stages.why.compute import each_method
 from vit_core.explain import patching
 from vit_core.explain.attribution import METHODS
 from vit_core.explain.faithfulness_sanity import Sanity, sanity_check
@@ -34,18 +35,12 @@ KINDS = choices.PATCH_AGAINST  # the corruptions a student chooses from
 # ---------------------------------------------------------------- sanity: the randomised maps
 def _all_sanity(model, pixels, target: Target, trained: dict, progress) -> dict:
     """sanity_check for every method against its trained map (`trained`: method -> patches),
-    in ONE worker call: a class's students get their six randomised maps one student after
-    another, not each method in turn for everyone (then all were ready only near the end);
-    progress counts thousandths of the six."""
-    n, out = len(METHODS), {}
-    for i, method in enumerate(METHODS):
-        def inner(done, total, i=i):
-            progress(1000 * i + 1000 * done // max(total, 1), 1000 * n)
-
-        out[method] = sanity_check(model, pixels, target, METHODS[method],
-                                   trained=trained[method], progress=inner)
-        progress(1000 * (i + 1), 1000 * n)
-    return out
+    in ONE worker call (compute.each_method): a class's students get their six randomised
+    maps one student after another, not each method in turn for everyone (then all were
+    ready only near the end)."""
+    return each_method(lambda m, p: sanity_check(model, pixels, target, METHODS[m],
+                                                 trained=trained[m], progress=p),
+                       progress)
 
 
 @held

@@ -18,6 +18,7 @@ from ui.drawing.numbers import pct
 from ui.keys import WHY_PATCH_KIND
 from ui.selection import inputs
 from ui.serving import worker
+from ui.stages.why import compute, patch_compute
 from ui.stages.why.keys import WHY_OPEN
 from vit_core import load_image, preprocess
 from vit_core.explain import patching, targets
@@ -185,3 +186,18 @@ def test_a_random_vit_ti_is_patched_by_attribution(monkeypatch):
                            patches=object_patches(at, model.config))
     check_patching(at, model, pixels, target, bad, exact=False)
     assert re.search(r"more than the \d+ patched exactly", " ".join(infos(at)))
+
+
+def test_sanity_compares_both_maps_under_the_sidebars_mask():
+    """A mask other than the model's own (here causal on the bundled classifier): the trained
+    and the randomised maps are both computed under it, as the library's sanity_check does."""
+    name = "shapes-classifier"
+    model = vit_core.load_model(name)
+    inp = inputs.make_input("sanity-mask", inputs.sample_bytes(3))
+    pixels = preprocess(load_image(inp.data), model.config)
+    target = compute.target(inp, name, "causal")
+    found = patch_compute.sanity(inp, name, "causal", target)
+    for m, fn in METHODS.items():
+        own = sanity_check(model, pixels, target, fn, mask="causal")
+        assert np.allclose(found[m].randomised, own.randomised, atol=1e-5), m
+        assert found[m].rho == pytest.approx(own.rho, abs=1e-6, nan_ok=True), m

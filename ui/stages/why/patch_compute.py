@@ -33,13 +33,13 @@ KINDS = choices.PATCH_AGAINST  # the corruptions a student chooses from
 
 
 # ---------------------------------------------------------------- sanity: the randomised maps
-def _all_sanity(model, pixels, target: Target, trained: dict, progress) -> dict:
+def _all_sanity(model, pixels, target: Target, trained: dict, mask, progress) -> dict:
     """sanity_check for every method against its trained map (`trained`: method -> patches),
     in ONE worker call (compute.each_method): a class's students get their six randomised
     maps one student after another, not each method in turn for everyone (then all were
     ready only near the end)."""
     return each_method(lambda m, p: sanity_check(model, pixels, target, METHODS[m],
-                                                 trained=trained[m], progress=p),
+                                                 trained=trained[m], mask=mask, progress=p),
                        progress)
 
 
@@ -49,7 +49,7 @@ def _sanity(key: str, model_name: str, mask: str | None, target: Target, _pixels
     model = get_model(model_name)
     k = ("_sanity", key, model_name, mask, target)
     try:
-        return forward_worker().run(_all_sanity, model, _pixels, target, _trained,
+        return forward_worker().run(_all_sanity, model, _pixels, target, _trained, mask,
                                     jobs.ticker(k), model=model, timeout=jobs.LONG_S)
     finally:
         jobs.finished(k)
